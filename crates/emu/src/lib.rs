@@ -1,0 +1,18 @@
+//! `pantheon-emu`: the real-time driver of the link model. It runs a command in a fresh network
+//! namespace whose only way out is a pair of TUN devices, and moves every datagram between them
+//! through `pantheon_link::Path` (one per direction) on the wall clock.
+//!
+//! ```text
+//!  caller's namespace                       emulated namespace
+//!  peer 100.64.k.1 ── pemuN ◄─downlink─┐ ┌─uplink─► pemu0 ── command (100.64.k.2, default route)
+//!                                      relay threads
+//! ```
+
+pub mod args;
+pub mod child;
+pub mod log;
+pub mod netns;
+pub mod privileges;
+pub mod relay;
+pub mod sys;
+pub mod tun;

@@ -1,0 +1,125 @@
+//! The emulator's per-packet logs, one file per direction and format.
+//!
+//! Native form (microseconds since the base, on CLOCK_MONOTONIC; uid numbers the packets of one
+//! direction in the order they entered the path):
+//!   `t_us + uid bytes`                         the packet entered the path
+//!   `t_us - uid bytes delay_us lateness_us`    it left; delay = t_us − entry; it was written to the
+//!                                              far end lateness_us after its scheduled time
+//!   `t_us d uid bytes cause`                   it was dropped (cause: loss, policer, queue)
+//!   `t_us # 1500`                              a delivery opportunity of the bottleneck
+//! Lines are in time order.
+//!
+//! Mahimahi form, as `mm-link --uplink-log` writes it, so Mahimahi's tools read it: whole
+//! milliseconds since the init timestamp, and the bottleneck's view only (arrivals at its queue,
+//! departures with their queueing delay, opportunities, queue drops):
+//!   `t + bytes`, `t - bytes delay_ms`, `t # 1500`, `t d 1 bytes`.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path as FsPath;
+
+use pantheon_link::{DropCause, OPPORTUNITY_BYTES};
+
+const BUFFER_BYTES: usize = 1 << 20;
+
+fn create(path: &FsPath) -> io::Result<BufWriter<File>> {
+    Ok(BufWriter::with_capacity(BUFFER_BYTES, File::create(path)?))
+}
+
+/// The native microsecond log.
+pub struct NativeLog {
+    out: BufWriter<File>,
+    /// Entries waiting until every model event before them has been written, so that the file
+    /// stays in time order although entries are read before the events that precede them are
+    /// computed.
+    pending_entries: VecDeque<(u64, u64, u32)>,
+}
+
+impl NativeLog {
+    pub fn create(path: &FsPath, header: &[String]) -> io::Result<NativeLog> {
+        let mut out = create(path)?;
+        writeln!(out, "# pantheon-emu link log v1")?;
+        for line in header {
+            writeln!(out, "# {line}")?;
+        }
+        writeln!(out, "# columns: t_us + uid bytes | t_us - uid bytes delay_us lateness_us | t_us d uid bytes cause | t_us # bytes")?;
+        Ok(NativeLog { out, pending_entries: VecDeque::new() })
+    }
+
+    pub fn entry(&mut self, t_us: u64, uid: u64, bytes: u32) {
+        self.pending_entries.push_back((t_us, uid, bytes));
+    }
+
+    /// Writes pending entries that happened at or before `t_us`.
+    fn catch_up(&mut self, t_us: u64) -> io::Result<()> {
+        while let Some(&(t, uid, bytes)) = self.pending_entries.front() {
+            if t > t_us {
+                break;
+            }
+            writeln!(self.out, "{t} + {uid} {bytes}")?;
+            self.pending_entries.pop_front();
+        }
+        Ok(())
+    }
+
+    pub fn departure(&mut self, t_us: u64, uid: u64, bytes: u32, delay_us: u64, lateness_us: u64) -> io::Result<()> {
+        self.catch_up(t_us)?;
+        writeln!(self.out, "{t_us} - {uid} {bytes} {delay_us} {lateness_us}")
+    }
+
+    pub fn drop(&mut self, t_us: u64, uid: u64, bytes: u32, cause: DropCause) -> io::Result<()> {
+        self.catch_up(t_us)?;
+        writeln!(self.out, "{t_us} d {uid} {bytes} {}", cause.as_str())
+    }
+
+    pub fn opportunity(&mut self, t_us: u64) -> io::Result<()> {
+        self.catch_up(t_us)?;
+        writeln!(self.out, "{t_us} # {OPPORTUNITY_BYTES}")
+    }
+
+    /// Called once all model events up to now are written.
+    pub fn settle(&mut self) -> io::Result<()> {
+        self.catch_up(u64::MAX)
+    }
+
+    pub fn finish(mut self) -> io::Result<()> {
+        self.settle()?;
+        self.out.flush()
+    }
+}
+
+/// The Mahimahi-compatible millisecond log.
+pub struct MahimahiLog {
+    out: BufWriter<File>,
+}
+
+impl MahimahiLog {
+    pub fn create(path: &FsPath, header: &[String]) -> io::Result<MahimahiLog> {
+        let mut out = create(path)?;
+        for line in header {
+            writeln!(out, "# {line}")?;
+        }
+        Ok(MahimahiLog { out })
+    }
+
+    pub fn arrival(&mut self, t_us: u64, bytes: u32) -> io::Result<()> {
+        writeln!(self.out, "{} + {bytes}", t_us / 1000)
+    }
+
+    pub fn departure(&mut self, t_us: u64, bytes: u32, queueing_us: u64) -> io::Result<()> {
+        writeln!(self.out, "{} - {bytes} {}", t_us / 1000, t_us / 1000 - (t_us - queueing_us) / 1000)
+    }
+
+    pub fn drop(&mut self, t_us: u64, bytes: u32) -> io::Result<()> {
+        writeln!(self.out, "{} d 1 {bytes}", t_us / 1000)
+    }
+
+    pub fn opportunity(&mut self, t_us: u64) -> io::Result<()> {
+        writeln!(self.out, "{} # {OPPORTUNITY_BYTES}", t_us / 1000)
+    }
+
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}

@@ -1,0 +1,213 @@
+//! `pantheon-emu` (run as `pantheon emulate`): see the library documentation.
+
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::path::{Path as FsPath, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use pantheon_emu::args::{EmulateArgs, PathPair};
+use pantheon_emu::child::{self, StopSignal};
+use pantheon_emu::log::{MahimahiLog, NativeLog};
+use pantheon_emu::relay::{Direction, Totals};
+use pantheon_emu::sys::{epoch_us, monotonic_us, set_nonblocking};
+use pantheon_emu::{netns, privileges};
+use pantheon_link::{Path, PathConfig, QueueLimit};
+
+const NAME: &str = "pantheon emulate";
+/// How long the command may take to exit after a forwarded signal before it is killed.
+const SIGNAL_GRACE: Duration = Duration::from_secs(2);
+/// How long leftovers get between SIGTERM and SIGKILL.
+const CLEANUP_GRACE: Duration = Duration::from_millis(500);
+/// Exit status for bad input or a failed set-up, as for a usage error.
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let args = match EmulateArgs::try_parse() {
+        Ok(args) => args,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.to_string();
+            let first = rendered.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            eprintln!("{NAME}: {first} (see --help)");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    match run(&args) {
+        Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
+        Err(message) => {
+            eprintln!("{NAME}: {message}");
+            ExitCode::from(USAGE_ERROR)
+        }
+    }
+}
+
+/// Finds the command the way a shell would, so a typo fails before any namespace exists.
+fn resolve_command(program: &OsString) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &FsPath| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    let name = FsPath::new(program);
+    if name.components().count() > 1 || program.to_string_lossy().contains('/') {
+        return if executable(name) {
+            Ok(name.to_path_buf())
+        } else {
+            Err(format!("command not found or not executable: {}", name.display()))
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|p| executable(p))
+        .ok_or_else(|| format!("command not found: {} (not in PATH)", name.display()))
+}
+
+fn queue_text(queue: QueueLimit) -> String {
+    match queue {
+        QueueLimit::Infinite => "infinite".into(),
+        QueueLimit::Packets(n) => format!("droptail [packets={n}]"),
+        QueueLimit::Bytes(n) => format!("droptail [bytes={n}]"),
+    }
+}
+
+fn describe(config: &PathConfig) -> String {
+    let delivery = match &config.delivery {
+        pantheon_link::Delivery::Unlimited => "unlimited".to_string(),
+        pantheon_link::Delivery::Constant { rate_mbps } => format!("constant {rate_mbps} Mbit/s"),
+        pantheon_link::Delivery::Trace(t) => format!("trace, mean {:.3} Mbit/s, period {} ms", t.mean_rate_mbps(), t.period_ms()),
+        pantheon_link::Delivery::Poisson { rate_mbps } => format!("poisson, mean {rate_mbps} Mbit/s"),
+    };
+    let policer = config.policer.map_or("none".into(), |p| format!("{} Mbit/s, burst {} bytes", p.rate_mbps, p.burst_bytes));
+    format!(
+        "delay {} us; loss {}; queue {}; delivery {delivery}; policer {policer}",
+        config.delay_us,
+        config.loss_probability,
+        queue_text(config.queue)
+    )
+}
+
+struct DirectionSpec<'a> {
+    name: &'static str,
+    config: &'a PathConfig,
+    seed: u64,
+    log: Option<&'a PathBuf>,
+    mm_log: Option<&'a PathBuf>,
+}
+
+/// Opens a direction's log files; called before anything is set up so a bad path leaves nothing.
+fn open_logs(spec: &DirectionSpec, command_line: &str, epoch_us: u64) -> Result<(Option<NativeLog>, Option<MahimahiLog>), String> {
+    let open_error = |flag: String, file: &PathBuf, e: std::io::Error| format!("{flag} {}: cannot create the log: {e}", file.display());
+    let native = spec
+        .log
+        .map(|file| {
+            let header = [
+                format!("direction: {} ({})", spec.name, if spec.name == "uplink" { "from the command outwards" } else { "towards the command" }),
+                format!("path: {}; seed {}", describe(spec.config), spec.seed),
+                format!("base epoch us: {epoch_us}"),
+                format!("command line: {command_line}"),
+            ];
+            NativeLog::create(file, &header).map_err(|e| open_error(format!("--{}-log", spec.name), file, e))
+        })
+        .transpose()?;
+    let mahimahi = spec
+        .mm_log
+        .map(|file| {
+            let header = [
+                format!("mahimahi mm-link ({}) [{}] > {}", spec.name, describe(spec.config), file.display()),
+                format!("command line: {command_line}"),
+                format!("queue: {}", queue_text(spec.config.queue)),
+                format!("init timestamp: {}", epoch_us / 1000),
+                "base timestamp: 0".to_string(),
+            ];
+            MahimahiLog::create(file, &header).map_err(|e| open_error(format!("--{}-mm-log", spec.name), file, e))
+        })
+        .transpose()?;
+    Ok((native, mahimahi))
+}
+
+fn run(args: &EmulateArgs) -> Result<i32, String> {
+    let PathPair { uplink, downlink, seed } = args.path.to_paths().map_err(|e| e.to_string())?;
+    let program = resolve_command(&args.command[0])?;
+    let command_line: String = std::env::args().collect::<Vec<_>>().join(" ");
+    let epoch = epoch_us();
+    let up = DirectionSpec { name: "uplink", config: &uplink, seed, log: args.uplink_log.as_ref(), mm_log: args.uplink_mm_log.as_ref() };
+    let down = DirectionSpec { name: "downlink", config: &downlink, seed, log: args.downlink_log.as_ref(), mm_log: args.downlink_mm_log.as_ref() };
+    let (up_log, up_mm) = open_logs(&up, &command_line, epoch)?;
+    let (down_log, down_mm) = open_logs(&down, &command_line, epoch)?;
+
+    privileges::ensure_net_admin().map_err(|e| e.to_string())?;
+    child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
+    let ends = netns::create().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            format!("{e}; without root, /dev/net/tun must be readable and writable by you (mode 0666, Debian's default), or run as root")
+        } else {
+            format!("cannot set up the emulated namespace: {e}")
+        }
+    })?;
+    for fd in [ends.inner.fd(), ends.outer.fd()] {
+        set_nonblocking(fd).map_err(|e| format!("cannot configure the TUN device: {e}"))?;
+    }
+    let netns_inode = ends.inner_ns_inode().map_err(|e| e.to_string())?;
+    let stop = StopSignal::new().map_err(|e| e.to_string())?;
+    let base_us = monotonic_us();
+
+    // Uplink seeds are even and downlink seeds odd, so the two directions draw independently.
+    let uplink_dir = Direction {
+        path: Path::new(&uplink, seed.wrapping_mul(2), up_mm.is_some() || up_log.is_some()),
+        source: ends.inner.fd(),
+        sink: ends.outer.fd(),
+        stop: stop.fd(),
+        base_us,
+        log: up_log,
+        mm_log: up_mm,
+    };
+    let downlink_dir = Direction {
+        path: Path::new(&downlink, seed.wrapping_mul(2).wrapping_add(1), down_mm.is_some() || down_log.is_some()),
+        source: ends.outer.fd(),
+        sink: ends.inner.fd(),
+        stop: stop.fd(),
+        base_us,
+        log: down_log,
+        mm_log: down_mm,
+    };
+    let relays = [
+        std::thread::Builder::new().name("uplink".into()).spawn(move || uplink_dir.run()),
+        std::thread::Builder::new().name("downlink".into()).spawn(move || downlink_dir.run()),
+    ];
+
+    let peer = ends.outer_addr.to_string();
+    let env = [("MAHIMAHI_BASE", peer.clone()), ("PANTHEON_PEER", peer)];
+    let mut command = args.command.clone();
+    command[0] = program.into_os_string();
+    let outcome = match child::spawn(&command, ends.inner_ns.as_raw_fd(), &env) {
+        Ok(child) => {
+            let status = child.wait(SIGNAL_GRACE);
+            child.clean_up(netns_inode, CLEANUP_GRACE);
+            child.restore_terminal();
+            Ok(status.0)
+        }
+        Err(e) => Err(format!("cannot start {}: {e}", args.command[0].to_string_lossy())),
+    };
+
+    stop.raise();
+    let mut problems = Vec::new();
+    for (name, relay) in ["uplink", "downlink"].iter().zip(relays) {
+        match relay.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
+            Ok(Ok(Totals { write_errors, .. })) if write_errors > 0 => {
+                problems.push(format!("{name}: {write_errors} datagrams could not be written"))
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => problems.push(format!("{name} relay failed: {e}")),
+            Err(e) => problems.push(format!("{name} relay: {e}")),
+        }
+    }
+    drop(ends);
+    for problem in &problems {
+        eprintln!("{NAME}: warning: {problem}");
+    }
+    outcome
+}

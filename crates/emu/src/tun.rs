@@ -1,0 +1,135 @@
+//! TUN devices: the emulator's two ends. A TUN device hands every IP datagram the kernel routes
+//! into it to whoever holds its file descriptor, and injects whatever that holder writes. The
+//! devices are not persistent, so the kernel deletes them when the emulator's descriptors close,
+//! however the emulator ends (even by SIGKILL).
+
+use std::ffi::CStr;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::sys::check;
+
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+/// Every emulated path carries IP datagrams of at most this size, as Ethernet does.
+pub const MTU_BYTES: usize = 1500;
+
+/// Device transmit queue: deep enough that a scheduling hiccup of the emulator does not make the
+/// kernel drop packets the path model never saw.
+const TX_QUEUE_PACKETS: i32 = 10_000;
+
+#[derive(Debug)]
+pub struct Tun {
+    file: File,
+    name: String,
+}
+
+fn ifreq_named(name: &str) -> libc::ifreq {
+    // SAFETY: ifreq is plain data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+        *dst = src as libc::c_char;
+    }
+    req
+}
+
+fn sockaddr_in(addr: Ipv4Addr) -> libc::sockaddr {
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr { s_addr: u32::from(addr).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: sockaddr_in and sockaddr have the same size; this is how the ioctls take addresses.
+    unsafe { std::mem::transmute(sin) }
+}
+
+/// A socket to issue interface ioctls in the calling thread's network namespace.
+fn control_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2).
+    let fd = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is fresh and ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn ioctl(sock: &OwnedFd, request: libc::c_ulong, req: &mut libc::ifreq, what: &str) -> io::Result<()> {
+    // SAFETY: req is a valid ifreq for these SIOC* requests.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), request as _, req as *mut libc::ifreq) })
+        .map(|_| ())
+        .map_err(|e| io::Error::new(e.kind(), format!("{what}: {e}")))
+}
+
+/// Sets IFF_UP on a device of the calling thread's namespace.
+pub fn bring_up(name: &str) -> io::Result<()> {
+    let sock = control_socket()?;
+    let mut req = ifreq_named(name);
+    ioctl(&sock, libc::SIOCGIFFLAGS, &mut req, "reading interface flags")?;
+    // SAFETY: the flags member was just filled by SIOCGIFFLAGS.
+    unsafe { req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short };
+    ioctl(&sock, libc::SIOCSIFFLAGS, &mut req, "bringing the interface up")
+}
+
+impl Tun {
+    /// Creates a TUN device in the calling thread's network namespace. `pattern` may contain
+    /// `%d` for the kernel to pick a free number.
+    pub fn create(pattern: &str) -> io::Result<Tun> {
+        let file = OpenOptions::new().read(true).write(true).open("/dev/net/tun").map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot open /dev/net/tun: {e}"))
+        })?;
+        let mut req = ifreq_named(pattern);
+        req.ifr_ifru.ifru_flags = IFF_TUN | IFF_NO_PI;
+        // SAFETY: TUNSETIFF takes an ifreq.
+        check(unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut req as *mut libc::ifreq) })
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot create a TUN device: {e}")))?;
+        // SAFETY: the kernel wrote a NUL-terminated name.
+        let name = unsafe { CStr::from_ptr(req.ifr_name.as_ptr()) }.to_string_lossy().into_owned();
+        Ok(Tun { file, name })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Gives the device `local` and a point-to-point route to `peer`, sets the MTU and brings it
+    /// up. Must run in the device's namespace.
+    pub fn configure(&self, local: Ipv4Addr, peer: Ipv4Addr) -> io::Result<()> {
+        let sock = control_socket()?;
+        let mut req = ifreq_named(&self.name);
+        req.ifr_ifru.ifru_addr = sockaddr_in(local);
+        ioctl(&sock, libc::SIOCSIFADDR, &mut req, "setting the address")?;
+        req.ifr_ifru.ifru_addr = sockaddr_in(Ipv4Addr::BROADCAST);
+        ioctl(&sock, libc::SIOCSIFNETMASK, &mut req, "setting the netmask")?;
+        req.ifr_ifru.ifru_dstaddr = sockaddr_in(peer);
+        ioctl(&sock, libc::SIOCSIFDSTADDR, &mut req, "setting the peer address")?;
+        req.ifr_ifru.ifru_mtu = MTU_BYTES as i32;
+        ioctl(&sock, libc::SIOCSIFMTU, &mut req, "setting the MTU")?;
+        req.ifr_ifru.ifru_metric = TX_QUEUE_PACKETS; // ifr_qlen shares the union
+        ioctl(&sock, libc::SIOCSIFTXQLEN, &mut req, "setting the transmit queue length")?;
+        bring_up(&self.name)
+    }
+
+    /// Makes this device the default route of the calling thread's namespace.
+    pub fn route_everything(&self) -> io::Result<()> {
+        let sock = control_socket()?;
+        let mut dev = self.name.clone().into_bytes();
+        dev.push(0);
+        // SAFETY: rtentry is plain data; zero is "no gateway, no metric".
+        let mut rt: libc::rtentry = unsafe { std::mem::zeroed() };
+        rt.rt_dst = sockaddr_in(Ipv4Addr::UNSPECIFIED);
+        rt.rt_genmask = sockaddr_in(Ipv4Addr::UNSPECIFIED);
+        rt.rt_flags = libc::RTF_UP;
+        rt.rt_dev = dev.as_mut_ptr() as *mut libc::c_char;
+        // SAFETY: rt and the device name it points to outlive the call.
+        check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCADDRT as _, &mut rt as *mut libc::rtentry) })
+            .map(|_| ())
+            .map_err(|e| io::Error::new(e.kind(), format!("adding the default route: {e}")))
+    }
+}

@@ -1,0 +1,24 @@
+//! Pantheon's link model, sans-IO: the emulator (`pantheon-emu`, real time) and the simulator
+//! (virtual time) drive the same code, so their links cannot disagree by construction.
+//!
+//! Times are microseconds on the driver's clock (`t_us`), sizes are IP datagram bytes. Nothing
+//! here reads a clock, touches a socket or allocates per packet beyond queue growth.
+
+pub mod config;
+pub mod delay;
+pub mod event;
+pub mod link;
+pub mod loss;
+pub mod path;
+pub mod policer;
+pub mod queue;
+pub mod rng;
+pub mod schedule;
+pub mod trace;
+
+pub use config::{Delivery, PathConfig, PolicerConfig};
+pub use event::{DropCause, Event};
+pub use path::Path;
+pub use queue::QueueLimit;
+pub use schedule::OPPORTUNITY_BYTES;
+pub use trace::{Trace, TraceError};
