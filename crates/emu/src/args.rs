@@ -76,6 +76,7 @@ pub struct PathArgs {
 #[derive(Debug, Parser)]
 #[command(
     name = "pantheon emulate",
+    allow_negative_numbers = true,
     about = "Run CMD in a fresh network namespace whose only way out is an emulated path.",
     long_about = "Run CMD in a fresh network namespace whose only way out is an emulated path to the \
 namespace this command was started in. CMD finds the peer's address in $MAHIMAHI_BASE (and \
