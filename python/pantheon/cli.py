@@ -1,0 +1,59 @@
+"""The `pantheon` command: one entry point, one subcommand per task.
+
+    pantheon emulate [options] -- CMD ...   run CMD behind an emulated path (see --help)
+    pantheon demo                           a bulk TCP flow over an emulated 12 Mbit/s, 20 ms path
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pantheon.binaries import MissingBinary, binary
+
+
+def _emulate(argv: list[str]) -> int:
+    """Hands the command line to the Rust emulator, which owns its options and exit status."""
+    path = binary("pantheon-emu")
+    os.execv(path, [str(path), *argv])
+    return 0  # not reached
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pantheon",
+        description="Pantheon: a training ground for Internet congestion-control research.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser(
+        "emulate",
+        help="run a command behind an emulated network path (options: pantheon emulate --help)",
+        add_help=False,
+    )
+    demo = sub.add_parser("demo", help="bulk TCP through an emulated 12 Mbit/s, 20 ms path; prints throughput and delay")
+    demo.add_argument("--seconds", type=float, default=10.0, help="length of the flow in seconds (default 10)")
+    demo.add_argument("--cc", default="cubic", help="kernel TCP congestion control (default cubic)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] == "emulate":
+            return _emulate(argv[1:])
+        args = _parser().parse_args(argv)
+        if args.command == "demo":
+            from pantheon.demo import run_demo
+
+            return run_demo(seconds=args.seconds, cc=args.cc)
+    except (MissingBinary, PermissionError, ValueError) as e:
+        print(f"pantheon: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pantheon: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Private network namespaces for a run: created with a unique name, loopback up, and removed
+when the run ends, whatever happens. Everything Pantheon runs lives in namespaces it made."""
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def require_root(task: str) -> None:
+    if os.geteuid() != 0:
+        raise PermissionError(f"{task} creates network namespaces and needs root: run it with sudo")
+
+
+@contextmanager
+def private_netns(prefix: str) -> Iterator[str]:
+    """A fresh namespace named `prefix-PID`, deleted on exit."""
+    name = f"{prefix}-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def in_netns(name: str, argv: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", name, *argv]
+
+
+def set_tcp_buffers(name: str, max_bytes: int) -> None:
+    """Lets TCP autotuning grow windows to `max_bytes` inside namespace `name` (per-namespace
+    sysctls; the host's are untouched)."""
+    value = f"4096 131072 {max_bytes}"
+    subprocess.run(
+        in_netns(name, ["sysctl", "-qw", f"net.ipv4.tcp_rmem={value}", f"net.ipv4.tcp_wmem={value}"]),
+        check=True,
+    )

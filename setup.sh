@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Pantheon's set-up command. On a fresh Debian 12 machine it installs the Debian packages, a
+# Python environment with pinned dependencies (.venv) and a release build of the Rust workspace,
+# then runs the main job. It is idempotent and takes a second or two when nothing changed.
+#
+#   ./setup.sh            set up, then run the main job
+#   ./setup.sh --no-run   set up only
+#
+# Needs root for apt-get (uses sudo when not root) and, for the main job, network namespaces.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+
+run_main=1
+case "${1:-}" in
+  --no-run) run_main=0 ;;
+  "") ;;
+  *) echo "usage: ./setup.sh [--no-run]" >&2; exit 2 ;;
+esac
+
+say() { echo "setup: $*"; }
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo "setup: this step needs root: $*" >&2; exit 1
+  fi
+}
+
+# --- Debian packages --------------------------------------------------------------------------
+# iproute2: network namespaces; iperf3: bulk TCP for the main job and benchmarks; python3-venv:
+# the Python environment; build-essential, pkg-config: native parts of Rust crates.
+debian_packages=(iproute2 iperf3 procps python3 python3-venv python3-pip build-essential pkg-config ca-certificates)
+missing=()
+for package in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# --- Rust ---------------------------------------------------------------------------------------
+# Any cargo >= 1.80 will do (rustup's, or Debian bookworm's cargo-web/rustc-web, Rust 1.85+).
+min_rust_minor=80
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+rust_ok() {
+  command -v cargo >/dev/null || return 1
+  local minor; minor=$(cargo --version | sed -E 's/^cargo 1\.([0-9]+).*/\1/')
+  [ "${minor:-0}" -ge "$min_rust_minor" ]
+}
+if ! rust_ok; then
+  say "installing Rust from Debian (cargo-web, rustc-web)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cargo-web rustc-web
+  rust_ok || { echo "setup: need cargo >= 1.$min_rust_minor; found $(cargo --version 2>&1)" >&2; exit 1; }
+fi
+
+# --- Python environment -----------------------------------------------------------------------
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: need Python >= 3.11 as python3" >&2; exit 1; }
+stamp=.venv/.pantheon-setup
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "creating the Python environment (.venv) with pinned dependencies"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.lock
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  echo "$want" > "$stamp"
+fi
+
+# --- Rust workspace -----------------------------------------------------------------------------
+say "building the Rust workspace (release)"
+cargo build --release --workspace --quiet
+
+if [ "$run_main" -eq 1 ]; then
+  say "running the main job: .venv/bin/pantheon demo"
+  exec .venv/bin/pantheon demo
+fi

@@ -1,0 +1,54 @@
+"""Shared fixtures: every test that moves packets runs inside a private network namespace it
+creates and deletes, so the host's network is never touched. These tests need root (CI is root)."""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EMU = REPO / "target" / "release" / "pantheon-emu"
+_counter = itertools.count()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="needs root for network namespaces")
+        for item in items:
+            if "netns" in getattr(item, "fixturenames", ()):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def emu() -> Path:
+    """The emulator binary (built by setup.sh)."""
+    if not EMU.exists():
+        pytest.fail(f"{EMU} is missing: run ./setup.sh --no-run (or cargo build --release) first")
+    return EMU
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """A fresh, private network namespace with loopback up; removed after the test."""
+    name = f"pantheon-test-{os.getpid()}-{next(_counter)}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def links_in(netns: str) -> list[str]:
+    """Interface names in a namespace."""
+    out = subprocess.run(["ip", "-n", netns, "-o", "link"], capture_output=True, text=True, check=True).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+
+
+def in_ns(netns: str, argv: list[str]) -> list[str]:
+    """argv prefixed to run inside `netns`."""
+    return ["ip", "netns", "exec", netns, *argv]
