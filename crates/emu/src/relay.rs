@@ -133,6 +133,9 @@ impl Direction {
                 break;
             }
         }
+        // Log (and deliver) what the model did up to the end, idle opportunities included.
+        let end_us = monotonic_us() - self.base_us;
+        self.deliver_due(end_us, &mut pool, &mut totals)?;
         if let Some(log) = self.log.take() {
             log.finish()?;
         }

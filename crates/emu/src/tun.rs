@@ -99,8 +99,11 @@ impl Tun {
     }
 
     /// Gives the device `local` and a point-to-point route to `peer`, sets the MTU and brings it
-    /// up. Must run in the device's namespace.
+    /// up. Must run in the device's namespace. IPv6 is switched off on the device first: paths
+    /// are IPv4, and router solicitations would otherwise show up in the per-packet logs.
     pub fn configure(&self, local: Ipv4Addr, peer: Ipv4Addr) -> io::Result<()> {
+        // Best effort: a kernel without IPv6 has no such file, and then nothing to switch off.
+        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", self.name), "1");
         let sock = control_socket()?;
         let mut req = ifreq_named(&self.name);
         req.ifr_ifru.ifru_addr = sockaddr_in(local);
