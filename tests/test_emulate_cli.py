@@ -2,6 +2,8 @@
 line), exit status 2, and nothing is left behind; the command's exit status is passed through."""
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -107,3 +109,27 @@ def test_python_entry_point_passes_through(netns: str) -> None:
     )
     assert done.returncode == 2 and "--uplink-loss" in done.stderr
     assert subprocess.run([str(PANTHEON), "emulate", "--help"], capture_output=True).returncode == 0
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_without_root_it_says_what_is_missing(emu: Path, netns: str) -> None:
+    tun_mode = os.stat("/dev/net/tun").st_mode & 0o777
+    if tun_mode & 0o006 == 0o006:
+        pytest.skip("/dev/net/tun is open to everyone here, so nothing is missing")
+    done = subprocess.run(in_ns(netns, [*NOBODY, str(emu), "--", "true"]), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "/dev/net/tun" in done.stderr and "run as root" in done.stderr
+
+
+def test_without_root_through_a_user_namespace(emu: Path, netns: str, tmp_path: Path) -> None:
+    # Offer a world-accessible TUN node, bound over /dev/net/tun in a private mount namespace only.
+    node = tmp_path / "tun"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
+    os.chmod(node, 0o666)
+    os.chmod(tmp_path, 0o755)
+    script = f"mount --bind {node} /dev/net/tun && exec {' '.join(NOBODY)} {emu} --delay 1 -- sh -c 'echo $MAHIMAHI_BASE'"
+    done = subprocess.run(in_ns(netns, ["unshare", "-m", "sh", "-c", script]), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("100.64.")

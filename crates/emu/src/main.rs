@@ -141,13 +141,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
 
     privileges::ensure_net_admin().map_err(|e| e.to_string())?;
     child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
-    let ends = netns::create().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::PermissionDenied {
-            format!("{e}; without root, /dev/net/tun must be readable and writable by you (mode 0666, Debian's default), or run as root")
-        } else {
-            format!("cannot set up the emulated namespace: {e}")
-        }
-    })?;
+    let ends = netns::create().map_err(|e| format!("cannot set up the emulated namespace: {e}"))?;
     for fd in [ends.inner.fd(), ends.outer.fd()] {
         set_nonblocking(fd).map_err(|e| format!("cannot configure the TUN device: {e}"))?;
     }

@@ -78,7 +78,12 @@ impl Tun {
     /// `%d` for the kernel to pick a free number.
     pub fn create(pattern: &str) -> io::Result<Tun> {
         let file = OpenOptions::new().read(true).write(true).open("/dev/net/tun").map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot open /dev/net/tun: {e}"))
+            let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+                "; without root it must be readable and writable by you (mode 0666, Debian's default), or run as root"
+            } else {
+                ""
+            };
+            io::Error::new(e.kind(), format!("cannot open /dev/net/tun: {e}{hint}"))
         })?;
         let mut req = ifreq_named(pattern);
         req.ifr_ifru.ifru_flags = IFF_TUN | IFF_NO_PI;
@@ -115,7 +120,8 @@ impl Tun {
         req.ifr_ifru.ifru_mtu = MTU_BYTES as i32;
         ioctl(&sock, libc::SIOCSIFMTU, &mut req, "setting the MTU")?;
         req.ifr_ifru.ifru_metric = TX_QUEUE_PACKETS; // ifr_qlen shares the union
-        ioctl(&sock, libc::SIOCSIFTXQLEN, &mut req, "setting the transmit queue length")?;
+        // Refused inside an unprivileged user namespace; the default (500 packets) then stays.
+        let _ = ioctl(&sock, libc::SIOCSIFTXQLEN, &mut req, "setting the transmit queue length");
         bring_up(&self.name)
     }
 
