@@ -107,7 +107,7 @@ fn open_logs(spec: &DirectionSpec, command_line: &str, epoch_us: u64) -> Result<
             let header = [
                 format!("direction: {} ({})", spec.name, if spec.name == "uplink" { "from the command outwards" } else { "towards the command" }),
                 format!("path: {}; seed {}", describe(spec.config), spec.seed),
-                format!("base epoch us: {epoch_us}"),
+                format!("base: t_us 0 is {epoch_us} us since the Unix epoch"),
                 format!("command line: {command_line}"),
             ];
             NativeLog::create(file, &header).map_err(|e| open_error(format!("--{}-log", spec.name), file, e))
@@ -133,6 +133,8 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let PathPair { uplink, downlink, seed } = args.path.to_paths().map_err(|e| e.to_string())?;
     let program = resolve_command(&args.command[0])?;
     let command_line: String = std::env::args().collect::<Vec<_>>().join(" ");
+    // Time zero of the model and the logs, on both clocks at (almost) the same instant.
+    let base_us = monotonic_us();
     let epoch = epoch_us();
     let up = DirectionSpec { name: "uplink", config: &uplink, seed, log: args.uplink_log.as_ref(), mm_log: args.uplink_mm_log.as_ref() };
     let down = DirectionSpec { name: "downlink", config: &downlink, seed, log: args.downlink_log.as_ref(), mm_log: args.downlink_mm_log.as_ref() };
@@ -147,7 +149,6 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     }
     let netns_inode = ends.inner_ns_inode().map_err(|e| e.to_string())?;
     let stop = StopSignal::new().map_err(|e| e.to_string())?;
-    let base_us = monotonic_us();
 
     // Uplink seeds are even and downlink seeds odd, so the two directions draw independently.
     let uplink_dir = Direction {

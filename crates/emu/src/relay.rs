@@ -22,19 +22,16 @@ use crate::sys::{monotonic_us, tighten_timer_slack};
 const SLOT_BYTES: usize = 2048;
 /// Datagrams read per wake-up before the model is polled again.
 const READ_BATCH: usize = 64;
-/// Long sleeps end this early and are followed by a short one: on a virtual machine a thread
-/// that slept for milliseconds wakes tens to hundreds of microseconds late, one that slept for
-/// a few hundred microseconds within a few (measured here: ppoll, 20 ms → ~30-120 us late,
-/// 200 us → ~4 us late).
-const FINAL_SLEEP_US: u64 = 400;
 
-/// How long to sleep towards a deadline `remaining_us` away.
-fn staged(remaining_us: u64) -> u64 {
-    if remaining_us > 2 * FINAL_SLEEP_US {
-        remaining_us - FINAL_SLEEP_US
-    } else {
-        remaining_us
-    }
+/// No sleep is longer than this, so that a datagram arriving at an idle relay is read within
+/// microseconds: a virtual CPU that halts only briefly is kept polled by its hypervisor and
+/// wakes at once, one that halts for milliseconds is descheduled and wakes 30-100 us late
+/// (measured here). Costs about 5000 wake-ups a second per idle direction.
+const MAX_SLEEP_US: u64 = 200;
+
+/// How long to sleep towards a deadline `remaining_us` away (`None`: no deadline).
+fn staged(remaining_us: Option<u64>) -> u64 {
+    remaining_us.map_or(MAX_SLEEP_US, |r| r.min(MAX_SLEEP_US))
 }
 
 struct Slot {
@@ -128,7 +125,7 @@ impl Direction {
                 continue;
             }
             let now_us = monotonic_us() - self.base_us;
-            let timeout_us = self.path.next_wakeup_us().map(|t| staged(t.saturating_sub(now_us)));
+            let timeout_us = staged(self.path.next_wakeup_us().map(|t| t.saturating_sub(now_us)));
             if self.wait(timeout_us)? {
                 break;
             }
@@ -204,18 +201,17 @@ impl Direction {
     }
 
     /// Sleeps until the source is readable, `timeout_us` passes, or stop is signalled (→ true).
-    fn wait(&self, timeout_us: Option<u64>) -> io::Result<bool> {
+    fn wait(&self, timeout_us: u64) -> io::Result<bool> {
         let mut fds = [
             libc::pollfd { fd: self.source, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.stop, events: libc::POLLIN, revents: 0 },
         ];
-        let ts = timeout_us.map(|us| libc::timespec {
-            tv_sec: (us / 1_000_000) as libc::time_t,
-            tv_nsec: ((us % 1_000_000) * 1000) as libc::c_long,
-        });
-        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        let ts = libc::timespec {
+            tv_sec: (timeout_us / 1_000_000) as libc::time_t,
+            tv_nsec: ((timeout_us % 1_000_000) * 1000) as libc::c_long,
+        };
         // SAFETY: fds and ts outlive the call; a null sigmask keeps the thread's mask.
-        let ret = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ts_ptr, std::ptr::null()) };
+        let ret = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
         if ret < 0 {
             let err = io::Error::last_os_error();
             return if err.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };
