@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::os::fd::AsRawFd;
 use std::path::{Path as FsPath, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -150,6 +152,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let netns_inode = ends.inner_ns_inode().map_err(|e| e.to_string())?;
     let stop = StopSignal::new().map_err(|e| e.to_string())?;
 
+    let last_read_us = Arc::new(AtomicU64::new(0));
     // Uplink seeds are even and downlink seeds odd, so the two directions draw independently.
     let uplink_dir = Direction {
         path: Path::new(&uplink, seed.wrapping_mul(2), up_mm.is_some() || up_log.is_some()),
@@ -159,6 +162,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         base_us,
         log: up_log,
         mm_log: up_mm,
+        last_read_us: Arc::clone(&last_read_us),
     };
     let downlink_dir = Direction {
         path: Path::new(&downlink, seed.wrapping_mul(2).wrapping_add(1), down_mm.is_some() || down_log.is_some()),
@@ -168,6 +172,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         base_us,
         log: down_log,
         mm_log: down_mm,
+        last_read_us,
     };
     let relays = [
         std::thread::Builder::new().name("uplink".into()).spawn(move || uplink_dir.run()),

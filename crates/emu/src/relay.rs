@@ -2,9 +2,11 @@
 //! the sans-IO path model on the wall clock, and writes each to the other TUN device at the
 //! instant the model says it departs.
 //!
-//! Timing: the thread sleeps in ppoll(2) with a nanosecond timeout until the model's next event,
-//! with timer slack set to 1 ns, and stamps each datagram with CLOCK_MONOTONIC as it is read. A
-//! departure is written when the model's time for it has come; how late that write was is logged.
+//! Timing: each datagram is stamped with CLOCK_MONOTONIC as it is read. The thread sleeps in
+//! ppoll(2) (nanosecond timeout, 1 ns timer slack) until a datagram arrives or the model's next
+//! event is `SPIN_US` away, never longer than `MAX_SLEEP_US`, and polls through the last
+//! `SPIN_US`. A departure is written when the model's time for it has come; how late that write
+//! was is logged.
 //!
 //! Memory: datagrams live in a pool of fixed-size slots that grows to the path's high-water mark
 //! and is then reused; the model carries slot numbers, not bytes. Nothing is allocated per packet
@@ -12,6 +14,8 @@
 
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use pantheon_link::{Event, Path};
 
@@ -23,15 +27,31 @@ const SLOT_BYTES: usize = 2048;
 /// Datagrams read per wake-up before the model is polled again.
 const READ_BATCH: usize = 64;
 
-/// No sleep is longer than this, so that a datagram arriving at an idle relay is read within
-/// microseconds: a virtual CPU that halts only briefly is kept polled by its hypervisor and
-/// wakes at once, one that halts for milliseconds is descheduled and wakes 30-100 us late
-/// (measured here). Costs about 5000 wake-ups a second per idle direction.
-const MAX_SLEEP_US: u64 = 200;
+/// While datagrams flow, no sleep is longer than this, so that one arriving at a waiting relay is
+/// read within microseconds: a virtual CPU that halts only briefly is kept polled by its
+/// hypervisor and wakes at once, one that halts for milliseconds is descheduled and wakes
+/// 30-100 us late (measured here).
+const MAX_SLEEP_US: u64 = 100;
+/// After this long without a datagram in either direction the path counts as idle and both
+/// relays sleep up to `IDLE_SLEEP_US` (short sleeps cost ~12% of a core; an idle emulator should
+/// cost nothing). Only the first datagram after an idle spell can be read late. Both directions
+/// share the decision because a waiting relay keeps its vCPU warm for the other's wake-ups too.
+const IDLE_AFTER_US: u64 = 1_000_000;
+const IDLE_SLEEP_US: u64 = 10_000;
 
-/// How long to sleep towards a deadline `remaining_us` away (`None`: no deadline).
-fn staged(remaining_us: Option<u64>) -> u64 {
-    remaining_us.map_or(MAX_SLEEP_US, |r| r.min(MAX_SLEEP_US))
+/// A deadline closer than this is waited for by polling rather than sleeping: no timer wakes a
+/// thread that precisely (a few us late at best, measured here).
+const SPIN_US: u64 = 25;
+
+/// How to wait for a deadline `remaining_us` away (`None`: no deadline): `None` to keep polling,
+/// or how long to sleep, ending `SPIN_US` before the deadline.
+fn sleep_for(remaining_us: Option<u64>, idle: bool) -> Option<u64> {
+    let longest_us = if idle { IDLE_SLEEP_US } else { MAX_SLEEP_US };
+    match remaining_us {
+        Some(r) if r <= SPIN_US => None,
+        Some(r) => Some((r - SPIN_US).min(longest_us)),
+        None => Some(longest_us),
+    }
 }
 
 struct Slot {
@@ -82,6 +102,8 @@ pub struct Direction {
     pub base_us: u64,
     pub log: Option<NativeLog>,
     pub mm_log: Option<MahimahiLog>,
+    /// When either direction last read a datagram (shared by both).
+    pub last_read_us: Arc<AtomicU64>,
 }
 
 impl Direction {
@@ -122,12 +144,22 @@ impl Direction {
                 read_any = true;
             }
             if read_any {
+                self.last_read_us.store(now_us, Ordering::Relaxed);
                 continue;
             }
             let now_us = monotonic_us() - self.base_us;
-            let timeout_us = staged(self.path.next_wakeup_us().map(|t| t.saturating_sub(now_us)));
-            if self.wait(timeout_us)? {
-                break;
+            let idle = now_us.saturating_sub(self.last_read_us.load(Ordering::Relaxed)) > IDLE_AFTER_US;
+            match sleep_for(self.path.next_wakeup_us().map(|t| t.saturating_sub(now_us)), idle) {
+                Some(timeout_us) => {
+                    if self.wait(timeout_us)? {
+                        break;
+                    }
+                }
+                None => {
+                    if self.stop_requested() {
+                        break;
+                    }
+                }
             }
         }
         // Log (and deliver) what the model did up to the end, idle opportunities included.
@@ -198,6 +230,12 @@ impl Direction {
             note(log.settle());
         }
         result
+    }
+
+    fn stop_requested(&self) -> bool {
+        let mut fd = libc::pollfd { fd: self.stop, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, zero timeout.
+        unsafe { libc::poll(&mut fd, 1, 0) == 1 }
     }
 
     /// Sleeps until the source is readable, `timeout_us` passes, or stop is signalled (→ true).
