@@ -62,7 +62,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMU = REPO_ROOT / "target" / "release" / "pantheon-emu"
-ANCHOR = Path("../shared/tools/mahimahi-anchor")
+ANCHOR = REPO_ROOT.parent / "shared" / "tools" / "mahimahi-anchor"  # shared/ sits beside the repository
 ANCHOR_INSTALLED_MARK = Path("/var/lib/mahimahi-anchor/shim")
 
 # Max 64 MiB: enough for 2+ Gbit/s at 40 ms RTT plus queueing, with the kernel's buffer overhead.
