@@ -3,8 +3,11 @@ line), exit status 2, and nothing is left behind; the command's exit status is p
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,21 +117,41 @@ def test_python_entry_point_passes_through(netns: str) -> None:
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
-def test_without_root_it_says_what_is_missing(emu: Path, netns: str) -> None:
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory any user can reach (pytest's tmp_path sits under a 0700 directory)."""
+    path = Path(tempfile.mkdtemp(prefix="pantheon-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+def public_copy(emu: Path, directory: Path) -> Path:
+    """The emulator, where user nobody can run it whatever the permissions of the checkout."""
+    copy = directory / "pantheon-emu"
+    shutil.copy(emu, copy)
+    copy.chmod(0o755)
+    return copy
+
+
+def test_without_root_it_says_what_is_missing(emu: Path, netns: str, public_dir: Path) -> None:
     tun_mode = os.stat("/dev/net/tun").st_mode & 0o777
     if tun_mode & 0o006 == 0o006:
         pytest.skip("/dev/net/tun is open to everyone here, so nothing is missing")
+    emu = public_copy(emu, public_dir)
     done = subprocess.run(in_ns(netns, [*NOBODY, str(emu), "--", "true"]), capture_output=True, text=True, timeout=30)
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "/dev/net/tun" in done.stderr and "run as root" in done.stderr
 
 
-def test_without_root_through_a_user_namespace(emu: Path, netns: str, tmp_path: Path) -> None:
+def test_without_root_through_a_user_namespace(emu: Path, netns: str, public_dir: Path) -> None:
+    emu = public_copy(emu, public_dir)
     # Offer a world-accessible TUN node, bound over /dev/net/tun in a private mount namespace only.
-    node = tmp_path / "tun"
+    node = public_dir / "tun"
     os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
-    os.chmod(node, 0o666)
-    os.chmod(tmp_path, 0o755)
+    node.chmod(0o666)
     script = f"mount --bind {node} /dev/net/tun && exec {' '.join(NOBODY)} {emu} --delay 1 -- sh -c 'echo $MAHIMAHI_BASE'"
     done = subprocess.run(in_ns(netns, ["unshare", "-m", "sh", "-c", script]), capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
