@@ -1,6 +1,8 @@
 """The `pantheon` command: one entry point, one subcommand per task.
 
-    pantheon emulate [options] -- CMD ...   run CMD behind an emulated path (see --help)
+    pantheon emulate [options] -- CMD ...   run CMD behind an emulated path (see --help);
+                                            --emulator NAME picks one of Pantheon's paths
+    pantheon emulators                      list those paths and their parameters
     pantheon demo                           a bulk TCP flow over an emulated 12 Mbit/s, 20 ms path
 """
 from __future__ import annotations
@@ -9,13 +11,23 @@ import argparse
 import os
 import sys
 
+from pantheon import presets
 from pantheon.binaries import MissingBinary, binary
 
 
 def _emulate(argv: list[str]) -> int:
-    """Hands the command line to the Rust emulator, which owns its options and exit status."""
+    """Hands the command line to the Rust emulator, which owns its options and exit status;
+    `--emulator NAME` is expanded here into the preset's options (explicit options win)."""
     path = binary("pantheon-emu")
-    os.execv(path, [str(path), *argv])
+    options, command = (argv[: argv.index("--")], argv[argv.index("--"):]) if "--" in argv else (argv, [])
+    for i, arg in enumerate(options):
+        if arg == "--emulator" or arg.startswith("--emulator="):
+            name = arg.split("=", 1)[1] if "=" in arg else (options[i + 1] if i + 1 < len(options) else "")
+            rest = options[:i] + options[i + (1 if "=" in arg else 2):]
+            preset = presets.lookup(name)
+            options = presets.merge(preset.options(presets.traces_cache()), rest)
+            break
+    os.execv(path, [str(path), *options, *command])
     return 0  # not reached
 
 
@@ -27,9 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser(
         "emulate",
-        help="run a command behind an emulated network path (options: pantheon emulate --help)",
+        help="run a command behind an emulated network path (options: pantheon emulate --help; --emulator NAME for a preset)",
         add_help=False,
     )
+    sub.add_parser("emulators", help="list Pantheon's emulated paths (use one with --emulator NAME)")
     demo = sub.add_parser("demo", help="bulk TCP through an emulated 12 Mbit/s, 20 ms path; prints throughput and delay")
     demo.add_argument("--seconds", type=float, default=10.0, help="length of the flow in seconds (default 10)")
     demo.add_argument("--cc", default="cubic", help="kernel TCP congestion control (default cubic)")
@@ -42,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "emulate":
             return _emulate(argv[1:])
         args = _parser().parse_args(argv)
+        if args.command == "emulators":
+            print(presets.table())
+            return 0
         if args.command == "demo":
             from pantheon.demo import run_demo
 
