@@ -8,11 +8,11 @@
 //!                                      relay threads
 //! ```
 
+//!
+//! Namespaces, TUN devices and the supervised command come from `pantheon_netns`, shared with
+//! the tunnel.
+
 pub mod args;
-pub mod child;
 pub mod log;
 pub mod netns;
-pub mod privileges;
 pub mod relay;
-pub mod sys;
-pub mod tun;

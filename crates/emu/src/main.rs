@@ -1,27 +1,23 @@
 //! `pantheon-emu` (run as `pantheon emulate`): see the library documentation.
 
-use std::ffi::OsString;
 use std::os::fd::AsRawFd;
-use std::path::{Path as FsPath, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Parser;
 use pantheon_emu::args::{EmulateArgs, PathPair};
-use pantheon_emu::child::{self, StopSignal};
 use pantheon_emu::log::{MahimahiLog, NativeLog};
+use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Totals};
-use pantheon_emu::sys::{epoch_us, monotonic_us, set_nonblocking};
-use pantheon_emu::{netns, privileges};
 use pantheon_link::{Path, PathConfig, QueueLimit};
+use pantheon_netns::child;
+use pantheon_netns::privileges::{self, Scope};
+use pantheon_netns::stop::StopSignal;
+use pantheon_netns::sys::{epoch_us, monotonic_us, set_nonblocking};
 
 const NAME: &str = "pantheon emulate";
-/// How long the command may take to exit after a forwarded signal before it is killed.
-const SIGNAL_GRACE: Duration = Duration::from_secs(2);
-/// How long leftovers get between SIGTERM and SIGKILL.
-const CLEANUP_GRACE: Duration = Duration::from_millis(500);
 /// Exit status for bad input or a failed set-up, as for a usage error.
 const USAGE_ERROR: u8 = 2;
 
@@ -46,26 +42,6 @@ fn main() -> ExitCode {
             ExitCode::from(USAGE_ERROR)
         }
     }
-}
-
-/// Finds the command the way a shell would, so a typo fails before any namespace exists.
-fn resolve_command(program: &OsString) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &FsPath| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    let name = FsPath::new(program);
-    if name.components().count() > 1 || program.to_string_lossy().contains('/') {
-        return if executable(name) {
-            Ok(name.to_path_buf())
-        } else {
-            Err(format!("command not found or not executable: {}", name.display()))
-        };
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(name))
-        .find(|p| executable(p))
-        .ok_or_else(|| format!("command not found: {} (not in PATH)", name.display()))
 }
 
 fn queue_text(queue: QueueLimit) -> String {
@@ -133,7 +109,7 @@ fn open_logs(spec: &DirectionSpec, command_line: &str, epoch_us: u64) -> Result<
 
 fn run(args: &EmulateArgs) -> Result<i32, String> {
     let PathPair { uplink, downlink, seed } = args.path.to_paths().map_err(|e| e.to_string())?;
-    let program = resolve_command(&args.command[0])?;
+    let program = child::resolve(&args.command[0])?;
     let command_line: String = std::env::args().collect::<Vec<_>>().join(" ");
     // Time zero of the model and the logs, on both clocks at (almost) the same instant.
     let base_us = monotonic_us();
@@ -143,13 +119,13 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let (up_log, up_mm) = open_logs(&up, &command_line, epoch)?;
     let (down_log, down_mm) = open_logs(&down, &command_line, epoch)?;
 
-    privileges::ensure_net_admin().map_err(|e| e.to_string())?;
+    privileges::ensure_net_admin(Scope::CallerNamespace).map_err(|e| e.to_string())?;
     child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
     let ends = netns::create().map_err(|e| format!("cannot set up the emulated namespace: {e}"))?;
     for fd in [ends.inner.fd(), ends.outer.fd()] {
         set_nonblocking(fd).map_err(|e| format!("cannot configure the TUN device: {e}"))?;
     }
-    let netns_inode = ends.inner_ns_inode().map_err(|e| e.to_string())?;
+    let netns_inode = ends.inner_ns.inode().map_err(|e| e.to_string())?;
     let stop = StopSignal::new().map_err(|e| e.to_string())?;
 
     let last_read_us = Arc::new(AtomicU64::new(0));
@@ -184,12 +160,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let mut command = args.command.clone();
     command[0] = program.into_os_string();
     let outcome = match child::spawn(&command, ends.inner_ns.as_raw_fd(), &env) {
-        Ok(child) => {
-            let status = child.wait(SIGNAL_GRACE);
-            child.clean_up(netns_inode, CLEANUP_GRACE);
-            child.restore_terminal();
-            Ok(status.0)
-        }
+        Ok(child) => Ok(child.supervise(netns_inode).0),
         Err(e) => Err(format!("cannot start {}: {e}", args.command[0].to_string_lossy())),
     };
 

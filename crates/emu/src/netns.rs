@@ -12,8 +12,9 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use crate::sys::check;
-use crate::tun::{bring_up, Tun};
+use pantheon_netns::namespace::{local_ipv4_addresses, Namespace};
+use pantheon_netns::sys::check;
+use pantheon_netns::tun::{Tun, ETHERNET_MTU_BYTES};
 
 /// Both ends of an emulated path.
 #[derive(Debug)]
@@ -22,42 +23,10 @@ pub struct Ends {
     pub outer: Tun,
     /// In the command's namespace.
     pub inner: Tun,
-    /// Keeps the command's namespace alive and lets children join it.
-    pub inner_ns: OwnedFd,
+    /// The command's namespace, kept alive by this descriptor.
+    pub inner_ns: Namespace,
     pub outer_addr: Ipv4Addr,
     pub inner_addr: Ipv4Addr,
-}
-
-impl Ends {
-    /// The inode that identifies the command's namespace in /proc/PID/ns/net.
-    pub fn inner_ns_inode(&self) -> io::Result<u64> {
-        // SAFETY: fstat on a descriptor we own into a zeroed stat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        check(unsafe { libc::fstat(self.inner_ns.as_raw_fd(), &mut st) })?;
-        Ok(st.st_ino)
-    }
-}
-
-/// IPv4 addresses of every interface in the calling thread's namespace.
-fn local_ipv4_addresses() -> io::Result<Vec<Ipv4Addr>> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs allocates a list we free below.
-    check(unsafe { libc::getifaddrs(&mut head) })?;
-    let mut found = Vec::new();
-    let mut cursor = head;
-    while !cursor.is_null() {
-        // SAFETY: cursor walks the list getifaddrs returned.
-        let ifa = unsafe { &*cursor };
-        if !ifa.ifa_addr.is_null() && i32::from(unsafe { (*ifa.ifa_addr).sa_family }) == libc::AF_INET {
-            // SAFETY: an AF_INET address is a sockaddr_in.
-            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-            found.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-        }
-        cursor = ifa.ifa_next;
-    }
-    // SAFETY: head came from getifaddrs.
-    unsafe { libc::freeifaddrs(head) };
-    Ok(found)
 }
 
 /// Serialises address allocation among emulators starting in the same namespace: an abstract
@@ -95,27 +64,19 @@ fn free_subnet() -> io::Result<u8> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "all of 100.64.0.0/16 is in use"))
 }
 
-/// Creates both ends. Runs in the caller's namespace; the inner one is made on a helper thread
-/// so that the calling thread never leaves its namespace.
+/// Creates both ends. Runs in the caller's namespace; the inner one is made in a fresh one.
 pub fn create() -> io::Result<Ends> {
     let _lock = lock_allocation()?;
     let k = free_subnet()?;
     let outer_addr = Ipv4Addr::new(100, 64, k, 1);
     let inner_addr = Ipv4Addr::new(100, 64, k, 2);
     let outer = Tun::create("pemu%d")?;
-    outer.configure(outer_addr, inner_addr)?;
-    let (inner, inner_ns) = std::thread::spawn(move || -> io::Result<(Tun, OwnedFd)> {
-        // SAFETY: unshare affects only this helper thread, which ends right after.
-        check(unsafe { libc::unshare(libc::CLONE_NEWNET) })
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot create a network namespace: {e}")))?;
-        let ns = std::fs::File::open("/proc/thread-self/ns/net")?;
-        bring_up("lo")?;
+    outer.configure(outer_addr, inner_addr, ETHERNET_MTU_BYTES)?;
+    let (inner_ns, inner) = Namespace::create(|| {
         let tun = Tun::create("pemu0")?;
-        tun.configure(inner_addr, outer_addr)?;
+        tun.configure(inner_addr, outer_addr, ETHERNET_MTU_BYTES)?;
         tun.route_everything()?;
-        Ok((tun, OwnedFd::from(ns)))
-    })
-    .join()
-    .map_err(|_| io::Error::other("namespace set-up thread panicked"))??;
+        Ok(tun)
+    })?;
     Ok(Ends { outer, inner, inner_ns, outer_addr, inner_addr })
 }

@@ -1,4 +1,4 @@
-//! Thin, checked wrappers over the few Linux system calls the emulator needs.
+//! Thin, checked wrappers over the few Linux system calls the drivers need, and their clocks.
 
 use std::io;
 

@@ -1,22 +1,30 @@
-//! The command under emulation: started inside the emulated namespace in a process group of its
-//! own, watched until it exits, and cleaned up after — with everything it started.
+//! The command a driver runs (the emulator's or a tunnel endpoint's): started inside the driver's
+//! namespace in a process group of its own, watched until it exits, and cleaned up after — with
+//! everything it started.
 //!
-//! Cleanup tracks processes by id, never by name: the emulator is a child subreaper, so orphans of
+//! Cleanup tracks processes by id, never by name: the driver is a child subreaper, so orphans of
 //! the command are re-parented to it; at the end it signals the command's process group and every
-//! process whose network namespace is the emulated one (found by namespace inode in /proc), first
-//! with SIGTERM, then with SIGKILL, reaping as it goes. With no process left in it and its
-//! descriptors closed, the namespace and both TUN devices disappear.
+//! process whose network namespace is the command's (found by namespace inode in /proc), first
+//! with SIGTERM, then with SIGKILL, reaping as it goes. With no process left in it and the
+//! driver's descriptors closed, the namespace and its TUN devices disappear. The command gets
+//! SIGKILL from the kernel (PR_SET_PDEATHSIG) if the driver itself is killed.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::sys::check;
 
-/// Signals the emulator handles itself; blocked in every thread and received with sigtimedwait.
+/// How long the command may take to exit after a forwarded signal before it is killed.
+pub const SIGNAL_GRACE: Duration = Duration::from_secs(2);
+/// How long leftovers get between SIGTERM and SIGKILL.
+pub const CLEANUP_GRACE: Duration = Duration::from_millis(500);
+
+/// Signals the driver handles itself; blocked in every thread and received with sigtimedwait.
 pub fn handled_signals() -> libc::sigset_t {
     // SAFETY: sigset manipulation on a local.
     unsafe {
@@ -54,6 +62,26 @@ impl ExitStatus {
             ExitStatus(128 + libc::WTERMSIG(status))
         }
     }
+}
+
+/// Finds the command the way a shell would, so that a typo fails before any namespace exists.
+pub fn resolve(program: &OsString) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    let name = Path::new(program);
+    if name.components().count() > 1 || program.to_string_lossy().contains('/') {
+        return if executable(name) {
+            Ok(name.to_path_buf())
+        } else {
+            Err(format!("command not found or not executable: {}", name.display()))
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|p| executable(p))
+        .ok_or_else(|| format!("command not found: {} (not in PATH)", name.display()))
 }
 
 pub struct Child {
@@ -119,9 +147,18 @@ fn reap(pid: libc::pid_t) -> Option<ExitStatus> {
 }
 
 impl Child {
+    /// Waits for the command (see [`Child::wait`]), ends whatever it left in the namespace with
+    /// inode `netns_inode` (see [`Child::clean_up`]) and takes the terminal back.
+    pub fn supervise(self, netns_inode: u64) -> ExitStatus {
+        let status = self.wait(SIGNAL_GRACE);
+        self.clean_up(netns_inode, CLEANUP_GRACE);
+        self.restore_terminal();
+        status
+    }
+
     /// Waits for the command to exit, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT to its
     /// process group; if it outlives a forwarded signal by `grace`, it is killed.
-    pub fn wait(&self, grace: Duration) -> ExitStatus {
+    fn wait(&self, grace: Duration) -> ExitStatus {
         let mut kill_at: Option<Instant> = None;
         loop {
             if let Some(status) = reap(self.pid) {
@@ -144,21 +181,19 @@ impl Child {
     }
 
     /// Ends everything the command left behind: its process group and every process in the
-    /// emulated namespace. Returns how many processes had to be signalled.
-    pub fn clean_up(&self, netns_inode: u64, grace: Duration) -> usize {
-        let mut signalled = 0;
+    /// command's namespace.
+    fn clean_up(&self, netns_inode: u64, grace: Duration) {
         for sig in [libc::SIGTERM, libc::SIGKILL] {
             let mut targets = processes_in_netns(netns_inode);
             // SAFETY: signalling the command's own process group; ESRCH if it is empty.
             let group_alive = unsafe { libc::kill(-self.pid, sig) } == 0;
             for &pid in &targets {
-                // SAFETY: pid is in the emulated namespace, which only our command's tree can enter.
+                // SAFETY: pid is in the command's namespace, which only our command's tree can enter.
                 unsafe { libc::kill(pid, sig) };
             }
             if targets.is_empty() && !group_alive {
                 break;
             }
-            signalled = signalled.max(targets.len());
             let deadline = Instant::now() + grace;
             while Instant::now() < deadline {
                 reap(self.pid);
@@ -170,13 +205,12 @@ impl Child {
             }
         }
         reap(self.pid);
-        signalled
     }
 
-    /// Gives the terminal's foreground back to the emulator's process group.
-    pub fn restore_terminal(&self) {
+    /// Gives the terminal's foreground back to the driver's process group.
+    fn restore_terminal(&self) {
         if let Some(fd) = self.terminal {
-            // SAFETY: SIGTTOU is blocked, so this cannot stop the emulator.
+            // SAFETY: SIGTTOU is blocked, so this cannot stop the driver.
             unsafe { libc::tcsetpgrp(fd, libc::getpgrp()) };
         }
     }
@@ -204,25 +238,4 @@ pub fn processes_in_netns(inode: u64) -> Vec<libc::pid_t> {
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
         .filter(|&pid| process_in_netns(pid, inode))
         .collect()
-}
-
-/// An eventfd used to tell relay threads to stop.
-pub struct StopSignal(std::os::fd::OwnedFd);
-
-impl StopSignal {
-    pub fn new() -> io::Result<StopSignal> {
-        // SAFETY: plain eventfd(2).
-        let fd = check(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) })?;
-        Ok(StopSignal(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }))
-    }
-
-    pub fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-
-    pub fn raise(&self) {
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes to an eventfd.
-        unsafe { libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8) };
-    }
 }

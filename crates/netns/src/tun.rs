@@ -1,7 +1,7 @@
-//! TUN devices: the emulator's two ends. A TUN device hands every IP datagram the kernel routes
-//! into it to whoever holds its file descriptor, and injects whatever that holder writes. The
-//! devices are not persistent, so the kernel deletes them when the emulator's descriptors close,
-//! however the emulator ends (even by SIGKILL).
+//! TUN devices: the emulator's two ends, a tunnel endpoint's inner end. A TUN device hands every IP
+//! datagram the kernel routes into it to whoever holds its file descriptor, and injects whatever
+//! that holder writes. The devices are not persistent, so the kernel deletes them when the
+//! driver's descriptors close, however the driver ends (even by SIGKILL).
 
 use std::ffi::CStr;
 use std::fs::{File, OpenOptions};
@@ -15,11 +15,11 @@ const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
 
-/// Every emulated path carries IP datagrams of at most this size, as Ethernet does.
-pub const MTU_BYTES: usize = 1500;
+/// Ethernet's MTU: the largest IP datagram an emulated path carries.
+pub const ETHERNET_MTU_BYTES: usize = 1500;
 
-/// Device transmit queue: deep enough that a scheduling hiccup of the emulator does not make the
-/// kernel drop packets the path model never saw.
+/// Device transmit queue: deep enough that a scheduling hiccup of the driver does not make the
+/// kernel drop packets the driver never saw.
 const TX_QUEUE_PACKETS: i32 = 10_000;
 
 #[derive(Debug)]
@@ -103,10 +103,11 @@ impl Tun {
         self.file.as_raw_fd()
     }
 
-    /// Gives the device `local` and a point-to-point route to `peer`, sets the MTU and brings it
-    /// up. Must run in the device's namespace. IPv6 is switched off on the device first: paths
-    /// are IPv4, and router solicitations would otherwise show up in the per-packet logs.
-    pub fn configure(&self, local: Ipv4Addr, peer: Ipv4Addr) -> io::Result<()> {
+    /// Gives the device `local` and a point-to-point route to `peer` (a /32 route, nothing
+    /// else), sets the MTU and brings it up. Must run in the device's namespace. IPv6 is switched
+    /// off on the device first: paths are IPv4, and router solicitations would otherwise show up
+    /// in the per-packet logs.
+    pub fn configure(&self, local: Ipv4Addr, peer: Ipv4Addr, mtu_bytes: usize) -> io::Result<()> {
         // Best effort: a kernel without IPv6 has no such file, and then nothing to switch off.
         let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", self.name), "1");
         let sock = control_socket()?;
@@ -117,7 +118,7 @@ impl Tun {
         ioctl(&sock, libc::SIOCSIFNETMASK, &mut req, "setting the netmask")?;
         req.ifr_ifru.ifru_dstaddr = sockaddr_in(peer);
         ioctl(&sock, libc::SIOCSIFDSTADDR, &mut req, "setting the peer address")?;
-        req.ifr_ifru.ifru_mtu = MTU_BYTES as i32;
+        req.ifr_ifru.ifru_mtu = mtu_bytes as i32;
         ioctl(&sock, libc::SIOCSIFMTU, &mut req, "setting the MTU")?;
         req.ifr_ifru.ifru_metric = TX_QUEUE_PACKETS; // ifr_qlen shares the union
         // Refused inside an unprivileged user namespace; the default (500 packets) then stays.
