@@ -3,6 +3,7 @@
     pantheon emulate [options] -- CMD ...   run CMD behind an emulated path (see --help);
                                             --emulator NAME picks one of Pantheon's paths
     pantheon emulators                      list those paths and their parameters
+    pantheon test local --schemes cubic,bbr run schemes over an emulated path, every packet logged
     pantheon demo                           a bulk TCP flow over an emulated 12 Mbit/s, 20 ms path
 """
 from __future__ import annotations
@@ -13,6 +14,9 @@ import sys
 
 from pantheon import presets
 from pantheon.binaries import MissingBinary, binary
+from pantheon.harness import cli as harness_cli
+from pantheon.harness.plan import PlanError
+from pantheon.schemes import SchemeError
 
 
 def _emulate(argv: list[str]) -> int:
@@ -43,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     sub.add_parser("emulators", help="list Pantheon's emulated paths (use one with --emulator NAME)")
+    harness_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="bulk TCP through an emulated 12 Mbit/s, 20 ms path; prints throughput and delay")
     demo.add_argument("--seconds", type=float, default=10.0, help="length of the flow in seconds (default 10)")
     demo.add_argument("--cc", default="cubic", help="kernel TCP congestion control (default cubic)")
@@ -54,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "emulate":
             return _emulate(argv[1:])
-        args = _parser().parse_args(argv)
+        args, extras = _parser().parse_known_args(argv)
+        if extras and args.command != "test":
+            _parser().parse_args(argv)  # reports the unknown arguments the usual way
+        if args.command == "test":
+            return harness_cli.run(args, extras)
         if args.command == "emulators":
             print(presets.table())
             return 0
@@ -62,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             from pantheon.demo import run_demo
 
             return run_demo(seconds=args.seconds, cc=args.cc)
-    except (MissingBinary, PermissionError, ValueError) as e:
+    except (MissingBinary, PermissionError, ValueError, FileExistsError) as e:
         print(f"pantheon: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,161 @@
+"""A campaign: every run of `pantheon test local`, in the paper's trial order, into one data dir.
+
+Trial order (paper §3.2): the schemes in the order given, or with `--random-order` a random
+permutation of them (seeded by `--seed`), round-robin until each has run `--run-times` times.
+
+Data dir layout:
+    metadata.json               every argument, the emulator's parameters, scheme versions, the
+                                project's git commit, kernel and sysctls, start time
+    LABEL/runK/                 one run (LABEL is the scheme, or the scenario's name)
+        run.json                outcome: ok or the failures, flows and their times
+        records.parquet         per-packet records of every flow (see records.py)
+        datalink.log, acklink.log   the same in the original Pantheon's merged text form
+        uplink.log, downlink.log    the emulator's link logs
+        flowI.{sender,receiver}.*   tunnel logs, scheme stderr
+A failed run keeps what it wrote and its reason; the campaign goes on. Ctrl-C ends the run in
+progress cleanly and keeps every finished run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pantheon import __version__
+from pantheon.harness import leftovers, records
+from pantheon.harness.plan import Plan
+from pantheon.harness.run import Run
+from pantheon.schemes import Scheme
+
+REPO = Path(__file__).resolve().parents[3]
+SYSCTLS = [
+    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem", "net.core.default_qdisc", "net.core.rmem_max", "net.core.wmem_max",
+]
+
+
+@dataclass(frozen=True)
+class Trial:
+    number: int
+    """1-based position in the campaign."""
+    plan: Plan
+    repetition: int
+    """1-based: which run of this plan."""
+
+
+def trial_order(plans: list[Plan], run_times: int, random_order: bool, seed: int) -> list[Trial]:
+    order = list(plans)
+    if random_order:
+        random.Random(seed).shuffle(order)
+    trials = []
+    for repetition in range(1, run_times + 1):
+        for plan in order:
+            trials.append(Trial(len(trials) + 1, plan, repetition))
+    return trials
+
+
+def _git_commit() -> str:
+    done = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def _sysctl(name: str) -> str:
+    try:
+        return Path("/proc/sys", *name.split(".")).read_text().strip()
+    except OSError:
+        return "unavailable"
+
+
+def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme], trials: list[Trial]) -> dict:
+    return {
+        "pantheon_version": __version__,
+        "git_commit": _git_commit(),
+        "start_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "arguments": arguments,
+        "emulator_options": emulator_options,
+        "schemes": {s.name: {"display": s.display, "description": s.description, "run_first": s.run_first,
+                             "version": f"Linux {platform.release()}" if s.needs_kernel_cc else __version__} for s in schemes},
+        "trials": [{"number": t.number, "label": t.plan.label, "repetition": t.repetition} for t in trials],
+        "machine": {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+                    "python": platform.python_version()},
+        "sysctls": {name: _sysctl(name) for name in SYSCTLS},
+    }
+
+
+class Progress:
+    """One line per run, redrawn in place on a terminal; nothing with --quiet."""
+
+    def __init__(self, quiet: bool, total: int) -> None:
+        self.quiet, self.total, self.tty = quiet, total, sys.stderr.isatty()
+        self.label = ""
+        self.last_draw_s = 0.0
+
+    def run_started(self, trial: Trial, run_times: int) -> None:
+        self.label = f"[{trial.number}/{self.total}] {trial.plan.label} run {trial.repetition}/{run_times}"
+        if not self.quiet and not self.tty:
+            print(f"{self.label} ...", file=sys.stderr, flush=True)
+
+    def tick(self, elapsed_s: float, total_s: float) -> None:
+        if self.quiet or not self.tty or time.monotonic() - self.last_draw_s < 0.25:
+            return
+        self.last_draw_s = time.monotonic()
+        print(f"\r{self.label}  {elapsed_s:5.1f} / {total_s:.1f} s", end="", file=sys.stderr, flush=True)
+
+    def run_ended(self, ok: bool, note: str) -> None:
+        if self.quiet:
+            return
+        status = "ok" if ok else f"FAILED: {note}"
+        print(f"\r{self.label}  {status}" + " " * 10 if self.tty else f"{self.label} {status}", file=sys.stderr, flush=True)
+
+
+def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_options: list[str], data_dir: Path,
+                 run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict) -> int:
+    """Runs every trial; returns the number of failed runs (130 on Ctrl-C)."""
+    removed = leftovers.clean()
+    if removed and not quiet:
+        print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
+    trials = trial_order(plans, run_times, random_order, seed)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    used = sorted({s for p in plans for s in p.schemes})
+    (data_dir / "metadata.json").write_text(json.dumps(metadata(arguments, emulator_options, [schemes[s] for s in used], trials), indent=2) + "\n")
+    progress = Progress(quiet, len(trials))
+    failed = 0
+    for trial in trials:
+        run_dir = data_dir / trial.plan.label / f"run{trial.repetition}"
+        if run_dir.exists():
+            raise FileExistsError(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
+        run_dir.mkdir(parents=True)
+        progress.run_started(trial, run_times)
+        run = Run(index=trial.number, plan=trial.plan, schemes=schemes, emulator_options=emulator_options,
+                  run_dir=run_dir, harness_pid=os.getpid())
+        try:
+            outcome = run.execute(progress.tick)
+        except KeyboardInterrupt:
+            (run_dir / "run.json").write_text(json.dumps({"ok": False, "failures": ["interrupted (Ctrl-C)"]}, indent=2) + "\n")
+            progress.run_ended(False, "interrupted")
+            print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)
+            return 130
+        if outcome.t0_epoch_s is not None:
+            try:
+                summary = records.merge_run(run_dir, trial.plan, outcome.t0_epoch_s)
+            except records.RecordsError as e:
+                outcome.failures.append(str(e))
+            else:
+                outcome.failures += [f"flow {i} ({trial.plan.flows[i].scheme}) moved no data" for i in summary.silent_flows]
+        (run_dir / "run.json").write_text(json.dumps({
+            "ok": outcome.ok, "failures": outcome.failures, "label": trial.plan.label, "repetition": trial.repetition,
+            "runtime_s": trial.plan.runtime_s, "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
+            "flows": [asdict(f) for f in trial.plan.flows],
+        }, indent=2) + "\n")
+        failed += not outcome.ok
+        progress.run_ended(outcome.ok, outcome.failures[0] if outcome.failures else "")
+    if not quiet:
+        print(f"pantheon: {len(trials) - failed} of {len(trials)} runs ok; data in {data_dir}", file=sys.stderr)
+    return failed

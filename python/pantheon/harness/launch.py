@@ -1,0 +1,85 @@
+"""Runs one side of one flow when the harness says so. Started inside a tunnel endpoint's
+namespace (as the tunnel's command), it waits for `NAME.go` to appear in the control directory,
+runs the scheme's command in a process group of its own, and ends it when `NAME.stop` appears,
+the harness process disappears, or it gets SIGTERM. It reports in the control directory:
+`NAME.ready` when it is waiting, `NAME.started` (epoch seconds) and `NAME.exit` (JSON: status,
+and whether the scheme had exited on its own before it was told to stop, which counts as a
+failure). The scheme's standard error goes to `NAME.stderr`. `{local}` and `{peer}` in the
+command become the tunnel's addresses ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only
+the tunnel knows.
+
+    python -m pantheon.harness.launch CONTROL_DIR NAME HARNESS_PID -- CMD ...
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLL_S = 0.005
+STOP_GRACE_S = 2.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main(argv: list[str]) -> int:
+    control, name, harness_pid = Path(argv[0]), argv[1], int(argv[2])
+    addresses = {"{local}": os.environ.get("PANTHEON_TUNNEL_LOCAL", ""), "{peer}": os.environ.get("PANTHEON_TUNNEL_PEER", "")}
+    command = [addresses.get(arg, arg) for arg in argv[argv.index("--") + 1 :]]
+    stopping = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+
+    def told_to_stop() -> bool:
+        return stopping or (control / f"{name}.stop").exists() or not _alive(harness_pid)
+
+    (control / f"{name}.ready").touch()
+    while not (control / f"{name}.go").exists():
+        if told_to_stop():
+            return 0
+        time.sleep(POLL_S)
+    with open(control / f"{name}.stderr", "wb") as stderr:
+        try:
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+        except OSError as e:
+            stderr.write(f"cannot start {command[0]}: {e}\n".encode())
+            (control / f"{name}.exit").write_text(json.dumps({"status": 127, "exited_early": True}))
+            return 0
+        (control / f"{name}.started").write_text(f"{time.time():.6f}\n")
+        while child.poll() is None and not told_to_stop():
+            time.sleep(POLL_S)
+        exited_early = child.poll() is not None
+        if not exited_early:
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        try:
+            os.killpg(child.pid, signal.SIGKILL)  # anything the scheme left in its group
+        except ProcessLookupError:
+            pass
+    (control / f"{name}.exit").write_text(json.dumps({"status": child.returncode, "exited_early": exited_early}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

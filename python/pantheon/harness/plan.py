@@ -1,0 +1,92 @@
+"""What one run does: which flows, of which schemes, start when and last how long.
+
+Two ways to say it, both ending in a list of `Flow`s:
+- the original Pantheon's: `--flows N --interval S --runtime T` — N flows of one scheme, flow i
+  starting i·S seconds in, all stopping at T;
+- a scenario file (TOML), which mixes schemes — something the original could not do (paper §7):
+
+      name = "cubic-vs-bbr"        # optional; labels the run
+      runtime_s = 30               # optional; defaults to the end of the last flow
+      [[flow]]
+      scheme = "cubic"
+      start_s = 0
+      duration_s = 30
+      [[flow]]
+      scheme = "bbr"
+      start_s = 10
+      duration_s = 20
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class PlanError(ValueError):
+    """The plan cannot run; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Flow:
+    scheme: str
+    start_s: float
+    duration_s: float
+
+    @property
+    def end_s(self) -> float:
+        return self.start_s + self.duration_s
+
+
+@dataclass(frozen=True)
+class Plan:
+    label: str
+    """Names the runs in the data dir: the scheme, or the scenario's name."""
+    flows: tuple[Flow, ...]
+    runtime_s: float
+
+    @property
+    def schemes(self) -> list[str]:
+        return sorted({f.scheme for f in self.flows})
+
+
+def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
+    if runtime_s <= 0:
+        raise PlanError(f"--runtime must be positive, got {runtime_s:g}")
+    if flows < 1:
+        raise PlanError(f"--flows must be at least 1, got {flows}")
+    if interval_s < 0:
+        raise PlanError(f"--interval must not be negative, got {interval_s:g}")
+    if (flows - 1) * interval_s >= runtime_s:
+        raise PlanError(
+            f"the last of {flows} flows would start at {(flows - 1) * interval_s:g} s, "
+            f"not before the run ends at {runtime_s:g} s: lower --interval or raise --runtime"
+        )
+    return Plan(scheme, tuple(Flow(scheme, i * interval_s, runtime_s - i * interval_s) for i in range(flows)), runtime_s)
+
+
+def scenario(path: Path) -> Plan:
+    """Reads a scenario file; a PlanError names the file and what is wrong."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise PlanError(f"{path}: cannot read the scenario: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise PlanError(f"{path}: not valid TOML: {e}") from None
+    raw = data.get("flow")
+    if not isinstance(raw, list) or not raw:
+        raise PlanError(f"{path}: no [[flow]] entries; each needs scheme, start_s and duration_s")
+    flows = []
+    for i, entry in enumerate(raw, start=1):
+        try:
+            flow = Flow(str(entry["scheme"]), float(entry["start_s"]), float(entry["duration_s"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise PlanError(f"{path}: flow {i}: needs scheme, start_s and duration_s ({type(e).__name__}: {e})") from None
+        if flow.start_s < 0 or flow.duration_s <= 0:
+            raise PlanError(f"{path}: flow {i}: start_s must be >= 0 and duration_s > 0")
+        flows.append(flow)
+    runtime_s = float(data.get("runtime_s", max(f.end_s for f in flows)))
+    if any(f.start_s >= runtime_s for f in flows):
+        raise PlanError(f"{path}: a flow starts after runtime_s = {runtime_s:g}")
+    label = str(data.get("name", path.stem))
+    return Plan(label, tuple(flows), runtime_s)
