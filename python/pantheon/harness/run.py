@@ -174,8 +174,9 @@ class Run:
         total_s = self.plan.runtime_s + HEAD_START_S
         for at_s, files, _ in self._schedule() + [(total_s, [], "run ends")]:
             while (now_s := time.monotonic() - start) < at_s:
-                self._check_processes()
+                # A scheme that exits ends its launcher and then its tunnel: name the scheme.
                 self._check_early_exits()
+                self._check_processes()
                 progress(now_s, total_s)
                 time.sleep(min(0.1, at_s - now_s))
             for name in files:

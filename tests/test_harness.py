@@ -1,0 +1,160 @@
+"""End to end: `pantheon test local` runs real schemes over the emulator, each flow through the
+tunnel, and leaves correct per-packet records; failures are recorded and the campaign goes on; and
+whatever ends a campaign (success, a crashing or hanging scheme, Ctrl-C, SIGKILL of the harness
+itself) no namespace or process of it is left once the next campaign has started."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REPO
+
+PANTHEON = str(REPO / ".venv" / "bin" / "pantheon")
+DELAY_MS = 10
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the harness needs root")
+
+
+def pantheon(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PANTHEON, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def run_namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("pantheon-run-")]
+
+
+def native_log(path: Path) -> dict[int, tuple[int, int]]:
+    """uid -> (t_us, size) of a tunnel log, read here independently of the harness's merge."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            t_us, uid, size = map(int, line.split())
+            rows[uid] = (t_us, size)
+    return rows
+
+
+def test_two_schemes_three_flows_leave_correct_records(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    done = pantheon("test", "local", "--schemes", "cubic,bbr", "--runtime", "5", "--flows", "3", "--interval", "1",
+                    "--delay", str(DELAY_MS), "--data-dir", str(data), "--quiet")
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((data / "metadata.json").read_text())
+    assert {"git_commit", "arguments", "emulator_options", "schemes", "sysctls", "machine", "start_time"} <= meta.keys()
+    assert meta["emulator_options"][:2] == ["--delay", str(DELAY_MS)]
+    for scheme in ("cubic", "bbr"):
+        run = data / scheme / "run1"
+        assert json.loads((run / "run.json").read_text())["ok"]
+        records = pq.read_table(run / "records.parquet").to_pylist()
+        by_flow = defaultdict(list)
+        for r in records:
+            by_flow[(r["flow"], r["direction"])].append(r)
+        for flow in range(3):
+            data_packets = by_flow[(flow, "data")]
+            received = [r for r in data_packets if r["recv_us"] is not None]
+            assert len(received) > 100, f"{scheme} flow {flow} moved too little"
+            assert len({r["uid"] for r in data_packets}) == len(data_packets), "uids are unique"
+            # The receiver's own log has exactly the received uids, with the sender's sizes.
+            egress = native_log(run / f"flow{flow}.receiver.egress.log")
+            assert {r["uid"] for r in received} == set(egress)
+            assert all(egress[r["uid"]][1] == r["size_bytes"] for r in received)
+            # One-way delay: the emulator's 10 ms plus queueing, never less (its precision is
+            # tens of us). Flow 0 starts on an empty path, so its least-queued packet waited at
+            # most one 1-ms delivery slot; later flows join a queue the first one has filled.
+            delays_ms = sorted((r["recv_us"] - r["send_us"]) / 1000 for r in received)
+            assert delays_ms[0] >= DELAY_MS - 0.2, delays_ms[:5]
+            if flow == 0:
+                assert delays_ms[0] <= DELAY_MS + 1.5, delays_ms[:5]
+        text = (run / "datalink.log").read_text().splitlines()
+        assert text[0].startswith("# init timestamp: ")
+        assert any(" # 1500" in line for line in text) and any(" + " in line for line in text)
+    assert run_namespaces() == []
+
+
+def test_mixed_scenario(tmp_path: Path) -> None:
+    scenario = tmp_path / "mix.toml"
+    scenario.write_text('name = "cubic-vs-bbr"\n[[flow]]\nscheme = "cubic"\nstart_s = 0\nduration_s = 4\n'
+                        '[[flow]]\nscheme = "bbr"\nstart_s = 1\nduration_s = 3\n')
+    data = tmp_path / "data"
+    done = pantheon("test", "local", "--scenario", str(scenario), "--delay", "5", "--data-dir", str(data), "--quiet")
+    assert done.returncode == 0, done.stderr
+    records = pq.read_table(data / "cubic-vs-bbr" / "run1" / "records.parquet").to_pylist()
+    firsts = {f: min(r["send_us"] for r in records if r["flow"] == f and r["direction"] == "data") for f in (0, 1)}
+    assert 0.8e6 < firsts[1] - firsts[0] < 1.5e6, "the second flow starts about a second later"
+
+
+@pytest.fixture
+def broken_schemes(tmp_path: Path) -> dict[str, str]:
+    directory = tmp_path / "schemes"
+    directory.mkdir()
+    for name, receiver in (("crashes", '["sh", "-c", "echo cannot bind >&2; exit 3"]'),
+                           ("hangs", '["sh", "-c", "trap \'\' TERM; sleep 1000"]')):
+        (directory / f"{name}.toml").write_text(
+            f'name = "{name}"\ndisplay = "{name}"\ncolor = "#000000"\ndescription = "test scheme"\n'
+            f'run_first = "receiver"\nreceiver = {receiver}\nsender = ["sleep", "1000"]\n')
+    return {"PANTHEON_SCHEMES_PATH": str(directory)}
+
+
+def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path: Path, broken_schemes: dict[str, str]) -> None:
+    data = tmp_path / "data"
+    done = pantheon("test", "local", "--schemes", "crashes,hangs,cubic", "--runtime", "3", "--data-dir", str(data),
+                    "--quiet", env=broken_schemes)
+    assert done.returncode == 1
+    crashed = json.loads((data / "crashes" / "run1" / "run.json").read_text())
+    assert not crashed["ok"] and "exited early with status 3: cannot bind" in crashed["failures"][0]
+    hung = json.loads((data / "hangs" / "run1" / "run.json").read_text())
+    assert not hung["ok"] and "moved no data" in " ".join(hung["failures"])
+    assert json.loads((data / "cubic" / "run1" / "run.json").read_text())["ok"]
+    assert run_namespaces() == []
+
+
+def _start_campaign(data: Path, runtime_s: int, run_times: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([PANTHEON, "test", "local", "--schemes", "cubic", "--runtime", str(runtime_s),
+                             "--run-times", str(run_times), "--data-dir", str(data), "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc
+
+
+def _wait_for(predicate, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_keeps_finished_runs_and_leaves_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = _start_campaign(data, runtime_s=2, run_times=2)
+    _wait_for(lambda: (data / "cubic" / "run2").exists())
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    assert json.loads((data / "cubic" / "run1" / "run.json").read_text())["ok"]
+    assert (data / "cubic" / "run1" / "records.parquet").exists()
+    assert json.loads((data / "cubic" / "run2" / "run.json").read_text())["failures"] == ["interrupted (Ctrl-C)"]
+    assert run_namespaces() == []
+
+
+def test_sigkill_of_the_harness_is_cleaned_up_by_the_next_campaign(tmp_path: Path) -> None:
+    proc = _start_campaign(tmp_path / "killed", runtime_s=30, run_times=1)
+    _wait_for(lambda: any(n.startswith(f"pantheon-run-{proc.pid}-") for n in run_namespaces()))
+    time.sleep(2)
+    proc.kill()
+    proc.wait()
+    left = [n for n in run_namespaces() if n.startswith(f"pantheon-run-{proc.pid}-")]
+    assert left, "the killed harness's namespace is still there before the next campaign"
+    done = pantheon("test", "local", "--schemes", "cubic", "--runtime", "2", "--data-dir", str(tmp_path / "next"))
+    assert done.returncode == 0, done.stderr
+    assert f"removed 1 namespace(s) left by a harness that was killed: {left[0]}" in done.stderr
+    assert run_namespaces() == []
+    # Nothing the killed harness started is still running.
+    leftovers = subprocess.run(["pgrep", "-f", f"pantheon.harness.(launch|agent) .* {proc.pid}"], capture_output=True, text=True).stdout
+    assert leftovers == ""
