@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pantheon.netns import private_netns
+
 REPO = Path(__file__).resolve().parent.parent
 EMU = REPO / "target" / "release" / "pantheon-emu"
 _counter = itertools.count()
@@ -34,13 +36,8 @@ def emu() -> Path:
 @pytest.fixture
 def netns() -> Iterator[str]:
     """A fresh, private network namespace with loopback up; removed after the test."""
-    name = f"pantheon-test-{os.getpid()}-{next(_counter)}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+    with private_netns(f"pantheon-test-{os.getpid()}-{next(_counter)}") as name:
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def links_in(netns: str) -> list[str]:

@@ -5,6 +5,7 @@ per-packet log."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -27,7 +28,7 @@ def run_demo(seconds: float, cc: str) -> int:
     if shutil.which("iperf3") is None:
         raise ValueError("iperf3 is not installed: run ./setup.sh")
     emu = binary("pantheon-emu")
-    with tempfile.TemporaryDirectory(prefix="pantheon-demo-") as tmp, private_netns("pantheon-demo") as ns:
+    with tempfile.TemporaryDirectory(prefix="pantheon-demo-") as tmp, private_netns(f"pantheon-demo-{os.getpid()}") as ns:
         uplink_log = Path(tmp) / "uplink.log"
         server = subprocess.Popen(
             in_netns(ns, ["iperf3", "--server", "--one-off", "--port", str(PORT)]),

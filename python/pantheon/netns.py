@@ -14,9 +14,8 @@ def require_root(task: str) -> None:
 
 
 @contextmanager
-def private_netns(prefix: str) -> Iterator[str]:
-    """A fresh namespace named `prefix-PID`, deleted on exit."""
-    name = f"{prefix}-{os.getpid()}"
+def private_netns(name: str) -> Iterator[str]:
+    """A fresh namespace called `name`, loopback up, deleted on exit."""
     subprocess.run(["ip", "netns", "add", name], check=True)
     try:
         subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)

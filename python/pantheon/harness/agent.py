@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from pantheon.processes import alive
+
 POLL_S = 0.02
 GRACE_S = 3.0
 
@@ -39,15 +41,8 @@ def main(argv: list[str]) -> int:
         with open(entry["stdout"], "wb") as out:
             children.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
 
-    def harness_alive() -> bool:
-        try:
-            os.kill(harness_pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
     while any(c.poll() is None for c in children):
-        if stopping or (control / "agent.stop").exists() or not harness_alive():
+        if stopping or (control / "agent.stop").exists() or not alive(harness_pid):
             break
         time.sleep(POLL_S)
     for sig, wait_s in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):

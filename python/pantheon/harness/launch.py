@@ -20,18 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+from pantheon.processes import alive
+
 POLL_S = 0.005
 STOP_GRACE_S = 2.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +40,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, on_term)
 
     def told_to_stop() -> bool:
-        return stopping or (control / f"{name}.stop").exists() or not _alive(harness_pid)
+        return stopping or (control / f"{name}.stop").exists() or not alive(harness_pid)
 
     (control / f"{name}.ready").touch()
     while not (control / f"{name}.go").exists():

@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from pantheon.processes import alive
+
 PREFIX = "pantheon-run-"
 OWNED = re.compile(rf"^{PREFIX}(?P<pid>\d+)-\d+$")
 NETNS_DIR = Path("/run/netns")
@@ -54,20 +56,10 @@ def remove_namespace(name: str, grace_s: float = 2.0) -> None:
     subprocess.run(["ip", "netns", "del", name], stderr=subprocess.DEVNULL, check=False)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def orphaned() -> list[str]:
     """Run namespaces whose harness is gone."""
     names = os.listdir(NETNS_DIR) if NETNS_DIR.is_dir() else []
-    return sorted(n for n in names if (m := OWNED.match(n)) and not _alive(int(m["pid"])))
+    return sorted(n for n in names if (m := OWNED.match(n)) and not alive(int(m["pid"])))
 
 
 def clean() -> list[str]:
