@@ -1,0 +1,111 @@
+//! Command-line options of `pantheon-tunnel`.
+
+use std::ffi::OsString;
+use std::net::SocketAddrV4;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::wire::OVERHEAD_BYTES;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pantheon-tunnel",
+    about = "Run CMD behind an instrumented tunnel: every IP datagram it sends gets a unique id, is logged at both ends, and crosses the path in UDP.",
+    long_about = "Run CMD in a fresh network namespace whose only way out is a tunnel to the other \
+endpoint's namespace: every IP datagram gets a unique id (UID), is logged when it enters the tunnel \
+at one end (ingress log) and when it leaves it at the other (egress log), and crosses the path in a \
+UDP datagram. Start the server first: it prints, as its first line, the command that connects a \
+client. CMD finds its own inner address in $PANTHEON_TUNNEL_LOCAL and the peer's in \
+$PANTHEON_TUNNEL_PEER (also $PANTHEON_PEER, $MAHIMAHI_BASE); it can reach nothing else. Exit \
+status is CMD's.",
+    after_help = "Example (a flow from the client to the server, logged where it enters and where it leaves the tunnel):\n  \
+pantheon-tunnel server --egress-log data.received.log -- iperf3 -s\n  \
+pantheon-tunnel client 192.0.2.1:40123 --token 8c1f... --ingress-log data.sent.log -- sh -c 'iperf3 -c $PANTHEON_TUNNEL_PEER'"
+)]
+pub struct TunnelArgs {
+    #[command(subcommand)]
+    pub endpoint: Endpoint,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Endpoint {
+    /// Listen for one client, print how it must connect, and run CMD.
+    Server {
+        /// Local UDP address to listen on; port 0 picks a free one.
+        #[arg(long, value_name = "IP:PORT", default_value = "0.0.0.0:0")]
+        listen: SocketAddrV4,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Connect to a server (this end may be behind a NAT), then run CMD.
+    Client {
+        /// The server's UDP address, as its first line printed it (with an address this end reaches it at).
+        #[arg(value_name = "SERVER_IP:PORT")]
+        server: SocketAddrV4,
+        /// The token the server printed.
+        #[arg(long, value_name = "TOKEN")]
+        token: String,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// MTU of the path between the endpoints in bytes; CMD's MTU is this minus the tunnel's overhead.
+    #[arg(long, value_name = "BYTES", default_value_t = 1500, value_parser = clap::value_parser!(u16).range(MIN_PATH_MTU_BYTES..))]
+    pub path_mtu: u16,
+    /// Log of the datagrams entering the tunnel here, sent by CMD (µs, UID, inner bytes).
+    #[arg(long, value_name = "FILE")]
+    pub ingress_log: Option<PathBuf>,
+    /// Log of the datagrams leaving the tunnel here, from the peer to CMD (µs, UID, inner bytes).
+    #[arg(long, value_name = "FILE")]
+    pub egress_log: Option<PathBuf>,
+    /// The ingress log in the original pantheon-tunnel's text form (ms, UID, outer bytes).
+    #[arg(long, value_name = "FILE")]
+    pub ingress_text_log: Option<PathBuf>,
+    /// The egress log in the original pantheon-tunnel's text form.
+    #[arg(long, value_name = "FILE")]
+    pub egress_text_log: Option<PathBuf>,
+    /// The command to run inside the tunnel's namespace, after '--'.
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// IPv4's minimum MTU (RFC 791: every host must take 576-byte datagrams) plus the overhead.
+const MIN_PATH_MTU_BYTES: i64 = 576 + OVERHEAD_BYTES as i64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Result<TunnelArgs, clap::Error> {
+        TunnelArgs::try_parse_from(std::iter::once("pantheon-tunnel").chain(words.iter().copied()))
+    }
+
+    #[test]
+    fn server_defaults_to_any_address_and_a_free_port() {
+        let Endpoint::Server { listen, common } = parse(&["server", "--", "true"]).unwrap().endpoint else { panic!() };
+        assert_eq!(listen, "0.0.0.0:0".parse().unwrap());
+        assert_eq!(common.path_mtu, 1500);
+        assert_eq!(common.command, ["true"]);
+    }
+
+    #[test]
+    fn client_needs_the_server_and_the_token() {
+        assert!(parse(&["client", "--token", "t", "--", "true"]).is_err());
+        assert!(parse(&["client", "192.0.2.1:5000", "--", "true"]).is_err());
+        let args = parse(&["client", "192.0.2.1:5000", "--token", "t", "--egress-log", "e.log", "--", "sh", "-c", "x"]).unwrap();
+        let Endpoint::Client { server, token, common } = args.endpoint else { panic!() };
+        assert_eq!((server, token.as_str()), ("192.0.2.1:5000".parse().unwrap(), "t"));
+        assert_eq!(common.egress_log, Some(PathBuf::from("e.log")));
+        assert_eq!(common.command, ["sh", "-c", "x"]);
+    }
+
+    #[test]
+    fn path_mtu_must_leave_room_for_576_byte_datagrams() {
+        assert!(parse(&["server", "--path-mtu", "611", "--", "true"]).is_err());
+        assert!(parse(&["server", "--path-mtu", "612", "--", "true"]).is_ok());
+    }
+}

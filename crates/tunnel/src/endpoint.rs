@@ -1,0 +1,60 @@
+//! An endpoint's inner end: the namespace the command runs in, with loopback and one TUN device,
+//! `ptun0`, whose only route is a /32 to the peer's inner address. There is no default route, so
+//! the command reaches its peer through the tunnel and nothing else (anything else: "network is
+//! unreachable").
+//!
+//! Inner addresses are fixed, 10.100.0.1 for the server and 10.100.0.2 for the client: each
+//! namespace is fresh and private, so nothing can clash with them, and they stay clear of the
+//! emulator's 100.64.0.0/10 so a reader of a trace tells the two apart. The device's MTU is the
+//! path's minus the tunnel's overhead (36 bytes), so every datagram the command can send fits in
+//! one outer datagram on the path. The device offers checksum and TCP segmentation offload (see
+//! `segment` and `coalesce`): the endpoint cuts TCP's 64 KiB packets into MTU-sized segments
+//! itself, each of which is one datagram in the tunnel, with its own UID.
+
+use std::io;
+use std::net::Ipv4Addr;
+
+use pantheon_netns::namespace::Namespace;
+use pantheon_netns::sys::{check, set_nonblocking};
+use pantheon_netns::tun::Tun;
+
+use crate::session::Role;
+
+pub const SERVER_INNER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 100, 0, 1);
+pub const CLIENT_INNER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 100, 0, 2);
+pub const TUN_NAME: &str = "ptun0";
+
+/// (this end's inner address, the peer's).
+pub fn inner_addresses(role: Role) -> (Ipv4Addr, Ipv4Addr) {
+    match role {
+        Role::Server => (SERVER_INNER_ADDR, CLIENT_INNER_ADDR),
+        Role::Client => (CLIENT_INNER_ADDR, SERVER_INNER_ADDR),
+    }
+}
+
+pub struct InnerEnd {
+    pub namespace: Namespace,
+    /// Non-blocking.
+    pub tun: Tun,
+}
+
+impl InnerEnd {
+    pub fn create(role: Role, inner_mtu_bytes: usize) -> io::Result<InnerEnd> {
+        let (local, peer) = inner_addresses(role);
+        let (namespace, tun) = Namespace::create(|| {
+            let tun = Tun::create_offloading(TUN_NAME)?;
+            tun.configure(local, peer, inner_mtu_bytes)?;
+            Ok(tun)
+        })?;
+        set_nonblocking(tun.fd())?;
+        Ok(InnerEnd { namespace, tun })
+    }
+}
+
+/// A fresh token for a server: 64 random bits in hex.
+pub fn random_token() -> io::Result<String> {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom fills the buffer we pass; 8 bytes never come back short.
+    check(unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) } as libc::c_int)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,40 @@
+//! `pantheon-tunnel`: the instrumented tunnel of Pantheon (Yan et al., "Pantheon: the training
+//! ground for Internet congestion-control research", USENIX ATC 2018, §3.1.2). Pantheon measures
+//! every IP datagram a scheme sends by running all of its traffic through a tunnel between two
+//! endpoints; each endpoint runs a command (a scheme's sender or receiver) in a network namespace
+//! of its own whose only way out is the tunnel:
+//!
+//! ```text
+//!   endpoint A (its own netns)                                endpoint B (its own netns)
+//!   command ─ ptun0 ─► ingress: uid, log ─ UDP ── path ──► egress: log ─► ptun0 ─ command
+//!   10.100.0.x        ◄─ egress: log ◄──── UDP ── path ─── ingress: uid, log ◄─   10.100.0.y
+//!                     (UDP sockets in the namespaces A and B were started in)
+//! ```
+//!
+//! Every datagram the command sends is read from its endpoint's TUN device, gets a unique id
+//! (UID), is logged (time, UID, size) in the endpoint's ingress log (it enters the tunnel), and
+//! travels to the peer inside a UDP datagram with the UID in front ([`wire`]); the peer logs
+//! (time, UID, size) in its egress log (it leaves the tunnel) and writes the inner datagram to its
+//! own TUN device. Either endpoint sends and receives (data one way, acknowledgements the other),
+//! whichever side started the tunnel. Pairing a sender's ingress log with the receiver's egress
+//! log by UID gives each datagram's one-way delay or its loss, whatever the path in between: an
+//! emulator, or the Internet between two hosts.
+//!
+//! The server listens and prints how a client must connect (address, port and a token); the
+//! client connects out, so it may sit behind a NAT ([`session`]). Logs are microsecond-precise
+//! in our native form and also in the original's text form ([`log`]). The deciding parts (wire
+//! format, UIDs, admission, handshake schedule, log formats) are sans-IO and unit-tested; the
+//! driver ([`relay`], [`socket`], [`endpoint`]) moves datagrams in batches; namespaces, the TUN
+//! device and the supervised command come from `pantheon_netns`, shared with the emulator.
+
+pub mod args;
+pub mod checksum;
+pub mod coalesce;
+pub mod endpoint;
+pub mod log;
+pub mod relay;
+pub mod segment;
+pub mod session;
+pub mod socket;
+pub mod virtio;
+pub mod wire;

@@ -1,0 +1,260 @@
+//! `pantheon-tunnel`: see the library documentation.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::net::SocketAddrV4;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use pantheon_netns::child;
+use pantheon_netns::privileges::{self, Scope};
+use pantheon_netns::stop::StopSignal;
+use pantheon_netns::sys::{epoch_us, monotonic_us};
+use pantheon_tunnel::args::{CommonArgs, Endpoint, TunnelArgs};
+use pantheon_tunnel::endpoint::{inner_addresses, random_token, InnerEnd};
+use pantheon_tunnel::log::{Context, Log, Side};
+use pantheon_tunnel::relay::{wait, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot};
+use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Role, Verdict, CONNECT_TIMEOUT_US};
+use pantheon_tunnel::socket::UdpSocket;
+use pantheon_tunnel::wire::{hello, inner_mtu_bytes};
+
+const NAME: &str = "pantheon-tunnel";
+/// Exit status for bad input or a failed set-up, as for a usage error.
+const USAGE_ERROR: u8 = 2;
+/// Longest token a client accepts (a server makes 16 hex digits).
+const MAX_TOKEN_BYTES: usize = 64;
+
+fn main() -> ExitCode {
+    let args = match TunnelArgs::try_parse() {
+        Ok(args) => args,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.to_string();
+            let first = rendered.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            eprintln!("{NAME}: {first} (see --help)");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    match run(args) {
+        Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
+        Err(message) => {
+            eprintln!("{NAME}: {message}");
+            ExitCode::from(USAGE_ERROR)
+        }
+    }
+}
+
+/// The endpoint's socket and who it talks to, before anything else is set up.
+struct Outer {
+    role: Role,
+    socket: UdpSocket,
+    admission: Admission,
+    /// For the logs' headers.
+    description: String,
+    /// What a server prints for its client.
+    invitation: Option<String>,
+}
+
+fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
+    match endpoint {
+        Endpoint::Server { listen, .. } => {
+            let socket = UdpSocket::bind(*listen).map_err(|e| format!("--listen {listen}: cannot listen there: {e}"))?;
+            let local = socket.local_addr().map_err(|e| e.to_string())?;
+            let token = random_token().map_err(|e| format!("cannot draw a token: {e}"))?;
+            Ok(Outer {
+                role: Role::Server,
+                admission: Admission::server(&token),
+                socket,
+                description: format!("server listening on {local}"),
+                invitation: Some(format!("{NAME} client {local} --token {token}")),
+            })
+        }
+        Endpoint::Client { server, token, .. } => {
+            if token.is_empty() || token.len() > MAX_TOKEN_BYTES || !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(format!("--token: expected the token the server printed (1 to {MAX_TOKEN_BYTES} printable characters)"));
+            }
+            let socket = UdpSocket::bind(SocketAddrV4::new(0.into(), 0)).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+            socket.connect(*server).map_err(|e| format!("{server}: cannot reach the server: {e}"))?;
+            let local = socket.local_addr().map_err(|e| e.to_string())?;
+            Ok(Outer {
+                role: Role::Client,
+                admission: Admission::client(token, *server),
+                socket,
+                description: format!("client of {server}, from {local}"),
+                invitation: None,
+            })
+        }
+    }
+}
+
+/// Opens the log files asked for (ingress, egress); called before anything is set up so a bad path leaves nothing.
+fn open_logs(common: &CommonArgs, context: &Context) -> Result<(Log, Log), String> {
+    let open = |flag: &str, path: &Option<PathBuf>| -> Result<Option<File>, String> {
+        path.as_ref()
+            .map(|p| File::create(p).map_err(|e| format!("--{flag} {}: cannot create the log: {e}", p.display())))
+            .transpose()
+    };
+    let ingress = Log::new(Side::Ingress, open("ingress-log", &common.ingress_log)?, open("ingress-text-log", &common.ingress_text_log)?, context);
+    let egress = Log::new(Side::Egress, open("egress-log", &common.egress_log)?, open("egress-text-log", &common.egress_text_log)?, context);
+    Ok((ingress, egress))
+}
+
+/// The client's handshake: hello until the server's welcome, or give up.
+fn connect(socket: &UdpSocket, admission: &mut Admission, server: SocketAddrV4, token: &str) -> Result<(), String> {
+    let greeting = hello(token.as_bytes());
+    let mut handshake = Handshake::new(monotonic_us());
+    let mut buffer = [0u8; 256];
+    loop {
+        match handshake.next(monotonic_us()) {
+            // Refusals (nobody listening yet) look like silence: try again.
+            Connecting::SendHello => drop(socket.send_to(&greeting, server)),
+            Connecting::Wait { timeout_us } => {
+                wait(socket.fd(), -1, Some(timeout_us)).map_err(|e| e.to_string())?;
+                while let Some(n) = socket.try_recv(&mut buffer).map_err(|e| e.to_string())? {
+                    if admission.on_datagram(server, &buffer[..n]) == Verdict::Welcomed {
+                        return Ok(());
+                    }
+                }
+            }
+            Connecting::GiveUp => {
+                return Err(format!(
+                    "no answer from a server at {server} in {} s: is it running there, reachable from here, and is --token the one it printed?",
+                    CONNECT_TIMEOUT_US / 1_000_000
+                ))
+            }
+        }
+    }
+}
+
+fn run(args: TunnelArgs) -> Result<i32, String> {
+    let common = match &args.endpoint {
+        Endpoint::Server { common, .. } | Endpoint::Client { common, .. } => common,
+    };
+    let program = child::resolve(&common.command[0])?;
+    let command_line: Vec<String> = std::env::args().collect();
+    let inner_mtu = inner_mtu_bytes(usize::from(common.path_mtu));
+    let base_epoch_us = epoch_us();
+
+    let Outer { role, socket, mut admission, description, invitation } = open_outer(&args.endpoint)?;
+    let context = Context { endpoint: &description, base_epoch_us, command_line: &command_line };
+    let (ingress_log, egress_log) = open_logs(common, &context)?;
+
+    privileges::ensure_net_admin(Scope::NewNamespacesOnly).map_err(|e| e.to_string())?;
+    // Before signals are taken over, so that Ctrl-C ends a client that cannot connect at once.
+    if let Endpoint::Client { server, token, .. } = &args.endpoint {
+        connect(&socket, &mut admission, *server, token)?;
+    }
+    child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
+    let inner = InnerEnd::create(role, inner_mtu).map_err(|e| format!("cannot set up the tunnel's namespace: {e}"))?;
+    let netns_inode = inner.namespace.inode().map_err(|e| e.to_string())?;
+    let stop = StopSignal::new().map_err(|e| e.to_string())?;
+
+    let socket = Arc::new(socket);
+    let peer = Arc::new(PeerSlot::default());
+    if let Some(server) = admission.peer() {
+        peer.set(server);
+    }
+    let keepalive = match &args.endpoint {
+        Endpoint::Client { token, .. } => Some((hello(token.as_bytes()), Keepalive::new(epoch_us()))),
+        Endpoint::Server { .. } => None,
+    };
+    let outbound = Outbound {
+        tun: inner.tun.fd(),
+        socket: Arc::clone(&socket),
+        peer: Arc::clone(&peer),
+        connected_socket: role == Role::Client,
+        keepalive,
+        log: ingress_log,
+        base_epoch_us,
+        inner_mtu_bytes: inner_mtu,
+        stop: stop.fd(),
+    };
+    let inbound = Inbound { tun: inner.tun.fd(), socket, admission, peer, log: egress_log, base_epoch_us, stop: stop.fd() };
+    let outbound_thread = std::thread::Builder::new().name("outbound".into()).spawn(move || outbound.run());
+    let inbound_thread = std::thread::Builder::new().name("inbound".into()).spawn(move || inbound.run());
+
+    if let Some(line) = invitation {
+        let mut stdout = std::io::stdout().lock();
+        // The caller may have closed stdout; the client can still be told the port another way.
+        let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    }
+    let (local, remote) = inner_addresses(role);
+    let env = [
+        ("PANTHEON_TUNNEL_LOCAL", local.to_string()),
+        ("PANTHEON_TUNNEL_PEER", remote.to_string()),
+        ("PANTHEON_TUNNEL_MTU", inner_mtu.to_string()),
+        ("PANTHEON_PEER", remote.to_string()),
+        ("MAHIMAHI_BASE", remote.to_string()),
+    ];
+    let mut command: Vec<OsString> = common.command.clone();
+    command[0] = program.into_os_string();
+    let outcome = match child::spawn(&command, inner.namespace.as_raw_fd(), &env) {
+        Ok(child) => Ok(child.supervise(netns_inode).0),
+        Err(e) => Err(format!("cannot start {}: {e}", common.command[0].to_string_lossy())),
+    };
+
+    stop.raise();
+    let mut problems = Vec::new();
+    match outbound_thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
+        Ok(Ok((totals, log))) => outbound_problems(totals, log, &mut problems),
+        Ok(Err(e)) => problems.push(format!("outbound relay failed: {e}")),
+        Err(e) => problems.push(format!("outbound relay: {e}")),
+    }
+    match inbound_thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
+        Ok(Ok((totals, log))) => inbound_problems(totals, log, &mut problems),
+        Ok(Err(e)) => problems.push(format!("inbound relay failed: {e}")),
+        Err(e) => problems.push(format!("inbound relay: {e}")),
+    }
+    drop(inner);
+    for problem in &problems {
+        eprintln!("{NAME}: warning: {problem}");
+    }
+    outcome
+}
+
+fn outbound_problems(totals: OutboundTotals, log: std::io::Result<()>, problems: &mut Vec<String>) {
+    if let Err(e) = log {
+        problems.push(format!("ingress log incomplete: {e}"));
+    }
+    if totals.refused > 0 {
+        problems.push(format!("{} datagrams were logged at ingress but the kernel refused to send them", totals.refused));
+    }
+    if totals.malformed > 0 {
+        problems.push(format!("{} packets from the command could not be segmented or checksummed and were dropped", totals.malformed));
+    }
+    if totals.before_connection > 0 {
+        problems.push(format!(
+            "{} datagrams the command sent before the client connected were dropped (not logged)",
+            totals.before_connection
+        ));
+    }
+}
+
+fn inbound_problems(totals: InboundTotals, log: std::io::Result<()>, problems: &mut Vec<String>) {
+    if let Err(e) = log {
+        problems.push(format!("egress log incomplete: {e}"));
+    }
+    if totals.write_errors > 0 {
+        problems.push(format!("{} datagrams were logged at egress but the TUN device refused them", totals.write_errors));
+    }
+    if totals.overflow_drops > 0 {
+        problems.push(format!(
+            "{} datagrams from the peer were dropped by the kernel before they reached the tunnel (receive buffer full)",
+            totals.overflow_drops
+        ));
+    }
+    let ignored = totals.malformed + totals.strangers + totals.bad_tokens;
+    if ignored > 0 {
+        problems.push(format!(
+            "ignored {ignored} datagrams: {} not from the peer, {} with a wrong token, {} malformed",
+            totals.strangers, totals.bad_tokens, totals.malformed
+        ));
+    }
+}
