@@ -1,0 +1,517 @@
+"""`pantheon-tunnel`, checked the way a researcher would check it by hand.
+
+Every test runs the tunnel as Pantheon does: the server endpoint in the `netns` fixture's namespace,
+the client endpoint inside `pantheon-emu`'s emulated namespace, connecting out to the server at
+$MAHIMAHI_BASE through the emulated path (tests/traffic.py makes the traffic, inside the endpoints'
+own namespaces). Then, from the endpoints' logs:
+
+  flows      a UDP flow (either way: client to server, server to client) and a TCP flow (data one
+             way, acknowledgements the other) cross the tunnel; every UID logged at the sender's
+             ingress is at the receiver's egress with the same size, and nothing else is; the TCP
+             receiver gets every byte; no datagram in the logs exceeds the inner MTU (TCP's 64 KiB
+             super-packets are cut into segments, each logged on its own)
+  formats    the text logs are the native ones in the original pantheon-tunnel's form (ms with 3
+             decimals, sizes + 36 bytes, base in the header where its merge reads it)
+  delay      one-way delays from the logs are the emulator's --delay 20 within its precision plus
+             the tunnel's few us from reading a datagram to handing it to the path: median |error|
+             <= 50 us, p99 <= 500 us (the emulator alone: 20 and 200, tests/test_emulator_fidelity.py;
+             here typically 15-25 and 70-200)
+  MTU        the inner MTU is 1500 - 36 = 1464: a 1464-byte datagram crosses whole (one 1500-byte
+             datagram on the path), a 1465-byte one is refused with DF and fragmented without
+  isolation  the command's namespace has one route, to the peer: the emulator's address and any
+             other address are unreachable
+  cleanup    whatever ends a run, nothing it started is left, and the caller's namespace is as
+             it was; bad input is one line and exit status 2
+  non-root   without root, both endpoints run through an unprivileged user namespace and still
+             carry a datagram (where /dev/net/tun is open to the user)
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import shutil
+import signal
+import stat
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, in_ns, links_in
+
+TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
+TRAFFIC = Path(__file__).with_name("traffic.py")
+CONNECT_LINE = re.compile(r"^pantheon-tunnel client (?P<host>\S+):(?P<port>\d+) --token (?P<token>[0-9a-f]{16})$")
+SERVER_INNER, CLIENT_INNER = "10.100.0.1", "10.100.0.2"
+INNER_MTU_BYTES = 1464
+OVERHEAD_BYTES = 36
+PORT = 9000
+TIMEOUT_S = 40
+
+
+@pytest.fixture(scope="session")
+def tunnel() -> Path:
+    if not TUNNEL.exists():
+        pytest.fail(f"{TUNNEL} is missing: run ./setup.sh --no-run (or cargo build --release) first")
+    return TUNNEL
+
+
+# --- running things -------------------------------------------------------------------------------
+
+def log_options(tmp: Path, stem: str) -> list[str]:
+    return [option for side in ("ingress", "egress") for option in (
+        f"--{side}-log", str(tmp / f"{stem}.{side}.log"), f"--{side}-text-log", str(tmp / f"{stem}.{side}.text.log"))]
+
+
+def traffic(*args: object) -> list[str]:
+    return [sys.executable, str(TRAFFIC), *map(str, args)]
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    port: int
+    token: str
+    lines: queue.Queue[str]
+
+    def next_line(self, timeout_s: float = 10) -> str:
+        try:
+            return self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AssertionError(f"the tunnel server said nothing for {timeout_s} s") from None
+
+    def finish(self) -> tuple[int, list[str], str]:
+        """Ends the server's command (SIGTERM, forwarded), then its exit status, the rest of its
+        standard output and its standard error."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        status = self.proc.wait(timeout=TIMEOUT_S)
+        rest = []
+        while True:
+            try:
+                line = self.lines.get(timeout=5)
+            except queue.Empty:
+                break
+            if line == "":
+                break
+            rest.append(line)
+        return status, rest, self.proc.stderr.read()
+
+
+@contextmanager
+def server(netns: str, tunnel: Path, tmp: Path, command: list[str], stem: str = "server") -> Iterator[Server]:
+    """A tunnel server in `netns` running `command`; its first line has been read."""
+    proc = subprocess.Popen(in_ns(netns, [str(tunnel), "server", *log_options(tmp, stem), "--", *command]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        try:
+            first = lines.get(timeout=10)
+        except queue.Empty:
+            raise AssertionError("the tunnel server printed nothing") from None
+        match = CONNECT_LINE.match(first)
+        assert match, f"first line {first!r}; stderr: {proc.stderr.read() if proc.poll() is not None else ''}"
+        yield Server(proc, int(match["port"]), match["token"], lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def client_argv(tunnel: Path, tmp: Path, srv: Server, command: list[str], stem: str = "client") -> str:
+    """The shell command, run as the emulator's command, that starts the client endpoint."""
+    return (f"exec {shlex.quote(str(tunnel))} client $MAHIMAHI_BASE:{srv.port} --token {srv.token} "
+            f"{shlex.join(log_options(tmp, stem))} -- {shlex.join(command)}")
+
+
+def through_emulator(netns: str, emu: Path, options: list[str], shell_command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(in_ns(netns, [str(emu), *options, "--", "sh", "-c", shell_command]),
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+# --- reading logs -----------------------------------------------------------------------------------
+
+@dataclass
+class NativeLog:
+    base_epoch_us: int
+    datagrams: dict[int, tuple[int, int]]  # uid -> (t_us since the base, inner bytes)
+
+    def epoch_us(self, uid: int) -> int:
+        return self.base_epoch_us + self.datagrams[uid][0]
+
+
+def read_native(path: Path) -> NativeLog:
+    base = None
+    datagrams = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            if m := re.search(r"t_us 0 is (\d+) us since the Unix epoch", line):
+                base = int(m[1])
+            continue
+        t_us, uid, size = map(int, line.split())
+        assert uid not in datagrams, f"{path}: uid {uid} twice"
+        datagrams[uid] = (t_us, size)
+    assert base is not None, f"{path}: no base in the header"
+    return NativeLog(base, datagrams)
+
+
+def assert_every_uid_crossed(sent: NativeLog, received: NativeLog, what: str) -> None:
+    assert sent.datagrams, f"{what}: nothing was sent"
+    missing = sorted(set(sent.datagrams) - set(received.datagrams))
+    unknown = sorted(set(received.datagrams) - set(sent.datagrams))
+    assert not missing, f"{what}: {len(missing)} uids sent but never received, first {missing[:5]}"
+    assert not unknown, f"{what}: uids received but never sent: {unknown[:5]}"
+    resized = [uid for uid, (_, size) in sent.datagrams.items() if received.datagrams[uid][1] != size]
+    assert not resized, f"{what}: sizes changed for uids {resized[:5]}"
+    assert sorted(sent.datagrams) == list(range(len(sent.datagrams))), f"{what}: uids are not 0, 1, 2, ..."
+
+
+def one_way_delays_us(sent: NativeLog, received: NativeLog) -> list[int]:
+    return [received.epoch_us(uid) - sent.epoch_us(uid) for uid in sent.datagrams if uid in received.datagrams]
+
+
+# --- flows ------------------------------------------------------------------------------------------
+
+def test_udp_flow_from_client_to_server(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    with server(netns, tunnel, tmp_path, traffic("udp-recv", PORT, "--seconds", 20)) as srv:
+        assert srv.next_line() == "ready"
+        sender = traffic("udp-send", "$PANTHEON_TUNNEL_PEER", PORT, "--rate-mbps", 5, "--size", "200,1464", "--seconds", 1)
+        done = through_emulator(netns, emu, ["--delay", "10", "--uplink-rate", "50", "--downlink-rate", "50"],
+                                client_argv(tunnel, tmp_path, srv, ["sh", "-c", f"{' '.join(sender)} && sleep 0.3"]))
+        assert done.returncode == 0, done.stderr
+        status, rest, stderr = srv.finish()
+    assert status == 0 and "warning" not in stderr + done.stderr, stderr + done.stderr
+    received = json.loads(rest[-1])
+    sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
+    assert_every_uid_crossed(sent, arrived, "client to server")
+    assert received["packets"] == len(sent.datagrams) > 300
+    assert {size for _, size in sent.datagrams.values()} == {200, 1464}
+    assert min(one_way_delays_us(sent, arrived)) >= 10_000
+    assert read_native(tmp_path / "server.ingress.log").datagrams == {}, "nothing went the other way"
+
+
+def test_udp_flow_from_server_to_client(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    """The server endpoint sends, to a client behind the emulator that connected out to it."""
+    go, report = tmp_path / "go", tmp_path / "receiver.out"
+    sender = " ".join(traffic("udp-send", "$PANTHEON_TUNNEL_PEER", PORT, "--rate-mbps", 5, "--size", 1000, "--seconds", 1))
+    with server(netns, tunnel, tmp_path, ["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.02; done; {sender}"]) as srv:
+        receiver = ["sh", "-c", f"{' '.join(traffic('udp-recv', PORT, '--seconds', 3))} > {report}"]
+        emulator = subprocess.Popen(in_ns(netns, [str(emu), "--delay", "5", "--", "sh", "-c", client_argv(tunnel, tmp_path, srv, receiver)]),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while not (report.exists() and report.read_text().startswith("ready")):
+            assert time.monotonic() < deadline and emulator.poll() is None, "the client's receiver did not start"
+            time.sleep(0.02)
+        go.touch()
+        _, emulator_stderr = emulator.communicate(timeout=TIMEOUT_S)
+        assert emulator.returncode == 0, emulator_stderr
+        status, _, stderr = srv.finish()
+    assert status == 0 and "warning" not in stderr + emulator_stderr, stderr + emulator_stderr
+    sent, arrived = read_native(tmp_path / "server.ingress.log"), read_native(tmp_path / "client.egress.log")
+    assert_every_uid_crossed(sent, arrived, "server to client")
+    assert json.loads(report.read_text().splitlines()[-1])["packets"] == len(sent.datagrams) > 300
+
+
+def test_tcp_flow_crosses_in_segments_no_bigger_than_the_inner_mtu(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    # The server's command outlives the receiver, so that the endpoint is still there for the
+    # client's last acknowledgement (a tunnel ends with its command, like the emulator).
+    receiver = " ".join(traffic("tcp-recv", PORT, "--seconds", 20))
+    with server(netns, tunnel, tmp_path, ["sh", "-c", f"{receiver}; sleep 30"]) as srv:
+        assert srv.next_line() == "ready"
+        sender = " ".join(traffic("tcp-send", "$PANTHEON_TUNNEL_PEER", PORT, "--seconds", 1))
+        # The linger lets the sender's backlog drain and the connection close before the path goes.
+        done = through_emulator(netns, emu, ["--delay", "5", "--uplink-rate", "48", "--downlink-rate", "48"],
+                                client_argv(tunnel, tmp_path, srv, ["sh", "-c", f"{sender} && sleep 3"]))
+        assert done.returncode == 0, done.stderr
+        status, rest, stderr = srv.finish()
+    assert status == 128 + signal.SIGTERM and "warning" not in stderr + done.stderr, stderr + done.stderr
+    sent_bytes = json.loads(done.stdout.splitlines()[-1])["bytes"]
+    assert json.loads(rest[-1])["bytes"] == sent_bytes > 2_000_000
+    data = (read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log"))
+    acks = (read_native(tmp_path / "server.ingress.log"), read_native(tmp_path / "client.egress.log"))
+    assert_every_uid_crossed(*data, "data")
+    assert_every_uid_crossed(*acks, "acknowledgements")
+    sizes = [size for _, size in data[0].datagrams.values()]
+    assert max(sizes) == INNER_MTU_BYTES, "full-sized segments fill the inner MTU"
+    # TCP handed the device super-packets (TSO): several segments read at the same instant.
+    times = [t for t, _ in data[0].datagrams.values()]
+    assert len(set(times)) < len(times) / 2
+
+
+def test_text_logs_are_the_native_logs_in_the_originals_form(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    with server(netns, tunnel, tmp_path, traffic("udp-recv", PORT, "--seconds", 20)) as srv:
+        assert srv.next_line() == "ready"
+        sender = traffic("udp-send", "$PANTHEON_TUNNEL_PEER", PORT, "--rate-mbps", 2, "--size", "100,1464", "--seconds", 0.5)
+        done = through_emulator(netns, emu, ["--delay", "3"], client_argv(tunnel, tmp_path, srv, ["sh", "-c", f"{' '.join(sender)} && sleep 0.2"]))
+        assert done.returncode == 0, done.stderr
+        srv.finish()
+    for stem, side in (("client", "ingress"), ("server", "egress")):
+        native = read_native(tmp_path / f"{stem}.{side}.log")
+        header, *lines = (tmp_path / f"{stem}.{side}.text.log").read_text().splitlines()
+        # The original: "# <each argument single-quoted> <log type>: <base in ms, 3 decimals>".
+        match = re.fullmatch(rf"# '.*pantheon-tunnel' '{'client' if stem == 'client' else 'server'}' .*' {side}: (\d+\.\d{{3}})", header)
+        assert match, header
+        assert round(float(match[1]) * 1000) == native.base_epoch_us
+        assert float(header.rsplit(":", 1)[-1]) == float(match[1]), "where merge_tunnel_logs.py reads the base"
+        parsed = []
+        for line in lines:
+            assert re.fullmatch(r"\d+\.\d{3} - \d+ - \d+", line), line
+            t_ms, uid, size = line.split("-")  # as merge_tunnel_logs.py parses it
+            parsed.append((int(uid), round(float(t_ms) * 1000), int(size)))
+        assert parsed == [(uid, t_us, size + OVERHEAD_BYTES) for uid, (t_us, size) in native.datagrams.items()]
+        assert {size for _, _, size in parsed} == {136, 1500}
+
+
+def test_one_way_delay_is_the_emulators(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    delay_us = 20_000
+    with server(netns, tunnel, tmp_path, traffic("stamp-recv", PORT, "--count", 300, "--seconds", 20)) as srv:
+        assert srv.next_line() == "ready"
+        sender = " ".join(traffic("stamp-send", "$PANTHEON_TUNNEL_PEER", PORT, "--count", 300, "--interval-ms", 5, "--size", 200))
+        done = through_emulator(netns, emu, ["--delay", "20", "--uplink-rate", "unlimited", "--downlink-rate", "unlimited"],
+                                client_argv(tunnel, tmp_path, srv, ["sh", "-c", f"{sender} > /dev/null && sleep 0.1"]))
+        assert done.returncode == 0, done.stderr
+        srv.finish()
+    sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
+    assert_every_uid_crossed(sent, arrived, "stamped datagrams")
+    errors_us = sorted(abs(d - delay_us) for d in one_way_delays_us(sent, arrived))
+    median_us, p99_us = statistics.median(errors_us), errors_us[int(0.99 * (len(errors_us) - 1))]
+    assert median_us <= 50 and p99_us <= 500, f"|error| median {median_us} us, p99 {p99_us} us"
+
+
+# --- the inner namespace ------------------------------------------------------------------------------
+
+PROBE = r"""
+import errno, fcntl, json, os, socket, struct, sys
+IP_MTU_DISCOVER, IP_PMTUDISC_DONT, IP_PMTUDISC_DO, SIOCGIFMTU = 10, 0, 2, 0x8921
+peer, outsider, out = os.environ["PANTHEON_TUNNEL_PEER"], sys.argv[1], sys.argv[2]
+result = {"env": {k: os.environ.get(k) for k in ("PANTHEON_TUNNEL_LOCAL", "PANTHEON_TUNNEL_PEER", "PANTHEON_TUNNEL_MTU", "PANTHEON_PEER", "MAHIMAHI_BASE")}}
+ifreq = fcntl.ioctl(socket.socket(socket.AF_INET, socket.SOCK_DGRAM), SIOCGIFMTU, struct.pack("16si", b"ptun0", 0))
+result["device_mtu"] = struct.unpack("16si", ifreq)[1]
+result["routes"] = [line.split()[1:3] for line in open("/proc/net/route").read().splitlines()[1:]]
+
+def send(payload_bytes, pmtudisc):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, pmtudisc)
+    try:
+        s.sendto(bytes(payload_bytes), (peer, %(port)d))
+        return "sent"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+result["mtu_df"] = send(%(mtu)d - 28, IP_PMTUDISC_DO)
+result["mtu_plus_one_df"] = send(%(mtu)d - 27, IP_PMTUDISC_DO)
+result["mtu_plus_one_no_df"] = send(%(mtu)d - 27, IP_PMTUDISC_DONT)
+
+def connect(address):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(3)
+    try:
+        s.connect((address, %(tcp_port)d))
+        s.sendall(b"hello")
+        s.close()
+        return "connected"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+
+result["reach"] = {"peer": connect(peer), "emulator": connect(outsider), "internet": connect("192.0.2.1")}
+json.dump(result, open(out, "w"))
+"""
+
+
+def test_inner_namespace_has_the_inner_mtu_and_reaches_only_its_peer(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    probe, out = tmp_path / "probe.py", tmp_path / "probe.json"
+    probe.write_text(PROBE % {"port": PORT, "tcp_port": PORT + 1, "mtu": INNER_MTU_BYTES})
+    receivers = f"{' '.join(traffic('tcp-recv', PORT + 1, '--seconds', 20))} > {tmp_path}/tcp.out & exec {' '.join(traffic('udp-recv', PORT, '--seconds', 20))}"
+    with server(netns, tunnel, tmp_path, ["sh", "-c", receivers]) as srv:
+        assert srv.next_line() == "ready"
+        time.sleep(0.3)  # the TCP receiver starts beside it
+        # $MAHIMAHI_BASE is expanded outside the tunnel: the emulator's own address, the outsider.
+        command = f"exec {tunnel} client $MAHIMAHI_BASE:{srv.port} --token {srv.token} {shlex.join(log_options(tmp_path, 'client'))} -- {sys.executable} {probe} $MAHIMAHI_BASE {out}"
+        done = through_emulator(netns, emu, ["--delay", "2"], command)
+        assert done.returncode == 0, done.stderr
+        _, rest, _ = srv.finish()
+    result = json.loads(out.read_text())
+    assert result["env"] == {"PANTHEON_TUNNEL_LOCAL": CLIENT_INNER, "PANTHEON_TUNNEL_PEER": SERVER_INNER, "PANTHEON_TUNNEL_MTU": "1464",
+                             "PANTHEON_PEER": SERVER_INNER, "MAHIMAHI_BASE": SERVER_INNER}
+    assert result["device_mtu"] == INNER_MTU_BYTES
+    # One route: to the peer (10.100.0.1 in /proc/net/route's little-endian hex), no gateway.
+    assert result["routes"] == [["0100640A", "00000000"]]
+    assert (result["mtu_df"], result["mtu_plus_one_df"], result["mtu_plus_one_no_df"]) == ("sent", "EMSGSIZE", "sent")
+    assert result["reach"] == {"peer": "connected", "emulator": "ENETUNREACH", "internet": "ENETUNREACH"}
+    # The 1464-byte datagram crossed whole; the 1465-byte one as two fragments (1460 + 25 bytes).
+    udp_sizes = [size for _, size in read_native(tmp_path / "server.egress.log").datagrams.values() if size in (1464, 1460, 25)]
+    assert udp_sizes == [1464, 1460, 25]
+    assert json.loads(rest[-1]) | {"first_ns": None, "last_ns": None} == {"packets": 2, "bytes": 1464 + 1465, "first_bytes": 1464, "first_ns": None, "last_ns": None}
+    assert "1500" in {line.rsplit(" - ", 1)[-1] for line in (tmp_path / "client.ingress.text.log").read_text().splitlines()[1:]}
+
+
+# --- cleanup and bad input ----------------------------------------------------------------------------
+
+# The command records its pid, its namespace, a background child and a setsid daemon, then waits.
+SCRIPT = """
+echo $$ > {d}/cmd.pid
+readlink /proc/self/ns/net > {d}/netns
+sleep 1000 & echo $! > {d}/child.pid
+setsid sleep 1000 & echo $! > {d}/daemon.pid
+{tail}
+"""
+
+
+def start_server_command(netns: str, tunnel: Path, tmp: Path, tail: str = "wait") -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(in_ns(netns, [str(tunnel), "server", "--", "sh", "-c", SCRIPT.format(d=tmp, tail=tail)]),
+                            stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not (tmp / "daemon.pid").exists() or not (tmp / "daemon.pid").read_text().strip():
+        assert time.monotonic() < deadline, "command did not start"
+        assert proc.poll() is None, "tunnel exited early"
+        time.sleep(0.02)
+    return proc
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def processes_in(netns_link: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/ns/net") == netns_link:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def assert_all_gone(netns: str, tmp: Path) -> None:
+    for name in ("cmd.pid", "child.pid", "daemon.pid"):
+        pid = int((tmp / name).read_text())
+        assert not alive(pid), f"{name} {pid} survived"
+    assert processes_in((tmp / "netns").read_text().strip()) == []
+    assert links_in(netns) == ["lo"]
+
+
+def finish(proc: subprocess.Popen[bytes]) -> int:
+    try:
+        return proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_command_exit_cleans_up_leftovers(netns: str, tunnel: Path, tmp_path: Path) -> None:
+    proc = start_server_command(netns, tunnel, tmp_path, tail="exit 3")
+    assert finish(proc) == 3
+    assert_all_gone(netns, tmp_path)
+
+
+def test_sigkill_of_the_command(netns: str, tunnel: Path, tmp_path: Path) -> None:
+    proc = start_server_command(netns, tunnel, tmp_path)
+    os.kill(int((tmp_path / "cmd.pid").read_text()), signal.SIGKILL)
+    assert finish(proc) == 128 + signal.SIGKILL
+    assert_all_gone(netns, tmp_path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_the_tunnel(netns: str, tunnel: Path, tmp_path: Path, sig: signal.Signals) -> None:
+    proc = start_server_command(netns, tunnel, tmp_path)
+    proc.send_signal(sig)
+    assert finish(proc) == 128 + sig
+    assert_all_gone(netns, tmp_path)
+
+
+def test_command_that_ignores_signals_is_killed(netns: str, tunnel: Path, tmp_path: Path) -> None:
+    proc = start_server_command(netns, tunnel, tmp_path, tail="trap '' INT TERM; while :; do sleep 0.1; done")
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert finish(proc) == 128 + signal.SIGKILL
+    assert time.monotonic() - started < 6
+    assert_all_gone(netns, tmp_path)
+
+
+def test_client_passes_its_commands_exit_status_through_the_emulator(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    with server(netns, tunnel, tmp_path, ["sleep", "30"]) as srv:
+        done = through_emulator(netns, emu, ["--delay", "1"], client_argv(tunnel, tmp_path, srv, ["sh", "-c", "exit 7"]))
+        srv.finish()
+    assert done.returncode == 7, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["server", "--ingress-log", "/nonexistent/dir/x.log", "--", "true"], "--ingress-log /nonexistent/dir/x.log: cannot create the log"),
+        (["server", "--listen", "192.0.2.1:0", "--", "true"], "--listen 192.0.2.1:0: cannot listen there"),
+        (["server", "--path-mtu", "100", "--", "true"], "--path-mtu"),
+        (["server", "--", "no-such-command-xyz"], "command not found: no-such-command-xyz"),
+        (["server"], "required"),
+        (["client", "127.0.0.1:9", "--token", "a b", "--", "true"], "--token: expected the token the server printed"),
+        (["client", "localhost:9", "--token", "t", "--", "true"], "SERVER_IP:PORT"),
+    ],
+)
+def test_bad_input_fails_in_one_line(netns: str, tunnel: Path, args: list[str], expected: str) -> None:
+    done = subprocess.run(in_ns(netns, [str(tunnel), *args]), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("pantheon-tunnel: ")
+    assert expected in done.stderr
+    assert links_in(netns) == ["lo"]
+
+
+def test_client_gives_up_on_a_silent_server(netns: str, tunnel: Path) -> None:
+    started = time.monotonic()
+    done = subprocess.run(in_ns(netns, [str(tunnel), "client", "127.0.0.1:9", "--token", "0123456789abcdef", "--", "true"]),
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.startswith("pantheon-tunnel: no answer from a server at 127.0.0.1:9 in 10 s")
+    assert done.stderr.count("\n") == 1
+    assert 9.5 < time.monotonic() - started < 15
+
+
+def test_without_root_through_a_user_namespace(netns: str, tunnel: Path) -> None:
+    public = Path(tempfile.mkdtemp(prefix="pantheon-test-"))
+    try:
+        public.chmod(0o755)
+        copy = public / "pantheon-tunnel"
+        shutil.copy(tunnel, copy)
+        copy.chmod(0o755)
+        # A world-accessible TUN node, bound over /dev/net/tun in a private mount namespace only.
+        node = public / "tun"
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
+        node.chmod(0o666)
+        nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+        python = "/usr/bin/python3"  # the system's, which any user can run
+        receive = "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('', 9000)); s.settimeout(5); print(s.recv(100).decode())"
+        send = f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'through', ('{SERVER_INNER}', 9000))"
+        script = (f"mount --bind {node} /dev/net/tun && "
+                  f"{{ {nobody} {copy} server --listen 127.0.0.1:0 -- {python} -c {shlex.quote(receive)} > {public}/server.out & }} && "
+                  f"sleep 0.5 && set -- $(head -1 {public}/server.out) && "
+                  f"{nobody} {copy} client $3 --token $5 -- {python} -c {shlex.quote(send)} && wait")
+        done = subprocess.run(in_ns(netns, ["unshare", "-m", "sh", "-c", script]), capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert (public / "server.out").read_text().splitlines()[1:] == ["through"]
+    finally:
+        shutil.rmtree(public)
