@@ -23,7 +23,7 @@ def test_sender_uses_the_requested_congestion_control(netns: str, emu: Path, tmp
     try:
         script = (
             f"{PYTHON} -m pantheon.kernel_tcp sender $MAHIMAHI_BASE {PORT} --cc {cc} & sender=$!; "
-            "sleep 1.5; ss -tin state established; kill $sender; wait $sender"
+            "sleep 2.5; ss -tin state established; kill $sender; wait $sender"
         )
         done = subprocess.run(
             in_ns(netns, [str(emu), "--delay", "5", "--uplink-log", str(log), "--", "sh", "-c", script]),
@@ -35,8 +35,8 @@ def test_sender_uses_the_requested_congestion_control(netns: str, emu: Path, tmp
     assert done.returncode == 0, done.stderr
     assert f" {cc} " in done.stdout, done.stdout
     departed_bytes = sum(int(line.split()[3]) for line in log.read_text().splitlines() if " - " in line and not line.startswith("#"))
-    # 12 Mbit/s for ~1.5 s, less slow start: well over 1 MB.
-    assert departed_bytes > 1_000_000
+    # 12 Mbit/s for ~2.5 s, less interpreter start-up and slow start: well over 500 kB.
+    assert departed_bytes > 500_000, departed_bytes
 
 
 def test_unavailable_congestion_control_is_a_clear_error() -> None:
