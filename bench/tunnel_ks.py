@@ -62,10 +62,19 @@ def ks_p_value(d: float, n: int, m: int) -> float:
     return min(1.0, max(0.0, total))
 
 
+# Data packets are full-sized; the tunnel's handshake and keepalives (44 bytes on the wire, sent
+# a second before the flow starts) are not data and must not stretch the throughput's time span.
+DATA_MIN_BYTES = 500
+
+
 def metrics(uplink_log: Path) -> tuple[float, float]:
-    """(throughput Mbit/s, p95 one-way delay ms) from an emulator uplink log."""
+    """(throughput Mbit/s, p95 one-way delay ms) of the data packets in an emulator uplink log."""
     log = linklog.read(uplink_log)
-    return log.throughput_mbps(), linklog.percentile([d / 1000 for d in log.delays_us()], 95)
+    data = [(t, size, late, uid) for t, uid, size, late in log.departures if size >= DATA_MIN_BYTES]
+    span_us = data[-1][0] - data[0][0]
+    throughput_mbps = 8 * sum(size for _, size, _, _ in data) / span_us
+    delays_ms = [(t + late - log.entries_us[uid]) / 1000 for t, _, late, uid in data]
+    return throughput_mbps, linklog.percentile(delays_ms, 95)
 
 
 def outside_run(cc: str, runtime_s: float, tmp: Path, index: int) -> tuple[float, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,19 @@ PYTHON = str(REPO / ".venv" / "bin" / "python")
 PORT = 5555
 
 
+def wait_until_listening(netns: str, port: int, timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while f":{port} " not in subprocess.run(in_ns(netns, ["ss", "-ltnH"]), capture_output=True, text=True).stdout:
+        assert time.monotonic() < deadline, f"nothing listens on port {port}"
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("cc", ["cubic", "bbr", "reno"])
 def test_sender_uses_the_requested_congestion_control(netns: str, emu: Path, tmp_path: Path, cc: str) -> None:
     log = tmp_path / "up.log"
     receiver = subprocess.Popen(in_ns(netns, [PYTHON, "-m", "pantheon.kernel_tcp", "receiver", str(PORT)]))
     try:
+        wait_until_listening(netns, PORT)
         script = (
             f"{PYTHON} -m pantheon.kernel_tcp sender $MAHIMAHI_BASE {PORT} --cc {cc} & sender=$!; "
             "sleep 2.5; ss -tin state established; kill $sender; wait $sender"
