@@ -49,6 +49,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, in_ns, links_in
+from supervision import assert_all_gone, command_pid, finish, start
 
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
 TRAFFIC = Path(__file__).with_name("traffic.py")
@@ -365,87 +366,31 @@ def test_inner_namespace_has_the_inner_mtu_and_reaches_only_its_peer(netns: str,
 
 # --- cleanup and bad input ----------------------------------------------------------------------------
 
-# The command records its pid, its namespace, a background child and a setsid daemon, then waits.
-SCRIPT = """
-echo $$ > {d}/cmd.pid
-readlink /proc/self/ns/net > {d}/netns
-sleep 1000 & echo $! > {d}/child.pid
-setsid sleep 1000 & echo $! > {d}/daemon.pid
-{tail}
-"""
-
-
-def start_server_command(netns: str, tunnel: Path, tmp: Path, tail: str = "wait") -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(in_ns(netns, [str(tunnel), "server", "--", "sh", "-c", SCRIPT.format(d=tmp, tail=tail)]),
-                            stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while not (tmp / "daemon.pid").exists() or not (tmp / "daemon.pid").read_text().strip():
-        assert time.monotonic() < deadline, "command did not start"
-        assert proc.poll() is None, "tunnel exited early"
-        time.sleep(0.02)
-    return proc
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def processes_in(netns_link: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry}/ns/net") == netns_link:
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
-def assert_all_gone(netns: str, tmp: Path) -> None:
-    for name in ("cmd.pid", "child.pid", "daemon.pid"):
-        pid = int((tmp / name).read_text())
-        assert not alive(pid), f"{name} {pid} survived"
-    assert processes_in((tmp / "netns").read_text().strip()) == []
-    assert links_in(netns) == ["lo"]
-
-
-def finish(proc: subprocess.Popen[bytes]) -> int:
-    try:
-        return proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
+# Clean-up: the checks of tests/supervision.py, with the tunnel's server as the supervisor.
 
 def test_command_exit_cleans_up_leftovers(netns: str, tunnel: Path, tmp_path: Path) -> None:
-    proc = start_server_command(netns, tunnel, tmp_path, tail="exit 3")
+    proc = start(netns, [str(tunnel), "server"], tmp_path, tail="exit 3")
     assert finish(proc) == 3
     assert_all_gone(netns, tmp_path)
 
 
 def test_sigkill_of_the_command(netns: str, tunnel: Path, tmp_path: Path) -> None:
-    proc = start_server_command(netns, tunnel, tmp_path)
-    os.kill(int((tmp_path / "cmd.pid").read_text()), signal.SIGKILL)
+    proc = start(netns, [str(tunnel), "server"], tmp_path)
+    os.kill(command_pid(tmp_path), signal.SIGKILL)
     assert finish(proc) == 128 + signal.SIGKILL
     assert_all_gone(netns, tmp_path)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_to_the_tunnel(netns: str, tunnel: Path, tmp_path: Path, sig: signal.Signals) -> None:
-    proc = start_server_command(netns, tunnel, tmp_path)
+    proc = start(netns, [str(tunnel), "server"], tmp_path)
     proc.send_signal(sig)
     assert finish(proc) == 128 + sig
     assert_all_gone(netns, tmp_path)
 
 
 def test_command_that_ignores_signals_is_killed(netns: str, tunnel: Path, tmp_path: Path) -> None:
-    proc = start_server_command(netns, tunnel, tmp_path, tail="trap '' INT TERM; while :; do sleep 0.1; done")
+    proc = start(netns, [str(tunnel), "server"], tmp_path, tail="trap '' INT TERM; while :; do sleep 0.1; done")
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     assert finish(proc) == 128 + signal.SIGKILL

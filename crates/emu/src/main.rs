@@ -6,41 +6,22 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use clap::Parser;
 use pantheon_emu::args::{EmulateArgs, PathPair};
 use pantheon_emu::log::{MahimahiLog, NativeLog};
 use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Totals};
 use pantheon_link::{Path, PathConfig, QueueLimit};
-use pantheon_netns::child;
+use pantheon_netns::{child, usage};
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
 use pantheon_netns::sys::{epoch_us, monotonic_us, set_nonblocking};
 
 const NAME: &str = "pantheon emulate";
-/// Exit status for bad input or a failed set-up, as for a usage error.
-const USAGE_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
-    let args = match EmulateArgs::try_parse() {
-        Ok(args) => args,
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            let rendered = e.to_string();
-            let first = rendered.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            eprintln!("{NAME}: {first} (see --help)");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
-    match run(&args) {
-        Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
-        Err(message) => {
-            eprintln!("{NAME}: {message}");
-            ExitCode::from(USAGE_ERROR)
-        }
+    match usage::parse::<EmulateArgs>(NAME) {
+        Ok(args) => usage::exit(NAME, run(&args)),
+        Err(code) => code,
     }
 }
 

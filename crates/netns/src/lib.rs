@@ -11,6 +11,7 @@
 //! - [`privileges`]: CAP_NET_ADMIN through an unprivileged user namespace when not root.
 //! - [`stop`]: an eventfd that tells I/O threads to finish.
 //! - [`sys`]: checked system calls and clocks.
+//! - [`usage`]: one-line errors and exit statuses, the same for every binary.
 
 pub mod child;
 pub mod namespace;
@@ -18,3 +19,4 @@ pub mod privileges;
 pub mod stop;
 pub mod sys;
 pub mod tun;
+pub mod usage;

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
-use pantheon_netns::child;
+use pantheon_netns::{child, usage};
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
 use pantheon_netns::sys::{epoch_us, monotonic_us};
@@ -23,31 +22,13 @@ use pantheon_tunnel::socket::UdpSocket;
 use pantheon_tunnel::wire::{hello, inner_mtu_bytes};
 
 const NAME: &str = "pantheon-tunnel";
-/// Exit status for bad input or a failed set-up, as for a usage error.
-const USAGE_ERROR: u8 = 2;
 /// Longest token a client accepts (a server makes 16 hex digits).
 const MAX_TOKEN_BYTES: usize = 64;
 
 fn main() -> ExitCode {
-    let args = match TunnelArgs::try_parse() {
-        Ok(args) => args,
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            let rendered = e.to_string();
-            let first = rendered.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            eprintln!("{NAME}: {first} (see --help)");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
-    match run(args) {
-        Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
-        Err(message) => {
-            eprintln!("{NAME}: {message}");
-            ExitCode::from(USAGE_ERROR)
-        }
+    match usage::parse::<TunnelArgs>(NAME) {
+        Ok(args) => usage::exit(NAME, run(args)),
+        Err(code) => code,
     }
 }
 
