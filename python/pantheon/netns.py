@@ -26,13 +26,3 @@ def private_netns(name: str) -> Iterator[str]:
 
 def in_netns(name: str, argv: list[str]) -> list[str]:
     return ["ip", "netns", "exec", name, *argv]
-
-
-def set_tcp_buffers(name: str, max_bytes: int) -> None:
-    """Lets TCP autotuning grow windows to `max_bytes` inside namespace `name` (per-namespace
-    sysctls; the host's are untouched)."""
-    value = f"4096 131072 {max_bytes}"
-    subprocess.run(
-        in_netns(name, ["sysctl", "-qw", f"net.ipv4.tcp_rmem={value}", f"net.ipv4.tcp_wmem={value}"]),
-        check=True,
-    )

@@ -90,7 +90,7 @@ fn open_logs(spec: &DirectionSpec, command_line: &str, epoch_us: u64) -> Result<
 
 fn run(args: &EmulateArgs) -> Result<i32, String> {
     let PathPair { uplink, downlink, seed } = args.path.to_paths().map_err(|e| e.to_string())?;
-    let program = child::resolve(&args.command[0])?;
+    let command = child::resolve(&args.command)?;
     let command_line: String = std::env::args().collect::<Vec<_>>().join(" ");
     // Time zero of the model and the logs, on both clocks at (almost) the same instant.
     let base_us = monotonic_us();
@@ -138,12 +138,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
 
     let peer = ends.outer_addr.to_string();
     let env = [("MAHIMAHI_BASE", peer.clone()), ("PANTHEON_PEER", peer)];
-    let mut command = args.command.clone();
-    command[0] = program.into_os_string();
-    let outcome = match child::spawn(&command, ends.inner_ns.as_raw_fd(), &env) {
-        Ok(child) => Ok(child.supervise(netns_inode).0),
-        Err(e) => Err(format!("cannot start {}: {e}", args.command[0].to_string_lossy())),
-    };
+    let outcome = child::run(&command, ends.inner_ns.as_raw_fd(), netns_inode, &env);
 
     stop.raise();
     let mut problems = Vec::new();

@@ -81,12 +81,10 @@ impl Pool {
     }
 }
 
-/// Counters a direction reports when it stops.
+/// What a direction reports when it stops.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Totals {
-    pub entered: u64,
-    pub departed: u64,
-    pub dropped: u64,
+    /// Departing datagrams the far TUN device refused.
     pub write_errors: u64,
 }
 
@@ -107,15 +105,24 @@ pub struct Direction {
 }
 
 impl Direction {
-    /// Relays until `stop` becomes readable; returns the counters and flushes the logs.
+    /// Relays until `stop` becomes readable; returns the counters. The logs are flushed however
+    /// the relay ends, so an I/O error loses nothing already logged.
     pub fn run(mut self) -> io::Result<Totals> {
+        let mut totals = Totals::default();
+        let relayed = self.relay(&mut totals);
+        let logs = [self.log.take().map(NativeLog::finish), self.mm_log.take().map(MahimahiLog::finish)];
+        relayed?;
+        logs.into_iter().flatten().collect::<io::Result<()>>()?;
+        Ok(totals)
+    }
+
+    fn relay(&mut self, totals: &mut Totals) -> io::Result<()> {
         tighten_timer_slack();
         let mut pool = Pool::default();
-        let mut totals = Totals::default();
         let mut next_uid = 0u64;
         loop {
             let now_us = monotonic_us() - self.base_us;
-            self.deliver_due(now_us, &mut pool, &mut totals)?;
+            self.deliver_due(now_us, &mut pool, totals)?;
 
             let mut read_any = false;
             for _ in 0..READ_BATCH {
@@ -139,7 +146,6 @@ impl Direction {
                     log.entry(t_us, next_uid, slot.len);
                 }
                 next_uid += 1;
-                totals.entered += 1;
                 self.path.push(t_us, index, slot.len);
                 read_any = true;
             }
@@ -164,14 +170,7 @@ impl Direction {
         }
         // Log (and deliver) what the model did up to the end, idle opportunities included.
         let end_us = monotonic_us() - self.base_us;
-        self.deliver_due(end_us, &mut pool, &mut totals)?;
-        if let Some(log) = self.log.take() {
-            log.finish()?;
-        }
-        if let Some(log) = self.mm_log.take() {
-            log.finish()?;
-        }
-        Ok(totals)
+        self.deliver_due(end_us, &mut pool, totals)
     }
 
     /// Runs the model up to `now_us`, writing departures and logging everything.
@@ -186,14 +185,14 @@ impl Direction {
         path.poll(now_us, &mut |event| match event {
             Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
                 let slot = &pool.slots[packet as usize];
-                let written_us = monotonic_us() - *base_us;
+                // The clock is read only for the log's lateness column.
+                let written_us = log.as_ref().map(|_| monotonic_us() - *base_us);
                 // SAFETY: writing slot.len bytes of our buffer.
                 let n = unsafe { libc::write(*sink, slot.bytes.as_ptr().cast(), slot.len as usize) };
                 if n < 0 {
                     totals.write_errors += 1;
                 }
-                totals.departed += 1;
-                if let Some(log) = log.as_mut() {
+                if let (Some(log), Some(written_us)) = (log.as_mut(), written_us) {
                     let lateness_us = written_us.saturating_sub(t_us);
                     note(log.departure(t_us, slot.uid, size_bytes, t_us - slot.entry_us, lateness_us));
                 }
@@ -203,7 +202,6 @@ impl Direction {
                 pool.give_back(packet);
             }
             Event::Drop { t_us, packet, size_bytes, cause } => {
-                totals.dropped += 1;
                 if let Some(log) = log.as_mut() {
                     note(log.drop(t_us, pool.slots[packet as usize].uid, size_bytes, cause));
                 }

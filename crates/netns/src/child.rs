@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -64,24 +64,34 @@ impl ExitStatus {
     }
 }
 
-/// Finds the command the way a shell would, so that a typo fails before any namespace exists.
-pub fn resolve(program: &OsString) -> Result<PathBuf, String> {
+/// Finds the command's program the way a shell would, so that a typo fails before any namespace
+/// exists; returns the command line with the program's path in first place.
+pub fn resolve(command: &[OsString]) -> Result<Vec<OsString>, String> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    let program = &command[0];
     let name = Path::new(program);
-    if name.components().count() > 1 || program.to_string_lossy().contains('/') {
-        return if executable(name) {
-            Ok(name.to_path_buf())
-        } else {
-            Err(format!("command not found or not executable: {}", name.display()))
-        };
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(name))
-        .find(|p| executable(p))
-        .ok_or_else(|| format!("command not found: {} (not in PATH)", name.display()))
+    let path = if name.components().count() > 1 || program.to_string_lossy().contains('/') {
+        if !executable(name) {
+            return Err(format!("command not found or not executable: {}", name.display()));
+        }
+        name.to_path_buf()
+    } else {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(name))
+            .find(|p| executable(p))
+            .ok_or_else(|| format!("command not found: {} (not in PATH)", name.display()))?
+    };
+    Ok(std::iter::once(path.into_os_string()).chain(command[1..].iter().cloned()).collect())
+}
+
+/// Runs a resolved command inside the namespace `netns` (whose inode is `netns_inode`) with `env`
+/// added, supervises it to the end, and returns its exit status as a shell reports it.
+pub fn run(command: &[OsString], netns: RawFd, netns_inode: u64, env: &[(&str, String)]) -> Result<i32, String> {
+    let child = spawn(command, netns, env).map_err(|e| format!("cannot start {}: {e}", command[0].to_string_lossy()))?;
+    Ok(child.supervise(netns_inode).0)
 }
 
 pub struct Child {

@@ -1,6 +1,5 @@
 //! `pantheon-tunnel`: see the library documentation.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddrV4;
@@ -118,7 +117,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     let common = match &args.endpoint {
         Endpoint::Server { common, .. } | Endpoint::Client { common, .. } => common,
     };
-    let program = child::resolve(&common.command[0])?;
+    let command = child::resolve(&common.command)?;
     let command_line: Vec<String> = std::env::args().collect();
     let inner_mtu = inner_mtu_bytes(usize::from(common.path_mtu));
     let base_epoch_us = epoch_us();
@@ -174,12 +173,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         ("PANTHEON_PEER", remote.to_string()),
         ("MAHIMAHI_BASE", remote.to_string()),
     ];
-    let mut command: Vec<OsString> = common.command.clone();
-    command[0] = program.into_os_string();
-    let outcome = match child::spawn(&command, inner.namespace.as_raw_fd(), &env) {
-        Ok(child) => Ok(child.supervise(netns_inode).0),
-        Err(e) => Err(format!("cannot start {}: {e}", common.command[0].to_string_lossy())),
-    };
+    let outcome = child::run(&command, inner.namespace.as_raw_fd(), netns_inode, &env);
 
     stop.raise();
     let mut problems = Vec::new();

@@ -38,7 +38,6 @@ SCHEME_PORT = 50_000
 class Outcome:
     failures: list[str] = field(default_factory=list)
     """One line each; empty when the run succeeded."""
-    flows: list[dict] = field(default_factory=list)
     t0_epoch_s: float | None = None
     """Wall-clock time the run's clock started (flow start times count from here)."""
     ended_epoch_s: float | None = None
@@ -82,7 +81,7 @@ class Run:
             self._start_endpoints()
             self._wait_until_ready()
             outcome.t0_epoch_s = time.time()
-            self._play(outcome, progress)
+            self._play(progress)
         except RunFailed as e:
             outcome.failures.append(str(e))
         finally:
@@ -157,22 +156,21 @@ class Run:
 
     # --- play ------------------------------------------------------------------------------------
 
-    def _schedule(self) -> list[tuple[float, list[str], str]]:
-        """(time after t0, control files to create, what it means), in time order."""
+    def _schedule(self) -> list[tuple[float, list[str]]]:
+        """(seconds after t0, control files to create then), in time order."""
         events = []
         for i, flow in enumerate(self.plan.flows):
             receiver, sender = _side_names(i)
             first, second = (receiver, sender) if self.schemes[flow.scheme].run_first == "receiver" else (sender, receiver)
-            events.append((flow.start_s, [f"{first}.go"], f"flow {i} {first.split('.')[1]} starts"))
-            events.append((flow.start_s + HEAD_START_S, [f"{second}.go"], f"flow {i} starts"))
-            events.append((flow.end_s + HEAD_START_S, [f"{receiver}.stop", f"{sender}.stop"], f"flow {i} ends"))
+            events.append((flow.start_s, [f"{first}.go"]))
+            events.append((flow.start_s + HEAD_START_S, [f"{second}.go"]))
+            events.append((flow.end_s + HEAD_START_S, [f"{receiver}.stop", f"{sender}.stop"]))
         return sorted(events, key=lambda e: e[0])
 
-    def _play(self, outcome: Outcome, progress: Callable[[float, float], None]) -> None:
-        assert outcome.t0_epoch_s is not None
+    def _play(self, progress: Callable[[float, float], None]) -> None:
         start = time.monotonic()
         total_s = self.plan.runtime_s + HEAD_START_S
-        for at_s, files, _ in self._schedule() + [(total_s, [], "run ends")]:
+        for at_s, files in self._schedule() + [(total_s, [])]:
             while (now_s := time.monotonic() - start) < at_s:
                 # A scheme that exits ends its launcher and then its tunnel: name the scheme.
                 self._check_early_exits()
@@ -182,20 +180,24 @@ class Run:
             for name in files:
                 (self.control / name).touch()
         progress(total_s, total_s)
-        for i, flow in enumerate(self.plan.flows):
-            outcome.flows.append({"flow": i, "scheme": flow.scheme, "start_s": flow.start_s, "duration_s": flow.duration_s})
+
+    def _early_exit(self, i: int, name: str) -> str | None:
+        """The failure line for a scheme side whose launcher saw it exit before it was told to."""
+        exit_file = self.control / f"{name}.exit"
+        if not exit_file.exists():
+            return None
+        status = json.loads(exit_file.read_text())
+        if not status["exited_early"]:
+            return None
+        reason = _last_line(self.control / f"{name}.stderr")
+        line = f"flow {i} ({self.plan.flows[i].scheme}) {name.split('.')[1]} exited early with status {status['status']}"
+        return line + (f": {reason}" if reason else "")
 
     def _check_early_exits(self) -> None:
-        for exit_file in self.control.glob("*.exit"):
-            name = exit_file.name.removesuffix(".exit")
-            if (self.control / f"{name}.stop").exists():
-                continue
-            status = json.loads(exit_file.read_text())
-            i = int(name.split(".")[0].removeprefix("flow"))
-            scheme = self.plan.flows[i].scheme
-            reason = _last_line(self.control / f"{name}.stderr")
-            raise RunFailed(f"flow {i} ({scheme}) {name.split('.')[1]} exited early with status {status['status']}"
-                            + (f": {reason}" if reason else ""))
+        for i in range(len(self.plan.flows)):
+            for name in _side_names(i):
+                if failure := self._early_exit(i, name):
+                    raise RunFailed(failure)
 
     # --- stop ------------------------------------------------------------------------------------
 
@@ -217,17 +219,6 @@ class Run:
                     proc.wait()
 
     def _scheme_failures(self, outcome: Outcome) -> list[str]:
-        """Scheme sides that exited on their own, or never started though the run reached them."""
-        failures = []
-        for i, flow in enumerate(self.plan.flows):
-            for name in _side_names(i):
-                exit_file = self.control / f"{name}.exit"
-                if not exit_file.exists():
-                    continue
-                status = json.loads(exit_file.read_text())
-                if status["exited_early"]:
-                    line = f"flow {i} ({flow.scheme}) {name.split('.')[1]} exited early with status {status['status']}"
-                    if not any(line in f for f in outcome.failures):
-                        reason = _last_line(self.control / f"{name}.stderr")
-                        failures.append(line + (f": {reason}" if reason else ""))
-        return failures
+        """Scheme sides that exited on their own and are not already the run's reported failure."""
+        found = (self._early_exit(i, name) for i in range(len(self.plan.flows)) for name in _side_names(i))
+        return [f for f in found if f and f not in outcome.failures]
