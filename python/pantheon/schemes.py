@@ -1,21 +1,45 @@
-"""The scheme registry: one TOML manifest per scheme under schemes/ (name, display name, plot
-colour, description with citation, which side runs first, and the receiver and sender command
-lines). Placeholders in commands: {python} this environment's interpreter, {port} the scheme's
-port, {local} this side's tunnel address, {peer} the other side's tunnel address."""
+"""The scheme registry: one TOML manifest per scheme (Yan et al., ATC 2018, §3.1.1: every scheme
+exposes the same interface, a full-throttle flow that runs until it is killed).
+
+A manifest names the scheme (display name, plot colour, description with citation, the exact
+versions it runs), which side runs first, the receiver and sender command lines, and how to set it
+up: Debian packages, build commands, and the files that exist once it is built. Placeholders:
+{python} this environment's interpreter, {dir} the manifest's directory, {port} the scheme's port,
+{local} this side's tunnel address, {peer} the other side's. docs/adding-a-scheme.md is the guide.
+
+Manifests live in schemes/ and in the directories of $PANTHEON_SCHEMES_PATH (colon-separated; the
+first manifest of a name wins). A manifest that does not parse is kept as a broken entry with its
+reason, so one bad file never hides the other schemes.
+"""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMES_DIR = Path(__file__).resolve().parents[2] / "schemes"
+REPO = Path(__file__).resolve().parents[2]
+SCHEMES_DIR = REPO / "schemes"
+SETUP_LOGS = REPO / ".setup-logs"
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+SIDES = ("receiver", "sender")
 
 
 class SchemeError(ValueError):
     """A scheme name or manifest is not usable; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    debian: tuple[str, ...] = ()
+    """Debian packages the scheme needs."""
+    commands: tuple[tuple[str, ...], ...] = ()
+    """Build steps, run in order in the manifest's directory; each must be idempotent."""
+    ready: tuple[str, ...] = ()
+    """Files that exist once the build succeeded."""
 
 
 @dataclass(frozen=True)
@@ -27,35 +51,129 @@ class Scheme:
     run_first: str
     receiver: tuple[str, ...]
     sender: tuple[str, ...]
+    directory: Path
+    versions: str = ""
     needs_kernel_cc: str | None = None
+    setup: Setup = field(default_factory=Setup)
+
+    def expand(self, part: str, **values: str) -> str:
+        return part.format(python=sys.executable, dir=str(self.directory), **values)
 
     def command(self, side: str, *, port: int) -> list[str]:
         """The side's command line; `{local}` and `{peer}` stay for whoever knows the addresses."""
         template = self.receiver if side == "receiver" else self.sender
-        values = {"python": sys.executable, "port": str(port), "local": "{local}", "peer": "{peer}"}
-        return [part.format(**values) for part in template]
+        return [self.expand(part, port=str(port), local="{local}", peer="{peer}") for part in template]
 
     def unavailable_reason(self) -> str | None:
-        """Why this scheme cannot run on this machine, or None."""
+        """Why this scheme cannot run on this machine whatever is installed, or None."""
         if self.needs_kernel_cc and self.needs_kernel_cc not in AVAILABLE_CC.read_text().split():
             return f"the kernel has no '{self.needs_kernel_cc}' congestion control (modprobe tcp_{self.needs_kernel_cc})"
         return None
 
+    def missing_debian_packages(self) -> list[str]:
+        return [p for p in self.setup.debian if not debian_package_installed(p)]
 
-def _load(path: Path) -> Scheme:
+    def setup_reason(self) -> str | None:
+        """What is missing before the scheme can run (run `pantheon schemes setup NAME`), or None."""
+        if failed := setup_failure(self.name):
+            return f"its last setup failed: {failed}"
+        if missing := self.missing_debian_packages():
+            return f"Debian package{'s' if len(missing) > 1 else ''} {', '.join(missing)} not installed"
+        if absent := [f for f in (self.expand(r) for r in self.setup.ready) if not Path(f).exists()]:
+            return f"not built ({absent[0]} is missing)"
+        return None
+
+    def status(self) -> tuple[str, str]:
+        """('ready' | 'needs setup' | 'unavailable', why)."""
+        if reason := self.unavailable_reason():
+            return "unavailable", reason
+        if reason := self.setup_reason():
+            return "needs setup", reason
+        return "ready", ""
+
+
+@dataclass(frozen=True)
+class Registry:
+    schemes: dict[str, Scheme]
+    broken: dict[str, str]
+    """Manifest name -> why it could not be read."""
+
+    def names(self) -> list[str]:
+        return sorted({*self.schemes, *self.broken})
+
+    def problem(self, name: str) -> str | None:
+        """Why the named scheme cannot run now (unknown, broken, unavailable, not set up), or None."""
+        if name in self.broken:
+            return self.broken[name]
+        if name not in self.schemes:
+            return f"unknown scheme (known: {', '.join(self.names())})"
+        kind, reason = self.schemes[name].status()
+        if kind == "needs setup":
+            return f"{reason}; run: pantheon schemes setup {name}"
+        return reason or None
+
+
+def debian_package_installed(package: str) -> bool:
+    done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
+    return done.returncode == 0 and "install ok installed" in done.stdout
+
+
+def setup_failure(name: str) -> str | None:
+    """The one-line reason of the scheme's last failed setup, if its last setup failed."""
+    try:
+        return (SETUP_LOGS / f"{name}.failed").read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def _strings(value: object, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SchemeError(f"{what} must be a list of strings")
+    return tuple(value)
+
+
+def _setup(data: object) -> Setup:
+    if not isinstance(data, dict):
+        raise SchemeError("[setup] must be a table")
+    if unknown := set(data) - {"debian", "commands", "ready"}:
+        raise SchemeError(f"[setup] has unknown key(s) {', '.join(sorted(unknown))} (known: debian, commands, ready)")
+    commands = data.get("commands", [])
+    if not isinstance(commands, list):
+        raise SchemeError("setup.commands must be a list of command lines (lists of strings)")
+    return Setup(debian=_strings(data.get("debian", []), "setup.debian"),
+                 commands=tuple(_strings(c, "each of setup.commands") for c in commands),
+                 ready=_strings(data.get("ready", []), "setup.ready"))
+
+
+def load(path: Path) -> Scheme:
+    """The scheme of one manifest; a SchemeError saying what is wrong with it otherwise."""
     try:
         data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise SchemeError(f"{path}: not a readable TOML manifest ({e})") from None
+    try:
+        missing = [k for k in ("name", "display", "color", "description", "run_first", "receiver", "sender") if k not in data]
+        if missing:
+            raise SchemeError(f"missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        texts = {k: data[k] for k in ("name", "display", "color", "description", "run_first")}
+        if bad := [k for k, v in texts.items() if not isinstance(v, str)]:
+            raise SchemeError(f"{', '.join(bad)} must be text")
         scheme = Scheme(
-            name=data["name"], display=data["display"], color=data["color"], description=data["description"],
-            run_first=data["run_first"], receiver=tuple(data["receiver"]), sender=tuple(data["sender"]),
-            needs_kernel_cc=data.get("needs_kernel_cc"),
+            **texts, receiver=_strings(data["receiver"], "receiver"), sender=_strings(data["sender"], "sender"),
+            directory=path.parent.resolve(), versions=str(data.get("versions", "")),
+            needs_kernel_cc=data.get("needs_kernel_cc"), setup=_setup(data.get("setup", {})),
         )
-    except (tomllib.TOMLDecodeError, KeyError, TypeError) as e:
-        raise SchemeError(f"{path}: broken manifest ({type(e).__name__}: {e}); see an existing one in {SCHEMES_DIR}") from None
-    if scheme.run_first not in ("receiver", "sender"):
-        raise SchemeError(f"{path}: run_first must be 'receiver' or 'sender', not '{scheme.run_first}'")
-    if scheme.name != path.stem:
-        raise SchemeError(f"{path}: name '{scheme.name}' differs from the file name")
+        if scheme.run_first not in SIDES:
+            raise SchemeError(f"run_first must be 'receiver' or 'sender', not '{scheme.run_first}'")
+        if scheme.name != path.stem:
+            raise SchemeError(f"name '{scheme.name}' differs from the file name")
+        for part in (*scheme.receiver, *scheme.sender):
+            scheme.expand(part, port="0", local="", peer="")
+    except SchemeError as e:
+        raise SchemeError(f"{path}: {e}; see docs/adding-a-scheme.md") from None
+    except (KeyError, IndexError, ValueError) as e:
+        raise SchemeError(f"{path}: a command uses an unknown placeholder ({e}); known: "
+                          "{python} {dir} {port} {local} {peer}") from None
     return scheme
 
 
@@ -64,18 +182,65 @@ def _directories() -> list[Path]:
     return [SCHEMES_DIR, *extra]
 
 
-def all_schemes() -> dict[str, Scheme]:
-    found: dict[str, Scheme] = {}
+def registry() -> Registry:
+    schemes: dict[str, Scheme] = {}
+    broken: dict[str, str] = {}
     for directory in _directories():
         for path in sorted(directory.glob("*.toml")):
-            found.setdefault(path.stem, _load(path))
-    return found
+            if path.stem in schemes or path.stem in broken:
+                continue
+            try:
+                schemes[path.stem] = load(path)
+            except SchemeError as e:
+                broken[path.stem] = f"broken manifest: {e}"
+    return Registry(schemes, broken)
+
+
+def all_schemes() -> dict[str, Scheme]:
+    """Every scheme whose manifest is sound."""
+    return registry().schemes
 
 
 def lookup(names: list[str]) -> list[Scheme]:
-    """The named schemes, in order; a SchemeError naming the unknown ones otherwise."""
-    known = all_schemes()
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise SchemeError(f"unknown scheme{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; known: {', '.join(known)}")
-    return [known[n] for n in names]
+    """The named schemes, in order; a SchemeError naming the unknown or broken ones otherwise."""
+    known = registry()
+    if problems := [f"{n}: {known.problem(n)}" for n in names if n not in known.schemes]:
+        raise SchemeError("; ".join(problems))
+    return [known.schemes[n] for n in names]
+
+
+def run_setup(scheme: Scheme, log: Path) -> str | None:
+    """Installs the scheme's Debian packages and runs its build commands, output to `log`; None on
+    success, else the one-line reason (also kept, so `pantheon schemes list` shows it)."""
+    failed_marker = SETUP_LOGS / f"{scheme.name}.failed"
+    failed_marker.unlink(missing_ok=True)
+    reason = _setup_steps(scheme, log)
+    if reason:
+        failed_marker.write_text(reason + "\n")
+    return reason
+
+
+def _setup_steps(scheme: Scheme, log: Path) -> str | None:
+    with open(log, "w") as out:
+        if missing := scheme.missing_debian_packages():
+            if os.geteuid() != 0:
+                return f"needs Debian packages {' '.join(missing)}: run as root (or apt-get install them)"
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for step in (["apt-get", "update", "-qq"],
+                         ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]):
+                out.write(f"$ {' '.join(step)}\n")
+                out.flush()
+                if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, env=env).returncode != 0:
+                    return f"{' '.join(step[:2])} failed for {' '.join(missing)} (see {log})"
+        for template in scheme.setup.commands:
+            step = [scheme.expand(part) for part in template]
+            if shutil.which(step[0]) is None and not Path(step[0]).exists():
+                return f"'{step[0]}' is not installed (needed by: {' '.join(step)})"
+            out.write(f"$ {' '.join(step)}\n")
+            out.flush()
+            done = subprocess.run(step, cwd=scheme.directory, stdout=out, stderr=subprocess.STDOUT)
+            if done.returncode != 0:
+                return f"'{' '.join(step)}' exited with status {done.returncode} (see {log})"
+    if absent := [f for f in (scheme.expand(r) for r in scheme.setup.ready) if not Path(f).exists()]:
+        return f"setup ran but {absent[0]} is missing (see {log})"
+    return None

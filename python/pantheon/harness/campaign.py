@@ -73,7 +73,8 @@ def _sysctl(name: str) -> str:
         return "unavailable"
 
 
-def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme], trials: list[Trial]) -> dict:
+def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme], trials: list[Trial],
+             skipped: dict[str, str]) -> dict:
     return {
         "pantheon_version": __version__,
         "git_commit": _git_commit(),
@@ -81,7 +82,9 @@ def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme]
         "arguments": arguments,
         "emulator_options": emulator_options,
         "schemes": {s.name: {"display": s.display, "description": s.description, "run_first": s.run_first,
-                             "version": f"Linux {platform.release()}" if s.needs_kernel_cc else __version__} for s in schemes},
+                             "color": s.color, "versions": s.versions or f"pantheon {__version__}",
+                             **({"kernel": platform.release()} if s.needs_kernel_cc else {})} for s in schemes},
+        "skipped_schemes": skipped,
         "trials": [{"number": t.number, "label": t.plan.label, "repetition": t.repetition} for t in trials],
         "machine": {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
                     "python": platform.python_version()},
@@ -116,7 +119,8 @@ class Progress:
 
 
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_options: list[str], data_dir: Path,
-                 run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict) -> int:
+                 run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
+                 skipped: dict[str, str] | None = None) -> int:
     """Runs every trial; returns the number of failed runs (130 on Ctrl-C)."""
     removed = leftovers.clean()
     if removed and not quiet:
@@ -124,7 +128,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
     trials = trial_order(plans, run_times, random_order, seed)
     data_dir.mkdir(parents=True, exist_ok=True)
     used = sorted({s for p in plans for s in p.schemes})
-    (data_dir / "metadata.json").write_text(json.dumps(metadata(arguments, emulator_options, [schemes[s] for s in used], trials), indent=2) + "\n")
+    (data_dir / "metadata.json").write_text(json.dumps(metadata(arguments, emulator_options, [schemes[s] for s in used], trials, skipped or {}), indent=2) + "\n")
     progress = Progress(quiet, len(trials))
     failed = 0
     for trial in trials:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -80,24 +81,33 @@ def run(args: argparse.Namespace, extras: list[str]) -> int:
     if args.run_times < 1:
         raise ValueError(f"--run-times must be at least 1, got {args.run_times}")
 
+    known = schemes.registry()
+    skipped: dict[str, str] = {}
+    errors: list[str] = []
     if args.scenario:
         run_plans = [plans.scenario(args.scenario)]
+        if problems := [f"{n}: {known.problem(n)}" for n in run_plans[0].schemes if known.problem(n)]:
+            raise ValueError(f"scenario {args.scenario} cannot run: {'; '.join(problems)}")
         wanted = run_plans[0].schemes
     else:
-        wanted = [s.name for s in schemes.all_schemes().values()] if args.all else [s for s in args.schemes.split(",") if s]
-        run_plans = []
-    registry = {s.name: s for s in schemes.lookup(wanted)}
-    for name, scheme in list(registry.items()):
-        if reason := scheme.unavailable_reason():
-            if args.scenario or not args.all:
-                raise ValueError(f"scheme {name} cannot run here: {reason}")
-            print(f"pantheon: skipping {name}: {reason}")
-            del registry[name]
-    if not args.scenario:
-        run_plans = [plans.uniform(name, args.flows, args.interval, args.runtime) for name in registry]
+        asked = known.names() if args.all else [s for s in args.schemes.split(",") if s]
+        skipped = {name: problem for name in asked if (problem := known.problem(name))}
+        # Under --all a scheme this machine cannot run is expected; any other skip is an error.
+        errors = [n for n in skipped if not (args.all and n in known.schemes and known.schemes[n].unavailable_reason())]
+        for name, problem in skipped.items():
+            print(f"pantheon: skipping {name}: {problem}", file=sys.stderr)
+        wanted = [name for name in asked if name not in skipped]
+        if not wanted:
+            raise ValueError("no scheme can run (see the lines above; pantheon schemes list)")
+        run_plans = [plans.uniform(name, args.flows, args.interval, args.runtime) for name in wanted]
+    registry = {name: known.schemes[name] for name in wanted}
 
     arguments = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     failed = run_campaign(plans=run_plans, schemes=registry, emulator_options=emulator_options, data_dir=data_dir,
                           run_times=args.run_times, random_order=args.random_order, seed=args.seed,
-                          quiet=args.quiet, arguments=arguments)
-    return 130 if failed == 130 else (1 if failed else 0)
+                          quiet=args.quiet, arguments=arguments, skipped=skipped)
+    if failed == 130:
+        return 130
+    if errors:
+        print(f"pantheon: not run: {', '.join(errors)} (see the lines at the start)", file=sys.stderr)
+    return 1 if failed or errors else 0
