@@ -71,6 +71,13 @@ fi
 say "building the Rust workspace (release)"
 cargo build --release --workspace --quiet
 
+# --- Schemes ------------------------------------------------------------------------------------
+# Each manifest under schemes/ says what it needs (Debian packages, a build); a scheme that cannot be
+# set up is reported and skipped, and `pantheon schemes list` keeps saying why.
+say "setting up the schemes (pantheon schemes setup --all)"
+.venv/bin/pantheon schemes setup --all | sed 's/^/setup: /' \
+  || say "some schemes could not be set up (the lines above say why; pantheon schemes list)"
+
 if [ "$run_main" -eq 1 ]; then
   say "running the main job: .venv/bin/pantheon demo"
   exec .venv/bin/pantheon demo

@@ -116,9 +116,11 @@ def broken_schemes(tmp_path: Path) -> dict[str, str]:
 
 def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path: Path, broken_schemes: dict[str, str]) -> None:
     data = tmp_path / "data"
-    done = pantheon("test", "local", "--schemes", "crashes,hangs,cubic", "--runtime", "3", "--data-dir", str(data),
+    done = pantheon("test", "local", "--schemes", "crashes,nope,hangs,cubic", "--runtime", "3", "--data-dir", str(data),
                     "--quiet", env=broken_schemes)
     assert done.returncode == 1
+    assert "pantheon: skipping nope: unknown scheme" in done.stderr
+    assert json.loads((data / "metadata.json").read_text())["skipped_schemes"].keys() == {"nope"}
     crashed = json.loads((data / "crashes" / "run1" / "run.json").read_text())
     assert not crashed["ok"] and "exited early with status 3: cannot bind" in crashed["failures"][0]
     hung = json.loads((data / "hangs" / "run1" / "run.json").read_text())

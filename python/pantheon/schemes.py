@@ -36,6 +36,9 @@ class SchemeError(ValueError):
 class Setup:
     debian: tuple[str, ...] = ()
     """Debian packages the scheme needs."""
+    tools: tuple[tuple[str, str], ...] = ()
+    """(command, Debian package that provides it): the package is installed only when the command
+    is not on PATH, so a tool that came another way (e.g. npm inside NodeSource's nodejs) is used."""
     commands: tuple[tuple[str, ...], ...] = ()
     """Build steps, run in order in the manifest's directory; each must be idempotent."""
     ready: tuple[str, ...] = ()
@@ -71,7 +74,8 @@ class Scheme:
         return None
 
     def missing_debian_packages(self) -> list[str]:
-        return [p for p in self.setup.debian if not debian_package_installed(p)]
+        missing = [p for p in self.setup.debian if not debian_package_installed(p)]
+        return missing + [p for tool, p in self.setup.tools if shutil.which(tool) is None and p not in missing]
 
     def setup_reason(self) -> str | None:
         """What is missing before the scheme can run (run `pantheon schemes setup NAME`), or None."""
@@ -135,12 +139,15 @@ def _strings(value: object, what: str) -> tuple[str, ...]:
 def _setup(data: object) -> Setup:
     if not isinstance(data, dict):
         raise SchemeError("[setup] must be a table")
-    if unknown := set(data) - {"debian", "commands", "ready"}:
-        raise SchemeError(f"[setup] has unknown key(s) {', '.join(sorted(unknown))} (known: debian, commands, ready)")
+    if unknown := set(data) - {"debian", "tools", "commands", "ready"}:
+        raise SchemeError(f"[setup] has unknown key(s) {', '.join(sorted(unknown))} (known: debian, tools, commands, ready)")
+    tools = data.get("tools", {})
+    if not isinstance(tools, dict) or not all(isinstance(v, str) for v in tools.values()):
+        raise SchemeError("setup.tools must be a table of command = \"Debian package\"")
     commands = data.get("commands", [])
     if not isinstance(commands, list):
         raise SchemeError("setup.commands must be a list of command lines (lists of strings)")
-    return Setup(debian=_strings(data.get("debian", []), "setup.debian"),
+    return Setup(debian=_strings(data.get("debian", []), "setup.debian"), tools=tuple(tools.items()),
                  commands=tuple(_strings(c, "each of setup.commands") for c in commands),
                  ready=_strings(data.get("ready", []), "setup.ready"))
 

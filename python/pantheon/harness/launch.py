@@ -3,10 +3,10 @@ namespace (as the tunnel's command), it waits for `NAME.go` to appear in the con
 runs the scheme's command in a process group of its own, and ends it when `NAME.stop` appears,
 the harness process disappears, or it gets SIGTERM. It reports in the control directory:
 `NAME.ready` when it is waiting, `NAME.started` (epoch seconds) and `NAME.exit` (JSON: status,
-and whether the scheme had exited on its own before it was told to stop, which counts as a
-failure). The scheme's standard error goes to `NAME.stderr`. `{local}` and `{peer}` in the
-command become the tunnel's addresses ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only
-the tunnel knows.
+whether the scheme had exited on its own before it was told to stop, which counts as a failure,
+and whether it ignored SIGTERM for STOP_GRACE_S and had to be killed). The scheme's standard
+error goes to `NAME.stderr`. `{local}` and `{peer}` in the command become the tunnel's addresses
+($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only the tunnel knows.
 
     python -m pantheon.harness.launch CONTROL_DIR NAME HARNESS_PID -- CMD ...
 """
@@ -28,8 +28,8 @@ STOP_GRACE_S = 2.0
 
 def main(argv: list[str]) -> int:
     control, name, harness_pid = Path(argv[0]), argv[1], int(argv[2])
-    addresses = {"{local}": os.environ.get("PANTHEON_TUNNEL_LOCAL", ""), "{peer}": os.environ.get("PANTHEON_TUNNEL_PEER", "")}
-    command = [addresses.get(arg, arg) for arg in argv[argv.index("--") + 1 :]]
+    local, peer = os.environ.get("PANTHEON_TUNNEL_LOCAL", ""), os.environ.get("PANTHEON_TUNNEL_PEER", "")
+    command = [arg.replace("{local}", local).replace("{peer}", peer) for arg in argv[argv.index("--") + 1 :]]
     stopping = False
 
     def on_term(signum: int, frame: object) -> None:
@@ -58,18 +58,21 @@ def main(argv: list[str]) -> int:
         while child.poll() is None and not told_to_stop():
             time.sleep(POLL_S)
         exited_early = child.poll() is not None
+        needed_sigkill = False
         if not exited_early:
             os.killpg(child.pid, signal.SIGTERM)
             try:
                 child.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
+                needed_sigkill = True
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
         try:
             os.killpg(child.pid, signal.SIGKILL)  # anything the scheme left in its group
         except ProcessLookupError:
             pass
-    (control / f"{name}.exit").write_text(json.dumps({"status": child.returncode, "exited_early": exited_early}))
+    (control / f"{name}.exit").write_text(json.dumps({"status": child.returncode, "exited_early": exited_early,
+                                                       "needed_sigkill": needed_sigkill}))
     return 0
 
 

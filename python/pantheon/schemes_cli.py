@@ -1,0 +1,128 @@
+"""`pantheon schemes list | setup | check`: what the registry holds, setting schemes up, and the
+check every scheme must pass — a short flow over an emulated 12 Mbit/s, 20 ms path that moves at
+least 1 Mbit/s over the tunnel and stops cleanly when killed (paper §3.1.1: each scheme verified to
+run, behind the same start/stop interface)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from pantheon import schemes
+from pantheon.harness import plan as plans
+from pantheon.harness.campaign import run_campaign
+from pantheon.netns import require_root
+
+CHECK_RUNTIME_S = 5.0
+CHECK_MIN_MBPS = 1.0
+# 12 Mbit/s each way, 20 ms each way (RTT 40 ms), a DropTail buffer of one BDP (12e6 · 0.040 / 8 B).
+CHECK_PATH = ["--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
+              "--uplink-queue-bytes", "60000", "--downlink-queue-bytes", "60000", "--seed", "0"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("schemes", help="list, set up and check the schemes (pantheon schemes --help)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="every scheme: ready, needs setup, or unavailable here and why")
+    for action, text in (("setup", "install and build schemes (idempotent)"),
+                         ("check", f"a {CHECK_RUNTIME_S:g} s flow of each over an emulated 12 Mbit/s, 20 ms path")):
+        p = actions.add_parser(action, help=text, description=text)
+        which = p.add_mutually_exclusive_group(required=True)
+        which.add_argument("names", nargs="*", default=[], help="scheme names", metavar="NAME")
+        which.add_argument("--all", action="store_true", help="every scheme")
+    actions.choices["check"].add_argument("--data-dir", type=Path, help="where the check runs go (default data/check-DATE-TIME)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        return _list(schemes.registry())
+    registry = schemes.registry()
+    names = registry.names() if args.all else args.names
+    if not names:
+        raise ValueError(f"name the schemes to {args.action}, or --all")
+    return _setup(registry, names) if args.action == "setup" else _check(registry, names, args.data_dir)
+
+
+def _list(registry: schemes.Registry) -> int:
+    rows = []
+    for name in registry.names():
+        if name in registry.broken:
+            rows.append((name, "broken", "", registry.broken[name]))
+            continue
+        scheme = registry.schemes[name]
+        kind, why = scheme.status()
+        rows.append((name, kind, scheme.display, why + (f"; run: pantheon schemes setup {name}" if kind == "needs setup" else "")))
+    width = max(len("scheme"), *(len(r[0]) for r in rows))
+    print(f"{'scheme':<{width}}  {'status':<11}  {'display':<16}  why")
+    for name, kind, display, why in rows:
+        print(f"{name:<{width}}  {kind:<11}  {display:<16}  {why}".rstrip())
+    return 0
+
+
+def _setup(registry: schemes.Registry, names: list[str]) -> int:
+    schemes.SETUP_LOGS.mkdir(exist_ok=True)
+    failed = 0
+    for name in names:
+        if name not in registry.schemes:
+            print(f"setup {name}: {registry.problem(name)}", file=sys.stderr)
+            failed += 1
+            continue
+        scheme = registry.schemes[name]
+        if reason := scheme.unavailable_reason():
+            print(f"setup {name}: skipped, unavailable here: {reason}")
+            continue
+        started = time.monotonic()
+        if reason := schemes.run_setup(scheme, schemes.SETUP_LOGS / f"{name}.log"):
+            print(f"setup {name}: FAILED: {reason}", file=sys.stderr)
+            failed += 1
+        else:
+            print(f"setup {name}: ok ({time.monotonic() - started:.1f} s)")
+    return 1 if failed else 0
+
+
+def delivered_mbps(run_dir: Path, seconds: float) -> float:
+    """Data bits the receiver got over the flow's length, Mbit/s."""
+    table = pq.read_table(run_dir / "records.parquet", columns=["direction", "size_bytes", "recv_us"]).to_pylist()
+    bits = sum(8 * r["size_bytes"] for r in table if r["direction"] == "data" and r["recv_us"] is not None)
+    return bits / seconds / 1e6
+
+
+def unclean_stops(run_dir: Path) -> list[str]:
+    """Sides that had to be SIGKILLed because they ignored SIGTERM."""
+    found = []
+    for exit_file in sorted((run_dir / "control").glob("*.exit")):
+        if json.loads(exit_file.read_text()).get("needed_sigkill"):
+            found.append(f"{exit_file.stem.split('.')[1]} ignored SIGTERM and was killed")
+    return found
+
+
+def _check(registry: schemes.Registry, names: list[str], data_dir: Path | None) -> int:
+    require_root("pantheon schemes check")
+    data_dir = data_dir or Path("data") / datetime.now().strftime("check-%Y%m%d-%H%M%S")
+    width = max(len("scheme"), *(len(n) for n in names))
+    print(f"{'scheme':<{width}}  result  Mbit/s  note")
+    failed = 0
+    for name in names:
+        if problem := registry.problem(name):
+            unavailable = name in registry.schemes and registry.schemes[name].unavailable_reason()
+            print(f"{name:<{width}}  {'skip' if unavailable else 'FAIL':<6}  {'':>6}  {problem}", flush=True)
+            failed += not unavailable
+            continue
+        run_campaign(plans=[plans.uniform(name, 1, 0.0, CHECK_RUNTIME_S)], schemes={name: registry.schemes[name]},
+                     emulator_options=CHECK_PATH, data_dir=data_dir / name, run_times=1, random_order=False, seed=0,
+                     quiet=True, arguments={"command": "schemes check", "scheme": name})
+        run_dir = data_dir / name / name / "run1"
+        outcome = json.loads((run_dir / "run.json").read_text())
+        notes = outcome["failures"] + unclean_stops(run_dir)
+        mbps = delivered_mbps(run_dir, CHECK_RUNTIME_S) if (run_dir / "records.parquet").exists() else 0.0
+        if mbps < CHECK_MIN_MBPS:
+            notes.append(f"moved {mbps:.2f} Mbit/s, less than {CHECK_MIN_MBPS:g}")
+        print(f"{name:<{width}}  {'FAIL' if notes else 'pass':<6}  {mbps:6.2f}  {'; '.join(notes) or ''}".rstrip(), flush=True)
+        failed += bool(notes)
+    print(f"{failed} failed; runs in {data_dir}" if failed else f"all passed; runs in {data_dir}")
+    return 1 if failed else 0
