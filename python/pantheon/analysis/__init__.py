@@ -1,0 +1,14 @@
+"""Analysis: per-packet records in, Pantheon's metrics, plots and reports out (Yan et al., ATC 2018, §3.2).
+
+    events.py    what one direction of a path saw: sends, deliveries, delivery opportunities
+    logs.py      readers: this project's records.parquet and the original Pantheon's text logs
+    metrics.py   throughput, one-way delay percentiles, loss, capacity, fairness, power; per scheme
+    series.py    the same in time bins, for the plots
+    datadir.py   the runs of a data dir (this harness's layout or the original Pantheon's)
+    plots.py     throughput and delay over time per run; throughput against delay per scheme
+    perf.py      perf.json and the flat table (CSV, Parquet)
+    report.py    the report, as a self-contained HTML page and as a PDF
+    analyze.py   `pantheon analyze DATA_DIR`: all of the above
+
+docs/analysis.md states every definition.
+"""

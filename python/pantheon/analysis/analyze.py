@@ -1,0 +1,197 @@
+"""`pantheon analyze DATA_DIR`: every run of a data dir through the metrics, the plots and the
+reports (the original Pantheon's `analyze` step; Yan et al., ATC 2018, §3.2).
+
+Writes, into the data dir (or --out):
+    perf.json, perf.csv, perf.parquet   the metrics (perf.py)
+    summary_runs.png, summary_means.png throughput against 95th-percentile delay (plots.py)
+    report.html, report.pdf             the report (report.py)
+and beside each run's records its throughput.png and delay.png (for the original Pantheon's
+layout: SCHEME_runK_throughput.png and SCHEME_runK_delay.png beside its logs).
+
+A run that failed, or moved data for less than 80 % of its configured time, is analysed and
+shown but flagged, and left out of the per-scheme means. What a reader found wrong in a log is
+printed as one warning line per kind of problem and kept in perf.json.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pantheon import __version__
+from pantheon.analysis import logs, perf, plots, report
+from pantheon.analysis.datadir import DataDir, DataDirError, RunSource, open_data_dir
+from pantheon.analysis.events import LinkEvents, Problems
+from pantheon.analysis.metrics import RunMetrics, length_flags, run_metrics, scheme_summary
+from pantheon.analysis.series import binned
+
+DEFAULT_BIN_MS = 500.0
+
+
+@dataclass
+class RunResult:
+    source: RunSource
+    metrics: RunMetrics
+    warnings: list[str]
+    acks: dict | None
+    figures: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass
+class Analysis:
+    data: DataDir
+    runs: list[RunResult]
+    summaries: dict[str, dict]
+    files: list[Path]
+    figures: dict[str, Path]
+
+
+def _load(source: RunSource) -> tuple[LinkEvents, list[Problems]]:
+    """Data-direction events of a run: exact records where they exist, else the text log;
+    capacity from the text log's delivery opportunities."""
+    if source.records is not None:
+        events, problems = logs.read_records(source.records)
+        found = [problems]
+        if source.datalink is not None:
+            capacity, text_problems = logs.read_text_log(source.datalink, capacity_only=True)
+            events.opportunity_t_us, events.opportunity_bytes = capacity.opportunity_t_us, capacity.opportunity_bytes
+            found.append(text_problems)
+        return events, found
+    if source.datalink is not None:
+        events, problems = logs.read_text_log(source.datalink)
+        return events, [problems]
+    return LinkEvents.build(([], [], []), ([], [], [], [])), []
+
+
+def _ack_summary(source: RunSource) -> dict | None:
+    """The reverse path, kept apart from the headline: all acknowledgements together."""
+    if source.records is None:
+        return None
+    events, _ = logs.read_records(source.records, direction="ack")
+    if not events.send_t_us.size:
+        return None
+    m = run_metrics(events).all
+    return {"throughput_mbps": m.throughput_mbps, "delay_p95_ms": m.delay_p95_ms, "delay_mean_ms": m.delay_mean_ms,
+            "loss_rate": m.loss_rate, "sent_packets": m.sent_packets, "delivered_packets": m.delivered_packets}
+
+
+def display_name(data: DataDir, scheme: str) -> str:
+    look = data.looks.get(scheme)
+    if look:
+        return look.display
+    return data.metadata.get("schemes", {}).get(scheme, {}).get("display", scheme)
+
+
+def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> RunResult:
+    events, problems = _load(source)
+    flow_schemes = {i + 1: f.scheme for i, f in enumerate(source.flows)}
+    if not flow_schemes and source.label in data.looks:
+        flow_schemes = {flow: source.label for flow in events.flows}
+    metrics = run_metrics(events, flow_schemes)
+    warnings = [line for p in problems for line in p.messages()]
+    flags = [f"failed: {reason}" for reason in source.failures]
+    if source.records is None and source.datalink is None:
+        flags.append("no records: the run left neither records.parquet nor datalink.log")
+    elif not events.send_t_us.size:
+        flags.append("no packets in the records")
+    flags += length_flags(metrics, source.runtime_s, {str(i + 1): f.duration_s for i, f in enumerate(source.flows)})
+    metrics.flags = flags
+    result = RunResult(source, metrics, warnings, _ack_summary(source))
+    if draw and events.send_t_us.size:
+        names = {flow: display_name(data, scheme) for flow, scheme in flow_schemes.items()}
+        series = binned(events, bin_ms)
+        end_s = max(t for t in (metrics.all.last_delivery_s, metrics.all.last_send_s) if t is not None)
+        span = (min(0.0, metrics.all.first_send_s or 0.0), end_s + bin_ms / 1000)
+        title = f"{display_name(data, source.label)}, run {source.number}"
+        capacity = f"; capacity {metrics.capacity_mbps:.2f} Mbit/s (shaded)" if metrics.capacity_mbps else ""
+        result.figures["throughput"] = plots.save(
+            plots.throughput_figure(series, metrics, f"{title}: throughput{capacity}", names, span),
+            source.outputs / f"{source.plot_prefix}throughput.png")
+        result.figures["delay"] = plots.save(
+            plots.delay_figure(events, metrics, f"{title}: per-packet one-way delay", names, span),
+            source.outputs / f"{source.plot_prefix}delay.png")
+    return result
+
+
+def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_BIN_MS, draw: bool = True,
+            reports: bool = True, quiet: bool = False) -> Analysis:
+    """Analyses every run of a data dir and writes the outputs; returns what it wrote."""
+    if bin_ms <= 0:
+        raise ValueError(f"--bin-ms must be positive, got {bin_ms:g}")
+    data = open_data_dir(data_dir)
+    out = Path(out) if out else data.path
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for i, source in enumerate(data.runs):
+        if not quiet:
+            print(f"pantheon analyze: [{i + 1}/{len(data.runs)}] {source.name}", file=sys.stderr, flush=True)
+        result = analyse_run(data, source, bin_ms, draw)
+        for line in result.warnings:
+            print(f"pantheon analyze: warning: {source.name}: {line}", file=sys.stderr)
+        results.append(result)
+
+    by_label: dict[str, dict[int, RunMetrics]] = {}
+    for r in results:
+        by_label.setdefault(r.source.label, {})[r.source.number] = r.metrics
+    summaries = {label: scheme_summary(list(runs.values())) for label, runs in by_label.items()}
+    displays = {label: display_name(data, label) for label in by_label}
+    meta = {"pantheon_version": __version__, "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data_dir": str(data.path.resolve()),
+            "layout": data.layout, "bin_ms": bin_ms, "definitions": "docs/analysis.md"}
+    document = perf.perf_document(by_label, summaries, displays,
+                                  {(r.source.label, r.source.number): r.warnings for r in results},
+                                  {(r.source.label, r.source.number): r.acks for r in results}, meta)
+    files = [perf.write_perf_json(document, out / "perf.json"), *perf.write_table(perf.flat_table(by_label, displays), out)]
+    figures: dict[str, Path] = {}
+    points = [plots.RunPoint(r.source.label, r.source.number, r.metrics.all.delay_p95_ms, r.metrics.all.throughput_mbps)
+              for r in results if r.metrics.valid and r.metrics.all.delay_p95_ms]
+    if draw and points:
+        figures["runs"] = plots.save(plots.runs_figure(points, data.looks), out / "summary_runs.png")
+        figures["means"] = plots.save(plots.means_figure(points, data.looks), out / "summary_means.png")
+    files += list(figures.values()) + [p for r in results for p in r.figures.values()]
+    analysis = Analysis(data, results, summaries, files, figures)
+    if draw and reports:
+        files += report.write_reports(analysis, out, lambda scheme: display_name(data, scheme))
+    return analysis
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "analyze", help="metrics, plots and a report of a data dir (pantheon analyze DATA_DIR)",
+        description="Analyse every run of a data dir (of pantheon test, or of the original Pantheon): "
+        "throughput, 95th-percentile one-way delay, loss, capacity, fairness; plots over time per run, "
+        "throughput against delay per scheme; perf.json, perf.csv, perf.parquet, report.html, report.pdf. "
+        "Definitions: docs/analysis.md.",
+    )
+    parser.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="a data dir (pantheon test --data-dir)")
+    parser.add_argument("--bin-ms", type=float, default=DEFAULT_BIN_MS, help="time bin of the plots over time, ms (default 500)")
+    parser.add_argument("--out", type=Path, help="where the outputs go (default: DATA_DIR; run plots stay beside each run)")
+    parser.add_argument("--no-plots", action="store_true", help="numbers only: perf.json and the table, no plots or report")
+    parser.add_argument("--no-report", action="store_true", help="no report.html / report.pdf")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines (warnings are still printed)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        analysis = analyze(args.data_dir, out=args.out, bin_ms=args.bin_ms, draw=not args.no_plots,
+                           reports=not args.no_report, quiet=args.quiet)
+    except (DataDirError, logs.LogError) as e:
+        print(f"pantheon analyze: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(summary_text(analysis))
+    return 0
+
+
+def summary_text(analysis: Analysis) -> str:
+    """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
+    lines = []
+    for label, s in analysis.summaries.items():
+        tput, delay, loss = (s["all"][k]["mean"] for k in ("throughput_mbps", "delay_p95_ms", "loss_rate"))
+        numbers = (f"{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms, loss {100 * loss:.2f} %"
+                   if None not in (tput, delay, loss) else "no valid run")
+        lines.append(f"{display_name(analysis.data, label)}: {numbers} ({s['valid_runs']} of {s['runs']} runs valid)")
+    out = analysis.files[0].parent
+    lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {out}")
+    return "\n".join(lines)

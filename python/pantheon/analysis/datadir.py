@@ -1,0 +1,196 @@
+"""The runs of a data dir and how they were set up, in either of two layouts.
+
+This harness's (docs/harness.md):  metadata.json; LABEL/runK/{run.json, records.parquet,
+datalink.log, acklink.log}. The original Pantheon's (Yan et al., ATC 2018, §3.2; its
+`analyze` read these): pantheon_metadata.json; SCHEME_datalink_runK.log and SCHEME_acklink_runK.log
+side by side, flows staggered by `interval` and all ending at `runtime`.
+
+Scheme names become what a reader sees through the metadata (display names) and the scheme
+manifests (plot colours, schemes/*.toml); a label that is neither (a scenario of mixed schemes,
+or a scheme this checkout lacks) gets a colour of its own from a fixed palette.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pantheon import schemes as registry
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+ORIGINAL_LOG = re.compile(r"^(?P<scheme>.+)_datalink_run(?P<run>\d+)\.log$")
+
+
+class DataDirError(ValueError):
+    """Not a data dir this analysis can read; the message says what it expected."""
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    scheme: str
+    start_s: float
+    duration_s: float
+
+
+@dataclass
+class RunSource:
+    label: str
+    number: int
+    records: Path | None
+    """records.parquet, the exact per-packet records, where the run has them."""
+    datalink: Path | None
+    acklink: Path | None
+    outputs: Path
+    """Where this run's plots go."""
+    plot_prefix: str
+    runtime_s: float | None
+    flows: list[FlowPlan]
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} run {self.number}"
+
+
+@dataclass(frozen=True)
+class SchemeLook:
+    display: str
+    color: str
+    description: str = ""
+    version: str = ""
+
+
+@dataclass
+class DataDir:
+    path: Path
+    layout: str
+    """"harness" or "pantheon" (the original's)."""
+    metadata: dict
+    runs: list[RunSource]
+    looks: dict[str, SchemeLook]
+    setup: list[tuple[str, str]]
+    """(what, value) rows describing the experiment, for the report."""
+
+
+def _manifest_colors() -> dict[str, str]:
+    try:
+        return {name: s.color for name, s in registry.all_schemes().items()}
+    except registry.SchemeError:
+        return {}
+
+
+def _looks(labels: list[str], known: dict[str, dict]) -> dict[str, SchemeLook]:
+    colors = _manifest_colors()
+    taken = {colors[label] for label in labels if label in colors}
+    spare = iter([c for c in PALETTE if c not in taken])
+    looks = {}
+    for label in labels:
+        meta = known.get(label, {})
+        color = colors.get(label) or next(spare, PALETTE[len(looks) % len(PALETTE)])
+        looks[label] = SchemeLook(meta.get("display", label), color, meta.get("description", ""), meta.get("version", ""))
+    return looks
+
+
+def _harness(path: Path) -> DataDir:
+    try:
+        metadata = json.loads((path / "metadata.json").read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataDirError(f"{path / 'metadata.json'} is unreadable ({e}); is this a data dir of pantheon test?") from None
+    order = [(t["label"], t["repetition"]) for t in metadata.get("trials", [])]
+    found = sorted((d.parent.name, int(d.name[3:])) for d in path.glob("*/run*") if d.is_dir() and d.name[3:].isdigit())
+    runs = []
+    for label, number in [*[o for o in order if o in found], *[f for f in found if f not in order]]:
+        run_dir = path / label / f"run{number}"
+        try:
+            info = json.loads((run_dir / "run.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            info = {"ok": False, "failures": ["run.json missing or unreadable: the run did not finish"]}
+        flows = [FlowPlan(f["scheme"], float(f["start_s"]), float(f["duration_s"])) for f in info.get("flows", [])]
+        exists = lambda p: p if p.exists() else None  # noqa: E731
+        runs.append(RunSource(
+            label=label, number=number, records=exists(run_dir / "records.parquet"),
+            datalink=exists(run_dir / "datalink.log"), acklink=exists(run_dir / "acklink.log"),
+            outputs=run_dir, plot_prefix="", runtime_s=info.get("runtime_s"), flows=flows,
+            failures=list(info.get("failures", [])) if not info.get("ok", False) else [],
+        ))
+    labels = list(dict.fromkeys(r.label for r in runs))
+    return DataDir(path, "harness", metadata, runs, _looks(labels, metadata.get("schemes", {})), _harness_setup(path, metadata, runs))
+
+
+def _harness_setup(path: Path, metadata: dict, runs: list[RunSource]) -> list[tuple[str, str]]:
+    arguments = metadata.get("arguments", {})
+    options = metadata.get("emulator_options", [])
+    rows = []
+    if arguments.get("emulator"):
+        rows.append(("Path", f"Pantheon's {arguments['emulator']} emulator"))
+    rows.append(("Emulator options", " ".join(options) or "defaults (12 Mbit/s each way, no delay, infinite queue)"))
+    schemes = metadata.get("schemes", {})
+    rows.append(("Schemes", "; ".join(f"{v.get('display', k)} ({k}, {v.get('version', '?')})" for k, v in schemes.items())))
+    if arguments.get("scenario"):
+        rows.append(("Scenario", str(arguments["scenario"])))
+    else:
+        interval = arguments.get("interval", 0)
+        flows = arguments.get("flows", 1)
+        rows.append(("Flows per run", f"{flows}" + (f", started {interval:g} s apart" if flows > 1 and interval else "")))
+    order = f"random order (seed {arguments.get('seed')})" if arguments.get("random_order") else "in the order given"
+    runtime = arguments.get("runtime")
+    per_scheme = f"{arguments.get('run_times', '?')} per scheme" + (f" of {runtime:g} s" if isinstance(runtime, (int, float)) else "")
+    rows.append(("Runs", f"{per_scheme}, {order}; {len(runs)} in all"))
+    machine = metadata.get("machine", {})
+    rows.append(("Machine", f"{machine.get('hostname', '?')}: Linux {machine.get('kernel', '?')}, {machine.get('cpus', '?')} CPUs, "
+                            f"Python {machine.get('python', '?')}"))
+    rows.append(("Pantheon", f"{metadata.get('pantheon_version', '?')}, commit {str(metadata.get('git_commit', '?'))[:12]}"))
+    rows.append(("Started", metadata.get("start_time", "?")))
+    rows.append(("Data", str(path.resolve())))
+    return rows
+
+
+def _pantheon(path: Path) -> DataDir:
+    metadata: dict = {}
+    meta_path = path / "pantheon_metadata.json"
+    if meta_path.exists():
+        try:
+            metadata = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as e:
+            raise DataDirError(f"{meta_path} is not JSON ({e})") from None
+    runtime = float(metadata["runtime"]) if "runtime" in metadata else None
+    flow_count = int(metadata.get("flows", 1))
+    interval = float(metadata.get("interval", 0))
+    runs = []
+    for log in sorted(path.glob("*_datalink_run*.log")):
+        m = ORIGINAL_LOG.match(log.name)
+        if not m:
+            continue
+        scheme, number = m["scheme"], int(m["run"])
+        ack = path / f"{scheme}_acklink_run{number}.log"
+        flows = [FlowPlan(scheme, i * interval, runtime - i * interval) for i in range(flow_count)] if runtime else []
+        runs.append(RunSource(label=scheme, number=number, records=None, datalink=log, acklink=ack if ack.exists() else None,
+                              outputs=path, plot_prefix=f"{scheme}_run{number}_", runtime_s=runtime, flows=flows))
+    runs.sort(key=lambda r: (r.number, r.label))
+    labels = list(dict.fromkeys(r.label for r in runs))
+    known = {}
+    try:
+        known = {n: {"display": s.display, "description": s.description} for n, s in registry.all_schemes().items()}
+    except registry.SchemeError:
+        pass
+    setup = [(str(k).replace("_", " ").capitalize(), json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+             for k, v in metadata.items()]
+    setup.append(("Data", str(path.resolve())))
+    return DataDir(path, "pantheon", metadata, runs, _looks(labels, known), setup)
+
+
+def open_data_dir(path: Path) -> DataDir:
+    """The runs of a data dir; a DataDirError saying what was expected when it is neither layout."""
+    path = Path(path)
+    if not path.is_dir():
+        raise DataDirError(f"{path} is not a directory (give the --data-dir of a pantheon test, or an original Pantheon data dir)")
+    if (path / "metadata.json").exists():
+        data = _harness(path)
+    elif (path / "pantheon_metadata.json").exists() or any(path.glob("*_datalink_run*.log")):
+        data = _pantheon(path)
+    else:
+        raise DataDirError(f"{path} holds neither metadata.json (pantheon test) nor *_datalink_runN.log (original Pantheon)")
+    if not data.runs:
+        raise DataDirError(f"{path} holds no runs yet")
+    return data

@@ -1,0 +1,241 @@
+"""Readers: per-packet records and the original Pantheon's merged text logs, into LinkEvents.
+
+The text form (the original Pantheon's `*_datalink_run*.log`, and this harness's datalink.log and
+acklink.log) has one event per line, times in ms since the run's start (Yan et al., ATC 2018,
+§3.2; the original's analysis read these files):
+
+    # init timestamp: 1795304565025.951      comments start with '#'
+    1077.016 + 1464 1                         a packet of 1464 bytes of flow 1 entered the path
+    1098.609 - 1464 21.593 1                  one left it, 21.593 ms after it entered
+    1099.000 # 1500                           a delivery opportunity of 1500 bytes (capacity)
+
+Single-flow logs of the original leave out the flow number (it is flow 1 then).
+
+Speed: the original read these with a line-by-line Python loop; here the file is read whole and
+split into lines with numpy, each line is classified by its layout (kind character and number of
+fields), and the lines of each layout are handed as one block to Arrow's multithreaded CSV parser
+(space-delimited). Lines that do not fit a layout (stray whitespace, odd characters, a cut-off
+last line) take a slow path, one Python split each, which either reads them or names the problem
+with its line number. Bad input never stops the reader: it is counted in Problems.
+
+A delivery must match a send of the same flow at its receive time minus its delay (±1 µs for
+rounding); one that does not cannot be judged (the send may be outside the log) and is left out.
+A negative delay (the two ends' clocks disagree) is kept for throughput and loss and left out of
+the delay statistics (metrics.py), with a warning.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from pantheon.analysis.events import LinkEvents, Problems
+
+SPACE, NEWLINE, HASH = ord(" "), ord("\n"), ord("#")
+FIELDS = {"+": (("size", False), ("flow", False)), "-": (("size", False), ("delay", True), ("flow", False)), "#": (("size", False),)}
+"""Fields after `t KIND`, per kind: (name, is a float). A trailing flow is optional for + and -."""
+LAYOUTS = {
+    (ord("+"), 2): ("+", ("t", "kind", "size")), (ord("+"), 3): ("+", ("t", "kind", "size", "flow")),
+    (ord("-"), 3): ("-", ("t", "kind", "size", "delay")), (ord("-"), 4): ("-", ("t", "kind", "size", "delay", "flow")),
+    (ord("#"), 2): ("#", ("t", "kind", "size")),
+}
+"""(kind byte, spaces in the line) -> (kind, columns), the well-formed lines the fast path reads."""
+COLUMN_TYPES = {"t": pa.float64(), "size": pa.int64(), "delay": pa.float64(), "flow": pa.int64()}
+PLAIN_BYTES_TABLE = bytes(0 if chr(b) in "0123456789.-+# \n" else 1 for b in range(256))
+"""bytes.translate table: 0 for the bytes of a well-formed line, 1 for any other."""
+MATCH_TOLERANCE_US = 1
+
+
+class LogError(ValueError):
+    """A file that cannot be read at all (missing, or not a log)."""
+
+
+def _block(lines: pa.StringArray, mask: np.ndarray, columns: tuple[str, ...]) -> pa.Table:
+    """Arrow's CSV parser over the selected lines, which pa.filter packs into one buffer."""
+    chosen = lines.filter(pa.array(mask))
+    offsets = np.frombuffer(chosen.buffers()[1], dtype=np.int64)[chosen.offset:chosen.offset + len(chosen) + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    text = chosen.buffers()[2][start:end]
+    wanted = [c for c in columns if c != "kind"]
+    table = pcsv.read_csv(
+        pa.BufferReader(text),
+        read_options=pcsv.ReadOptions(column_names=list(columns)),
+        parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, ignore_empty_lines=False),
+        convert_options=pcsv.ConvertOptions(column_types={c: COLUMN_TYPES[c] for c in wanted}, include_columns=wanted),
+    )
+    if table.num_rows != len(chosen) or any(table[c].null_count for c in wanted):
+        raise pa.ArrowInvalid("rows lost or empty fields")
+    return table
+
+
+def _slow_line(text: str, number: int, problems: Problems, events: dict[str, list]) -> None:
+    """One line the fast path could not read: read it, or say what is wrong with it."""
+    tokens = text.split()
+    if not tokens:
+        return
+    if len(tokens) < 2:
+        problems.add("truncated lines", [number])
+        return
+    kind = tokens[1]
+    if kind not in FIELDS:
+        problems.add("lines of unknown kind", [number])
+        return
+    fields = FIELDS[kind]
+    required = 1 if kind == "#" else len(fields) - 1
+    values = tokens[2:]
+    if len(values) < required:
+        problems.add("truncated lines", [number])
+        return
+    if len(values) > len(fields):
+        problems.add("malformed lines (too many fields)", [number])
+        return
+    try:
+        t_ms = float(tokens[0])
+        parsed = [float(v) if is_float else int(v) for v, (_, is_float) in zip(values, fields)]
+    except ValueError:
+        problems.add("malformed lines (not a number)", [number])
+        return
+    if kind != "#" and len(parsed) == required:
+        parsed.append(1)
+    events[kind].append((number, t_ms, *parsed))
+
+
+def parse_text(data: bytes, source: str) -> tuple[dict[str, dict[str, np.ndarray]], Problems]:
+    """Columns of each kind of line in a Pantheon text log: '+' -> t, size, flow (ms, bytes, id);
+    '-' -> t, size, delay, flow; '#' -> t, size; each with `line`, the 1-based line numbers."""
+    problems = Problems(source)
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == NEWLINE)
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    spaces = np.flatnonzero(buf == SPACE)
+    first_space_index = np.searchsorted(spaces, starts)
+    # the spaces before the next line's first one are this line's
+    space_count = np.diff(first_space_index, append=len(spaces))
+    first_space = spaces[np.minimum(first_space_index, len(spaces) - 1)] if len(spaces) else starts
+    kind = buf[np.minimum(first_space + 1, len(buf) - 1)]
+    after_kind = buf[np.minimum(first_space + 2, len(buf) - 1)]
+
+    content = (starts < ends) & (buf[starts] != HASH)
+    irregular = (first_space <= starts) | (first_space >= ends) | (after_kind != SPACE)
+    # whole-buffer byte searches first: well-formed logs have none of these, and they are fast
+    odd_bytes = data.translate(PLAIN_BYTES_TABLE)
+    if b"\1" in odd_bytes:
+        odd = np.flatnonzero(np.frombuffer(odd_bytes, dtype=np.uint8))
+        irregular[np.searchsorted(ends, odd)] = True
+    if b"  " in data:
+        irregular[np.searchsorted(ends, spaces[1:][np.diff(spaces) == 1])] = True
+    if b" \n" in data:
+        irregular |= buf[ends - 1] == SPACE
+
+    offsets = np.empty(len(ends) + 1, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1:] = ends + 1
+    lines = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
+    known = np.zeros(len(ends), dtype=bool)
+    for kind_byte, count in LAYOUTS:
+        known |= (kind == kind_byte) & (space_count == count)
+    regular = content & ~irregular & known
+    slow = content & ~regular
+    events: dict[str, list] = {k: [] for k in FIELDS}
+    for (kind_byte, count), (kind_name, columns) in LAYOUTS.items():
+        mask = regular & (kind == kind_byte) & (space_count == count)
+        if not mask.any():
+            continue
+        try:
+            table = _block(lines, mask, columns)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            slow |= mask  # e.g. '1.2.3': the slow path finds the line and names it
+            continue
+        block = {c: table[c].to_numpy() for c in table.column_names}
+        if kind_name != "#" and "flow" not in block:
+            block["flow"] = np.ones(table.num_rows, dtype=np.int64)
+        block["line"] = np.flatnonzero(mask) + 1
+        events[kind_name].append(block)
+
+    slow_events: dict[str, list] = {k: [] for k in FIELDS}
+    for index in np.flatnonzero(slow):
+        text = data[starts[index]:ends[index]].decode("utf-8", errors="replace")
+        _slow_line(text, int(index) + 1, problems, slow_events)
+    columns = {}
+    for kind_name, fields in FIELDS.items():
+        names = ["line", "t"] + [name for name, _ in fields]
+        rows = slow_events[kind_name]
+        if rows:
+            block = {name: np.array([r[i] for r in rows], dtype=np.float64 if name in ("t", "delay") else np.int64)
+                     for i, name in enumerate(names)}
+            events[kind_name].append(block)
+        columns[kind_name] = {
+            name: (np.concatenate([b[name] for b in events[kind_name]]) if events[kind_name]
+                   else np.zeros(0, dtype=np.float64 if name in ("t", "delay") else np.int64))
+            for name in names
+        }
+    return columns, problems
+
+
+def _ms_to_us(t_ms: np.ndarray) -> np.ndarray:
+    return np.rint(t_ms * 1000.0).astype(np.int64)
+
+
+def _matched(send_flow: np.ndarray, send_t_us: np.ndarray, recv_flow: np.ndarray, sent_at_us: np.ndarray) -> np.ndarray:
+    """Whether each delivery has a send of its flow within ±MATCH_TOLERANCE_US of its send time
+    (one pass per flow: runs have few flows and many packets)."""
+    found = np.zeros(recv_flow.size, dtype=bool)
+    for flow in np.unique(recv_flow):
+        times = np.sort(send_t_us[send_flow == flow])
+        if times.size == 0:
+            continue
+        mine = np.flatnonzero(recv_flow == flow)
+        nearest = np.minimum(np.searchsorted(times, sent_at_us[mine] - MATCH_TOLERANCE_US), times.size - 1)
+        found[mine] = np.abs(times[nearest] - sent_at_us[mine]) <= MATCH_TOLERANCE_US
+    return found
+
+
+def read_text_log(path: Path, *, capacity_only: bool = False) -> tuple[LinkEvents, Problems]:
+    """LinkEvents of one Pantheon text log (deliveries without a matching send left out)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise LogError(f"cannot read {path}: {e.strerror}") from None
+    columns, problems = parse_text(data, Path(path).name)
+    opportunities = columns["#"]
+    opp = (_ms_to_us(opportunities["t"]), opportunities["size"]) if opportunities["t"].size else None
+    if capacity_only:
+        return LinkEvents.build(([], [], []), ([], [], [], []), opp), problems
+    sends, recvs = columns["+"], columns["-"]
+    send_t_us, recv_t_us, delay_us = _ms_to_us(sends["t"]), _ms_to_us(recvs["t"]), _ms_to_us(recvs["delay"])
+    matched = _matched(sends["flow"], send_t_us, recvs["flow"], recv_t_us - delay_us)
+    problems.add("deliveries without a matching send, left out", np.sort(recvs["line"][~matched]))
+    problems.add("negative one-way delays (clocks out of step?), left out of delay statistics",
+                 np.sort(recvs["line"][matched & (delay_us < 0)]))
+    return LinkEvents.build(
+        (sends["flow"], send_t_us, sends["size"]),
+        (recvs["flow"][matched], recv_t_us[matched], recvs["size"][matched], delay_us[matched]),
+        opp,
+    ), problems
+
+
+def read_records(path: Path, direction: str = "data") -> tuple[LinkEvents, Problems]:
+    """LinkEvents of one direction of a run's records.parquet (flows renumbered from 1)."""
+    try:
+        table = pq.read_table(path, columns=["flow", "direction", "size_bytes", "send_us", "recv_us"])
+    except (OSError, pa.ArrowInvalid) as e:
+        raise LogError(f"cannot read {path}: {e}") from None
+    table = table.filter(pc.equal(table["direction"], direction))
+    problems = Problems(Path(path).name, unit="row")
+    flow = table["flow"].to_numpy().astype(np.int64) + 1
+    send_us = table["send_us"].to_numpy()
+    size = table["size_bytes"].to_numpy().astype(np.int64)
+    received = pc.is_valid(table["recv_us"]).to_numpy(zero_copy_only=False)
+    recv_us = table["recv_us"].filter(pc.is_valid(table["recv_us"])).to_numpy()
+    delay_us = recv_us - send_us[received]
+    problems.add("negative one-way delays (clocks out of step?), left out of delay statistics",
+                 np.flatnonzero(received)[delay_us < 0] + 1)
+    return LinkEvents.build((flow, send_us, size), (flow[received], recv_us, size[received], delay_us)), problems

@@ -1,0 +1,197 @@
+"""Pantheon's metrics, as pure functions: LinkEvents in, numbers out (Yan et al., ATC 2018, §3.2,
+and the original's analysis code, whose definitions these follow; docs/analysis.md states them).
+
+Per flow, and for all flows of a run taken together:
+  throughput_mbps   bits delivered / (last delivery − first delivery); 0 with fewer than two
+                    deliveries (the original's convention)
+  ingress_mbps      the sending rate, likewise from the sends
+  delay_p95_ms      95th percentile of the per-packet one-way delays (nearest rank: the
+                    ceil(0.95·n)-th smallest); also the mean and the median (50th, nearest rank)
+  loss_rate         1 − bytes delivered / bytes sent; a packet still queued when the run ended
+                    never arrived and counts as lost
+Per run: capacity_mbps (delivery-opportunity bits over the span of the opportunities, where the
+path was emulated), utilization (all flows' throughput / capacity), Jain's fairness index of the
+flows' throughputs (Jain, Chiu, Hawe, DEC-TR-301, 1984), and Kleinrock's power
+ln(throughput_mbps / delay_p95_ms) (Kleinrock, ICC 1979; the form the original archive ranked
+schemes by).
+
+Per scheme, over its valid runs: mean and sample standard deviation of each metric.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from pantheon.analysis.events import LinkEvents
+
+SHORT_RUN_FRACTION = 0.8
+"""A run (or flow) that lasted less than this fraction of its configured time is flagged."""
+
+
+def nearest_rank(sorted_values: np.ndarray, percent: float) -> float:
+    """The ceil(percent/100 · n)-th smallest of n sorted values (at least the first)."""
+    n = sorted_values.size
+    rank = max(1, math.ceil(Fraction(str(percent)) * n / 100))
+    return float(sorted_values[rank - 1])
+
+
+@dataclass
+class FlowMetrics:
+    flow: str
+    """"1", "2", ... or "all"."""
+    scheme: str | None
+    sent_packets: int
+    sent_bytes: int
+    delivered_packets: int
+    delivered_bytes: int
+    first_send_s: float | None
+    last_send_s: float | None
+    first_delivery_s: float | None
+    last_delivery_s: float | None
+    duration_s: float
+    """From the first send to the last delivery: how long the flow moved data."""
+    throughput_mbps: float
+    ingress_mbps: float
+    delay_p95_ms: float | None
+    delay_mean_ms: float | None
+    delay_median_ms: float | None
+    loss_rate: float | None
+
+
+@dataclass
+class RunMetrics:
+    all: FlowMetrics
+    flows: list[FlowMetrics]
+    capacity_mbps: float | None
+    utilization: float | None
+    jain_index: float | None
+    power: float | None
+    flags: list[str] = field(default_factory=list)
+    """Why the run is not valid for comparisons (failed, short); empty when it is."""
+
+    @property
+    def valid(self) -> bool:
+        return not self.flags
+
+
+def _rate_mbps(t_us: np.ndarray, size_bytes: np.ndarray) -> float:
+    """Bits over the span of the events, in bits/µs = Mbit/s; 0 for a span of zero."""
+    if t_us.size < 2:
+        return 0.0
+    span_us = int(t_us.max() - t_us.min())
+    return float(size_bytes.sum()) * 8 / span_us if span_us > 0 else 0.0
+
+
+def flow_metrics(flow: str, scheme: str | None, send_t_us: np.ndarray, send_bytes: np.ndarray,
+                 recv_t_us: np.ndarray, recv_bytes: np.ndarray, delay_us: np.ndarray) -> FlowMetrics:
+    delays_ms = np.sort(delay_us[delay_us >= 0]) / 1000.0
+    sent, delivered = int(send_bytes.sum()), int(recv_bytes.sum())
+    first = lambda t: float(t.min()) / 1e6 if t.size else None  # noqa: E731
+    last = lambda t: float(t.max()) / 1e6 if t.size else None  # noqa: E731
+    starts = [t for t in (first(send_t_us), first(recv_t_us)) if t is not None]
+    ends = [t for t in (last(send_t_us), last(recv_t_us)) if t is not None]
+    return FlowMetrics(
+        flow=flow, scheme=scheme,
+        sent_packets=int(send_t_us.size), sent_bytes=sent,
+        delivered_packets=int(recv_t_us.size), delivered_bytes=delivered,
+        first_send_s=first(send_t_us), last_send_s=last(send_t_us),
+        first_delivery_s=first(recv_t_us), last_delivery_s=last(recv_t_us),
+        duration_s=(max(ends) - min(starts)) if starts else 0.0,
+        throughput_mbps=_rate_mbps(recv_t_us, recv_bytes),
+        ingress_mbps=_rate_mbps(send_t_us, send_bytes),
+        delay_p95_ms=nearest_rank(delays_ms, 95) if delays_ms.size else None,
+        delay_mean_ms=float(delays_ms.mean()) if delays_ms.size else None,
+        delay_median_ms=nearest_rank(delays_ms, 50) if delays_ms.size else None,
+        loss_rate=(1 - delivered / sent) if sent else None,
+    )
+
+
+def capacity_mbps(events: LinkEvents) -> float | None:
+    """Delivery-opportunity bits over the span from the first opportunity to the last."""
+    if events.opportunity_t_us is None or events.opportunity_t_us.size < 2:
+        return None
+    rate = _rate_mbps(events.opportunity_t_us, events.opportunity_bytes)
+    return rate or None
+
+
+def jain_index(throughputs_mbps: list[float]) -> float | None:
+    """(Σx)² / (n·Σx²): 1 when all flows get the same, 1/n when one gets everything."""
+    x = np.asarray(throughputs_mbps, dtype=np.float64)
+    if x.size < 2 or not (x ** 2).sum():
+        return None
+    return float(x.sum() ** 2 / (x.size * (x ** 2).sum()))
+
+
+def power(throughput_mbps: float | None, delay_p95_ms: float | None) -> float | None:
+    """Kleinrock's power as the original Pantheon ranked schemes: ln(Mbit/s / ms)."""
+    if not throughput_mbps or not delay_p95_ms or delay_p95_ms <= 0:
+        return None
+    return math.log(throughput_mbps / delay_p95_ms)
+
+
+def run_metrics(events: LinkEvents, flow_schemes: dict[int, str] | None = None) -> RunMetrics:
+    """Every metric of one run; flow_schemes names each flow's scheme where it is known."""
+    flow_schemes = flow_schemes or {}
+    flows = []
+    for flow in events.flows:
+        sent = events.send_flow == flow
+        recv = events.recv_flow == flow
+        flows.append(flow_metrics(str(flow), flow_schemes.get(flow), events.send_t_us[sent], events.send_bytes[sent],
+                                  events.recv_t_us[recv], events.recv_bytes[recv], events.delay_us[recv]))
+    schemes = {m.scheme for m in flows}
+    total = flow_metrics("all", schemes.pop() if len(schemes) == 1 else None, events.send_t_us, events.send_bytes,
+                         events.recv_t_us, events.recv_bytes, events.delay_us)
+    capacity = capacity_mbps(events)
+    return RunMetrics(
+        all=total, flows=flows, capacity_mbps=capacity,
+        utilization=total.throughput_mbps / capacity if capacity else None,
+        jain_index=jain_index([m.throughput_mbps for m in flows]),
+        power=power(total.throughput_mbps, total.delay_p95_ms),
+    )
+
+
+def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dict[str, float]) -> list[str]:
+    """Why a run is too short to compare: it, or one of its flows, moved data for less than
+    SHORT_RUN_FRACTION of its configured time."""
+    flags = []
+    if runtime_s and run.all.duration_s < SHORT_RUN_FRACTION * runtime_s:
+        flags.append(f"short: data moved for {run.all.duration_s:.1f} s of {runtime_s:g} s")
+    for m in run.flows:
+        wanted = flow_durations_s.get(m.flow)
+        if wanted and m.duration_s < SHORT_RUN_FRACTION * wanted:
+            flags.append(f"short: flow {m.flow} moved data for {m.duration_s:.1f} s of {wanted:g} s")
+    return flags
+
+
+SCHEME_METRICS = ("throughput_mbps", "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
+RUN_METRICS = ("capacity_mbps", "utilization", "jain_index", "power")
+
+
+def _mean_sd(values: list[float | None]) -> dict[str, float | None]:
+    x = np.array([v for v in values if v is not None], dtype=np.float64)
+    return {"mean": float(x.mean()) if x.size else None, "sd": float(x.std(ddof=1)) if x.size > 1 else None, "n": int(x.size)}
+
+
+def scheme_summary(runs: list[RunMetrics]) -> dict:
+    """Mean and sample standard deviation over the valid runs: of each all-flows metric, of each
+    run metric, and of each flow's metrics by flow number; power of the means as the original."""
+    valid = [r for r in runs if r.valid]
+    summary: dict = {"valid_runs": len(valid), "runs": len(runs)}
+    summary["all"] = {name: _mean_sd([getattr(r.all, name) for r in valid]) for name in SCHEME_METRICS}
+    summary["run"] = {name: _mean_sd([getattr(r, name) for r in valid]) for name in RUN_METRICS}
+    flows = sorted({m.flow for r in valid for m in r.flows}, key=int)
+    summary["flows"] = {
+        flow: {name: _mean_sd([getattr(m, name) for r in valid for m in r.flows if m.flow == flow]) for name in SCHEME_METRICS}
+        for flow in flows
+    }
+    summary["power_of_means"] = power(summary["all"]["throughput_mbps"]["mean"], summary["all"]["delay_p95_ms"]["mean"])
+    return summary
+
+
+def as_dict(run: RunMetrics) -> dict:
+    return {"valid": run.valid, "flags": run.flags, "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
+            "jain_index": run.jain_index, "power": run.power,
+            "flows": {m.flow: asdict(m) for m in [run.all, *run.flows]}}

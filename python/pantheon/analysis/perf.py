@@ -1,0 +1,73 @@
+"""The numbers, written for programs: perf.json (scheme → run → flow → metrics, as the original
+Pantheon's pantheon_perf.json, with per-scheme summaries beside the runs) and one flat table of
+the same per-flow metrics, one row per (scheme, run, flow), as perf.csv and perf.parquet for
+pandas or polars users. Flows are numbered from 1; flow "all" is every flow of the run together.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from pantheon.analysis.metrics import RunMetrics, as_dict
+
+TABLE_COLUMNS = ("scheme", "display", "run", "flow", "flow_scheme", "valid", "flags", "capacity_mbps", "utilization",
+                 "jain_index", "power")
+
+
+def _clean(value):
+    """JSON has no NaN or infinity: those become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def perf_document(results: dict[str, dict[int, RunMetrics]], summaries: dict[str, dict], displays: dict[str, str],
+                  warnings: dict[tuple[str, int], list[str]], acks: dict[tuple[str, int], dict], meta: dict) -> dict:
+    schemes = {}
+    for label, runs in results.items():
+        schemes[label] = {
+            "display": displays[label],
+            "summary": summaries[label],
+            "runs": {str(n): {**as_dict(run), "warnings": warnings.get((label, n), []),
+                              "acks": acks.get((label, n))} for n, run in runs.items()},
+        }
+    return _clean({**meta, "schemes": schemes})
+
+
+def write_perf_json(document: dict, path: Path) -> Path:
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    return path
+
+
+def flat_table(results: dict[str, dict[int, RunMetrics]], displays: dict[str, str]) -> pa.Table:
+    rows = []
+    for label, runs in results.items():
+        for number, run in runs.items():
+            for m in [run.all, *run.flows]:
+                flow = asdict(m)
+                rows.append({
+                    "scheme": label, "display": displays[label], "run": number, "flow": flow.pop("flow"),
+                    "flow_scheme": flow.pop("scheme"), "valid": run.valid, "flags": "; ".join(run.flags),
+                    "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
+                    "jain_index": run.jain_index, "power": run.power, **flow,
+                })
+    if not rows:
+        return pa.table({name: pa.array([], pa.string()) for name in TABLE_COLUMNS})
+    return pa.Table.from_pylist(rows)
+
+
+def write_table(table: pa.Table, directory: Path) -> list[Path]:
+    csv_path, parquet_path = directory / "perf.csv", directory / "perf.parquet"
+    pcsv.write_csv(table, csv_path)
+    pq.write_table(table, parquet_path)
+    return [csv_path, parquet_path]

@@ -1,0 +1,357 @@
+"""The report a researcher puts in front of colleagues, in two forms with the same content:
+report.html, one self-contained page (styles inline, figures embedded as base64 PNG, nothing
+fetched, so it opens offline and can be mailed), and report.pdf, A4 pages drawn with matplotlib
+(no browser needed).
+
+Contents, in the order of the original Pantheon's report (Yan et al., ATC 2018, §3.2): the setup
+(path, schemes and versions, runs, flows, machine), the two summary plots (each run; scheme means
+with 1-σ ellipses), a table per scheme over its valid runs (per flow: mean ± sample standard
+deviation of throughput, 95th-percentile and mean one-way delay, loss), then each run: its
+numbers, flags and warnings, and its throughput and delay plots.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.image as mpimg  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+
+from pantheon import __version__  # noqa: E402
+from pantheon.analysis.metrics import FlowMetrics, RunMetrics  # noqa: E402
+
+SCHEME_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)", "Loss\n(%)")
+RUN_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "Sending rate\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)",
+               "Median delay\n(ms)", "Loss\n(%)", "Delivered\n(packets)")
+"""Column headers; a newline breaks a header in two (a <br> in HTML)."""
+DEFINITIONS = (
+    "Throughput: bits delivered over the time from the first delivery to the last. Sending rate: likewise for the sends.",
+    "Delay: one-way, per packet (receive − send time); 95th percentile by nearest rank (the ⌈0.95 n⌉-th smallest).",
+    "Loss: 1 − bytes delivered / bytes sent; packets still queued when the run ended count as lost.",
+    "Capacity: the bottleneck's delivery opportunities over their span; utilization = all flows' throughput / capacity.",
+    "Jain's index (Σx)²/(n Σx²) of the flows' throughputs; power = ln(throughput in Mbit/s / 95th pct. delay in ms).",
+    "Scheme tables: mean ± sample standard deviation over the valid runs (not failed, not shorter than 80 % of the "
+    "configured time). Definitions in full: docs/analysis.md.",
+)
+
+
+def _num(value: float | None, digits: int = 2, scale: float = 1.0) -> str:
+    return "–" if value is None else f"{value * scale:.{digits}f}"
+
+
+def _mean_sd(stat: dict, digits: int = 2, scale: float = 1.0) -> str:
+    if stat["mean"] is None:
+        return "–"
+    sd = f" ± {stat['sd'] * scale:.{digits}f}" if stat["sd"] is not None else ""
+    return f"{stat['mean'] * scale:.{digits}f}{sd}"
+
+
+def _run_line(run: RunMetrics) -> str:
+    parts = []
+    if run.capacity_mbps:
+        parts.append(f"capacity {run.capacity_mbps:.2f} Mbit/s")
+    if run.utilization is not None:
+        parts.append(f"utilization {100 * run.utilization:.1f} %")
+    if run.jain_index is not None:
+        parts.append(f"Jain's index {run.jain_index:.3f}")
+    if run.power is not None:
+        parts.append(f"power {run.power:.2f}")
+    return " · ".join(parts)
+
+
+def _summary_line(summary: dict) -> str:
+    run = summary["run"]
+    parts = []
+    if run["capacity_mbps"]["mean"] is not None:
+        parts.append(f"capacity {_mean_sd(run['capacity_mbps'])} Mbit/s")
+    if run["utilization"]["mean"] is not None:
+        parts.append(f"utilization {_mean_sd(run['utilization'], 1, 100)} %")
+    if run["jain_index"]["mean"] is not None:
+        parts.append(f"Jain's index {_mean_sd(run['jain_index'], 3)}")
+    if summary["power_of_means"] is not None:
+        parts.append(f"power of the means {summary['power_of_means']:.2f}")
+    return " · ".join(parts)
+
+
+def scheme_rows(summary: dict) -> list[list[str]]:
+    def row(name: str, s: dict) -> list[str]:
+        return [name, _mean_sd(s["throughput_mbps"]), _mean_sd(s["delay_p95_ms"], 1), _mean_sd(s["delay_mean_ms"], 1),
+                _mean_sd(s["loss_rate"], 2, 100)]
+    rows = [row(f"Flow {flow}", s) for flow, s in summary["flows"].items()]
+    if len(rows) != 1:
+        rows.append(row("All flows", summary["all"]))
+    return rows
+
+
+def run_rows(run: RunMetrics, display) -> list[list[str]]:
+    """Per flow, then all flows; a flow's scheme is named beside it when the run mixes schemes."""
+    mixed = len({m.scheme for m in run.flows}) > 1
+
+    def row(m: FlowMetrics) -> list[str]:
+        name = "All flows" if m.flow == "all" else f"Flow {m.flow}" + (f" ({display(m.scheme)})" if mixed and m.scheme else "")
+        return [name, _num(m.throughput_mbps), _num(m.ingress_mbps), _num(m.delay_p95_ms, 1), _num(m.delay_mean_ms, 1),
+                _num(m.delay_median_ms, 1), _num(m.loss_rate, 2, 100), f"{m.delivered_packets:,} of {m.sent_packets:,}"]
+    return [row(m) for m in run.flows] + ([row(run.all)] if len(run.flows) != 1 else [])
+
+
+def _title(analysis) -> tuple[str, str]:
+    labels = list(analysis.summaries)
+    valid = sum(r.metrics.valid for r in analysis.runs)
+    sub = (f"{analysis.data.path.resolve().name} · {len(analysis.runs)} runs of {len(labels)} scheme"
+           f"{'s' if len(labels) != 1 else ''}, {valid} valid · pantheon analyze {__version__}")
+    return "Pantheon report", sub
+
+
+# --- HTML -------------------------------------------------------------------------------------
+
+CSS = """
+body { margin: 0; background: #f6f6f4; color: #1d1d1f; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto,
+       "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 1120px; margin: 0 auto; padding: 32px 40px 64px; background: #fff; box-shadow: 0 0 12px rgba(0,0,0,.06); }
+h1 { font-size: 28px; margin: 0 0 4px; letter-spacing: -.01em; }
+h2 { font-size: 20px; margin: 40px 0 12px; padding-bottom: 6px; border-bottom: 1px solid #e3e3e0; }
+h3 { font-size: 16px; margin: 28px 0 8px; display: flex; align-items: center; gap: 8px; }
+.sub { color: #666; margin: 0; }
+.swatch { width: 12px; height: 12px; border-radius: 3px; display: inline-block; }
+.muted { color: #666; font-weight: normal; font-size: 14px; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 6px 0; }
+th, td { padding: 5px 12px; text-align: right; border-bottom: 1px solid #ecece9; white-space: nowrap; }
+th { font-weight: 600; color: #444; border-bottom: 1.5px solid #bbb; font-size: 13px; }
+td:first-child, th:first-child { text-align: left; }
+tr.total td { font-weight: 600; }
+table.setup th { text-align: left; border: none; color: #666; font-weight: 500; padding: 3px 24px 3px 0; vertical-align: top; }
+table.setup td { text-align: left; border: none; padding: 3px 0; white-space: normal; }
+code { font: 13px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; background: #f3f3f1; padding: 1px 4px;
+       border-radius: 3px; }
+.figs { display: flex; flex-wrap: wrap; gap: 16px; }
+.figs figure { flex: 1 1 480px; margin: 0; }
+figure img { width: 100%; height: auto; display: block; }
+.line { color: #444; font-size: 14px; margin: 4px 0 0; }
+.flag { display: inline-block; background: #fdecea; color: #a32020; border-radius: 4px; padding: 1px 8px; font-size: 13px;
+        margin: 2px 6px 2px 0; }
+.warn { display: block; background: #fff6e0; color: #7a5200; border-radius: 4px; padding: 2px 8px; font-size: 13px; margin: 3px 0; }
+.run { margin-top: 8px; padding-top: 4px; }
+ol.defs { color: #444; font-size: 14px; padding-left: 20px; }
+footer { margin-top: 48px; color: #888; font-size: 13px; }
+"""
+
+
+def _image(path: Path, alt: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
+def _table(header: tuple[str, ...], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h).replace(chr(10), '<br>')}</th>" for h in header)
+    body = "".join(
+        f'<tr{" class=total" if r[0] == "All flows" else ""}>' + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+        for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_report(analysis, display) -> str:
+    title, sub = _title(analysis)
+    looks = analysis.data.looks
+    parts = [f"<header><h1>{title}</h1><p class=sub>{html.escape(sub)}</p></header>", "<h2>Setup</h2><table class=setup>"]
+    for what, value in analysis.data.setup:
+        shown = f"<code>{html.escape(value)}</code>" if what == "Emulator options" else html.escape(value)
+        parts.append(f"<tr><th>{html.escape(what)}</th><td>{shown}</td></tr>")
+    parts.append("</table>")
+    if analysis.figures:
+        parts.append("<h2>Throughput and delay</h2><div class=figs>")
+        captions = {"runs": "Each valid run: average throughput against 95th-percentile one-way delay.",
+                    "means": "Per scheme: mean of its valid runs and the 1-σ ellipse of their spread."}
+        for key, path in analysis.figures.items():
+            parts.append(f"<figure>{_image(path, captions[key])}<figcaption class=line>{captions[key]}</figcaption></figure>")
+        parts.append("</div>")
+    parts.append("<h2>Schemes</h2>")
+    for label, summary in analysis.summaries.items():
+        look = looks[label]
+        parts.append(f'<h3><span class=swatch style="background:{look.color}"></span>{html.escape(look.display)}'
+                     f' <span class=muted>{summary["valid_runs"]} valid of {summary["runs"]} runs</span></h3>')
+        if summary["valid_runs"]:
+            parts.append(_table(SCHEME_COLUMNS, scheme_rows(summary)))
+            parts.append(f"<p class=line>{html.escape(_summary_line(summary))}</p>")
+        else:
+            parts.append("<p class=line>No valid run: see the flags of its runs below.</p>")
+    parts.append("<h2>Runs</h2>")
+    for result in analysis.runs:
+        source, run = result.source, result.metrics
+        look = looks[source.label]
+        parts.append(f'<div class=run><h3><span class=swatch style="background:{look.color}"></span>'
+                     f'{html.escape(look.display)}, run {source.number}</h3>')
+        parts += [f"<span class=flag>{html.escape(f)}</span>" for f in run.flags]
+        parts += [f"<span class=warn>{html.escape(w)}</span>" for w in result.warnings]
+        if run.flows:
+            parts.append(_table(RUN_COLUMNS, run_rows(run, display)))
+            if line := _run_line(run):
+                parts.append(f"<p class=line>{html.escape(line)}</p>")
+        for key in ("throughput", "delay"):
+            if key in result.figures:
+                parts.append(f"<figure>{_image(result.figures[key], f'{look.display} run {source.number} {key}')}</figure>")
+        parts.append("</div>")
+    parts.append("<h2>Definitions</h2><ol class=defs>" + "".join(f"<li>{html.escape(d)}</li>" for d in DEFINITIONS) + "</ol>")
+    parts.append(f"<footer>Written by pantheon analyze {__version__}. The numbers are in perf.json and perf.csv beside "
+                 "this page.</footer>")
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+            f"<title>{html.escape(title)}: {html.escape(analysis.data.path.resolve().name)}</title><style>{CSS}</style></head>"
+            f"<body><main>{''.join(parts)}</main></body></html>\n")
+
+
+# --- PDF --------------------------------------------------------------------------------------
+
+A4_IN = (8.27, 11.69)
+LEFT, RIGHT, TOP, BOTTOM = 0.08, 0.92, 0.94, 0.05
+
+
+class PdfPagesWriter:
+    """Flows headings, text, tables and images down A4 pages, starting a page when one is full."""
+
+    def __init__(self, path: Path) -> None:
+        self.pdf = PdfPages(path, metadata={"Title": "Pantheon report", "Creator": f"pantheon analyze {__version__}"})
+        self.fig = None
+        self.page = 0
+        self.new_page()
+
+    def _line_height(self, points: float) -> float:
+        return points * 1.45 / 72 / A4_IN[1]
+
+    def new_page(self) -> None:
+        if self.fig is not None:
+            self._finish_page()
+        self.fig = plt.figure(figsize=A4_IN)
+        self.page += 1
+        self.y = TOP
+
+    def _finish_page(self) -> None:
+        self.fig.text(RIGHT, 0.025, f"{self.page}", ha="right", fontsize=8, color="#888888")
+        self.pdf.savefig(self.fig)
+        plt.close(self.fig)
+
+    def room(self, height: float) -> None:
+        if self.y - height < BOTTOM:
+            self.new_page()
+
+    def text(self, text: str, size: float = 9, color: str = "#222222", weight: str = "normal", wrap: int = 110,
+             x: float = LEFT, gap: float = 0.0) -> None:
+        for line in textwrap.wrap(text, wrap, break_on_hyphens=False) or [""]:
+            self.room(self._line_height(size))
+            self.fig.text(x, self.y, line, fontsize=size, color=color, weight=weight, va="top")
+            self.y -= self._line_height(size)
+        self.y -= gap
+
+    def heading(self, text: str, size: float = 13, color: str | None = None, keep_with: float = 0.12) -> None:
+        self.room(self._line_height(size) + keep_with)
+        self.y -= 0.006
+        if color:
+            self.fig.patches.append(plt.Rectangle((LEFT, self.y - 0.011), 0.012, 0.0085, color=color,
+                                                  transform=self.fig.transFigure, figure=self.fig))
+        self.fig.text(LEFT + (0.02 if color else 0), self.y, text, fontsize=size, weight="bold", va="top", color="#111111")
+        self.y -= self._line_height(size) + 0.004
+
+    def table(self, header: tuple[str, ...], rows: list[list[str]], widths: list[float], size: float = 8) -> None:
+        """Columns of the given widths (fractions of the text width); first left-aligned, the rest right."""
+        height = self._line_height(size) * 1.25
+        inches = [w * (RIGHT - LEFT) * A4_IN[0] for w in widths]
+        # headers wrapped to their column: about 0.7 em per bold character, to be safe
+        header = tuple(textwrap.fill(h.replace("\n", " "), max(6, int(w * 72 / (size * 0.7))), break_on_hyphens=False)
+                       for h, w in zip(header, inches))
+        header_lines = max(h.count("\n") + 1 for h in header)
+        self.room(height * (len(rows) + header_lines))
+        edges = [LEFT]
+        for w in widths:
+            edges.append(edges[-1] + w * (RIGHT - LEFT))
+        for i, row in enumerate([list(header), *rows]):
+            for j, cell in enumerate(row):
+                x = edges[j] if j == 0 else edges[j + 1] - 0.005
+                self.fig.text(x, self.y, cell, fontsize=size, va="top", ha="left" if j == 0 else "right",
+                              multialignment="left" if j == 0 else "right", linespacing=1.2,
+                              weight="bold" if i == 0 or row[0] == "All flows" else "normal",
+                              color="#444444" if i == 0 else "#111111")
+            self.y -= height * (header_lines if i == 0 else 1)
+            line_color = "#999999" if i == 0 else "#e4e4e4"
+            self.fig.add_artist(plt.Line2D([LEFT, RIGHT], [self.y + height * 0.2] * 2, color=line_color, linewidth=0.6,
+                                           transform=self.fig.transFigure))
+        self.y -= 0.006
+
+    def image(self, path: Path, width: float = RIGHT - LEFT, x: float = LEFT, advance: bool = True) -> float:
+        picture = mpimg.imread(path)
+        height = width * A4_IN[0] * picture.shape[0] / picture.shape[1] / A4_IN[1]
+        if advance:
+            self.room(height)
+        ax = self.fig.add_axes((x, self.y - height, width, height))
+        ax.imshow(picture, interpolation="none")  # embedded as is: no resampling, crisp and fast
+        ax.set_axis_off()
+        if advance:
+            self.y -= height + 0.01
+        return height
+
+    def close(self) -> None:
+        self._finish_page()
+        self.pdf.close()
+
+
+def pdf_report(analysis, display, path: Path) -> Path:
+    title, sub = _title(analysis)
+    looks = analysis.data.looks
+    pages = PdfPagesWriter(path)
+    pages.text(title, size=20, weight="bold")
+    pages.text(sub, size=9, color="#666666", gap=0.012)
+    pages.heading("Setup")
+    for what, value in analysis.data.setup:
+        y = pages.y
+        pages.text(what, size=8.5, color="#666666")
+        pages.y = y
+        pages.text(value, size=8.5, x=LEFT + 0.17, wrap=95)
+    pages.y -= 0.01
+    if analysis.figures:
+        pages.heading("Throughput and delay", keep_with=0.3)
+        half = (RIGHT - LEFT - 0.02) / 2
+        height = pages.image(analysis.figures["runs"], width=half, advance=False)
+        pages.image(analysis.figures["means"], width=half, x=LEFT + half + 0.02, advance=False)
+        pages.y -= height + 0.012
+    pages.heading("Schemes")
+    for label, summary in analysis.summaries.items():
+        look = looks[label]
+        pages.heading(f"{look.display}  ({summary['valid_runs']} valid of {summary['runs']} runs)", size=10, color=look.color,
+                      keep_with=0.08)
+        if summary["valid_runs"]:
+            pages.table(SCHEME_COLUMNS, scheme_rows(summary), [0.2, 0.2, 0.2, 0.2, 0.2])
+            pages.text(_summary_line(summary), size=8, color="#444444", gap=0.006, wrap=140)
+        else:
+            pages.text("No valid run: see the flags of its runs below.", size=8, color="#444444")
+    for result in analysis.runs:
+        source, run = result.source, result.metrics
+        look = looks[source.label]
+        pages.new_page()
+        pages.heading(f"{look.display}, run {source.number}", color=look.color)
+        for flag in run.flags:
+            pages.text(f"Flagged: {flag}", size=8.5, color="#a32020")
+        for warning in result.warnings:
+            pages.text(f"Warning: {warning}", size=8.5, color="#7a5200")
+        if run.flows:
+            pages.table(RUN_COLUMNS, run_rows(run, display), [0.18, 0.11, 0.11, 0.11, 0.1, 0.1, 0.08, 0.21], size=7.5)
+            if line := _run_line(run):
+                pages.text(line, size=8, color="#444444", gap=0.006, wrap=140)
+        for key in ("throughput", "delay"):
+            if key in result.figures:
+                pages.image(result.figures[key])
+    pages.new_page()
+    pages.heading("Definitions")
+    for i, definition in enumerate(DEFINITIONS, 1):
+        pages.text(f"{i}. {definition}", size=8.5, wrap=115, gap=0.003)
+    pages.close()
+    return path
+
+
+def write_reports(analysis, out: Path, display) -> list[Path]:
+    """report.html and report.pdf; display(scheme) names a scheme for readers."""
+    html_path = out / "report.html"
+    html_path.write_text(html_report(analysis, display))
+    return [html_path, pdf_report(analysis, display, out / "report.pdf")]
