@@ -4,6 +4,7 @@
                                             --emulator NAME picks one of Pantheon's paths
     pantheon emulators                      list those paths and their parameters
     pantheon test local --schemes cubic,bbr run schemes over an emulated path, every packet logged
+    pantheon analyze DATA_DIR               metrics, plots and a report (HTML, PDF) of a data dir
     pantheon schemes list|setup|check       the scheme registry: status, set-up, a check run of each
     pantheon demo                           a bulk TCP flow over an emulated 12 Mbit/s, 20 ms path
 """
@@ -15,6 +16,7 @@ import sys
 
 from pantheon import presets, schemes_cli
 from pantheon.binaries import MissingBinary, binary
+from pantheon.analysis import cli as analysis_cli
 from pantheon.harness import cli as harness_cli
 from pantheon.harness.plan import PlanError
 from pantheon.schemes import SchemeError
@@ -49,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("emulators", help="list Pantheon's emulated paths (use one with --emulator NAME)")
     harness_cli.add_parser(sub)
+    analysis_cli.add_parser(sub)
     schemes_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="bulk TCP through an emulated 12 Mbit/s, 20 ms path; prints throughput and delay")
     demo.add_argument("--seconds", type=float, default=10.0, help="length of the flow in seconds (default 10)")
@@ -66,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             _parser().parse_args(argv)  # reports the unknown arguments the usual way
         if args.command == "test":
             return harness_cli.run(args, extras)
+        if args.command == "analyze":
+            return analysis_cli.run(args)
         if args.command == "schemes":
             return schemes_cli.run(args)
         if args.command == "emulators":

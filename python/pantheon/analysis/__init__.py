@@ -8,7 +8,8 @@
     plots.py     throughput and delay over time per run; throughput against delay per scheme
     perf.py      perf.json and the flat table (CSV, Parquet)
     report.py    the report, as a self-contained HTML page and as a PDF
-    analyze.py   `pantheon analyze DATA_DIR`: all of the above
+    analyze.py   all of the above, for every run of a data dir
+    cli.py       `pantheon analyze DATA_DIR`, and the analysis at the end of `pantheon test`
 
 docs/analysis.md states every definition.
 """

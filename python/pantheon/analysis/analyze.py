@@ -1,5 +1,4 @@
-"""`pantheon analyze DATA_DIR`: every run of a data dir through the metrics, the plots and the
-reports (the original Pantheon's `analyze` step; Yan et al., ATC 2018, §3.2).
+"""Every run of a data dir through the metrics, the plots and the reports (the original Pantheon's `analyze` step; Yan et al., ATC 2018, §3.2).
 
 Writes, into the data dir (or --out):
     perf.json, perf.csv, perf.parquet   the metrics (perf.py)
@@ -14,7 +13,6 @@ printed as one warning line per kind of problem and kept in perf.json.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass, field
@@ -25,9 +23,7 @@ from pantheon.analysis import logs, perf, plots, report
 from pantheon.analysis.datadir import DataDir, DataDirError, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, length_flags, run_metrics, scheme_summary
-from pantheon.analysis.series import binned
-
-DEFAULT_BIN_MS = 500.0
+from pantheon.analysis.series import DEFAULT_BIN_MS, binned
 
 
 @dataclass
@@ -46,6 +42,7 @@ class Analysis:
     summaries: dict[str, dict]
     files: list[Path]
     figures: dict[str, Path]
+    out: Path
 
 
 def _load(source: RunSource) -> tuple[LinkEvents, list[Problems]]:
@@ -150,48 +147,7 @@ def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_
         figures["runs"] = plots.save(plots.runs_figure(points, data.looks), out / "summary_runs.png")
         figures["means"] = plots.save(plots.means_figure(points, data.looks), out / "summary_means.png")
     files += list(figures.values()) + [p for r in results for p in r.figures.values()]
-    analysis = Analysis(data, results, summaries, files, figures)
+    analysis = Analysis(data, results, summaries, files, figures, out)
     if draw and reports:
         files += report.write_reports(analysis, out, lambda scheme: display_name(data, scheme))
     return analysis
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "analyze", help="metrics, plots and a report of a data dir (pantheon analyze DATA_DIR)",
-        description="Analyse every run of a data dir (of pantheon test, or of the original Pantheon): "
-        "throughput, 95th-percentile one-way delay, loss, capacity, fairness; plots over time per run, "
-        "throughput against delay per scheme; perf.json, perf.csv, perf.parquet, report.html, report.pdf. "
-        "Definitions: docs/analysis.md.",
-    )
-    parser.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="a data dir (pantheon test --data-dir)")
-    parser.add_argument("--bin-ms", type=float, default=DEFAULT_BIN_MS, help="time bin of the plots over time, ms (default 500)")
-    parser.add_argument("--out", type=Path, help="where the outputs go (default: DATA_DIR; run plots stay beside each run)")
-    parser.add_argument("--no-plots", action="store_true", help="numbers only: perf.json and the table, no plots or report")
-    parser.add_argument("--no-report", action="store_true", help="no report.html / report.pdf")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines (warnings are still printed)")
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        analysis = analyze(args.data_dir, out=args.out, bin_ms=args.bin_ms, draw=not args.no_plots,
-                           reports=not args.no_report, quiet=args.quiet)
-    except (DataDirError, logs.LogError) as e:
-        print(f"pantheon analyze: {e}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        print(summary_text(analysis))
-    return 0
-
-
-def summary_text(analysis: Analysis) -> str:
-    """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
-    lines = []
-    for label, s in analysis.summaries.items():
-        tput, delay, loss = (s["all"][k]["mean"] for k in ("throughput_mbps", "delay_p95_ms", "loss_rate"))
-        numbers = (f"{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms, loss {100 * loss:.2f} %"
-                   if None not in (tput, delay, loss) else "no valid run")
-        lines.append(f"{display_name(analysis.data, label)}: {numbers} ({s['valid_runs']} of {s['runs']} runs valid)")
-    out = analysis.files[0].parent
-    lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {out}")
-    return "\n".join(lines)

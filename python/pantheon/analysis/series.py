@@ -15,6 +15,9 @@ import numpy as np
 
 from pantheon.analysis.events import LinkEvents
 
+DEFAULT_BIN_MS = 500.0
+"""The original Pantheon's bin."""
+
 
 @dataclass
 class Series:
@@ -43,7 +46,7 @@ def _per_bin_p95(bins: np.ndarray, values: np.ndarray, count: int) -> np.ndarray
     return out
 
 
-def binned(events: LinkEvents, bin_ms: float = 500.0) -> Series:
+def binned(events: LinkEvents, bin_ms: float = DEFAULT_BIN_MS) -> Series:
     bin_us = bin_ms * 1000.0
     times = [events.send_t_us, events.recv_t_us]
     if events.opportunity_t_us is not None:

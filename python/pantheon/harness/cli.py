@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pantheon import presets, schemes
+from pantheon.analysis import cli as analysis_cli
 from pantheon.binaries import binary
 from pantheon.harness import plan as plans
 from pantheon.harness.campaign import run_campaign
@@ -41,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     local.add_argument("--data-dir", type=Path, help="where results go (default data/local-DATE-TIME)")
     local.add_argument("--emulator", help="one of Pantheon's emulated paths (pantheon emulators)")
     local.add_argument("--quiet", action="store_true", help="no progress display")
+    local.add_argument("--no-analyze", action="store_true", help="skip the analysis at the end (pantheon analyze DATA_DIR)")
 
 
 def split_emulator_options(extras: list[str]) -> list[str]:
@@ -108,6 +110,8 @@ def run(args: argparse.Namespace, extras: list[str]) -> int:
                           quiet=args.quiet, arguments=arguments, skipped=skipped)
     if failed == 130:
         return 130
+    if not args.no_analyze:
+        analysis_cli.after_campaign(data_dir, args.quiet)
     if errors:
         print(f"pantheon: not run: {', '.join(errors)} (see the lines at the start)", file=sys.stderr)
     return 1 if failed or errors else 0

@@ -1,0 +1,71 @@
+"""`pantheon analyze DATA_DIR`, and the analysis at the end of `pantheon test`. The analysis
+itself (matplotlib above all) is imported only when it runs, so other subcommands start quickly."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pantheon.analysis.series import DEFAULT_BIN_MS
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "analyze", help="metrics, plots and a report of a data dir (pantheon analyze DATA_DIR)",
+        description="Analyse every run of a data dir (of pantheon test, or of the original Pantheon): "
+        "throughput, 95th-percentile one-way delay, loss, capacity, fairness; plots over time per run, "
+        "throughput against delay per scheme; perf.json, perf.csv, perf.parquet, report.html, report.pdf. "
+        "Definitions: docs/analysis.md.",
+    )
+    parser.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="a data dir (pantheon test --data-dir)")
+    parser.add_argument("--bin-ms", type=float, default=DEFAULT_BIN_MS, help="time bin of the plots over time, ms (default 500)")
+    parser.add_argument("--out", type=Path, help="where the outputs go (default: DATA_DIR; run plots stay beside each run)")
+    parser.add_argument("--no-plots", action="store_true", help="numbers only: perf.json and the table, no plots or report")
+    parser.add_argument("--no-report", action="store_true", help="no report.html / report.pdf")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines (warnings are still printed)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pantheon.analysis.analyze import analyze
+    from pantheon.analysis.datadir import DataDirError
+    from pantheon.analysis.logs import LogError
+
+    try:
+        analysis = analyze(args.data_dir, out=args.out, bin_ms=args.bin_ms, draw=not args.no_plots,
+                           reports=not args.no_report, quiet=args.quiet)
+    except (DataDirError, LogError, ValueError) as e:
+        print(f"pantheon analyze: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(summary_text(analysis))
+    return 0
+
+
+def after_campaign(data_dir: Path, quiet: bool) -> bool:
+    """The analysis at the end of `pantheon test`: never raises, so a failure cannot lose the
+    campaign's data or change its exit status; says in one line what went wrong instead."""
+    try:
+        from pantheon.analysis.analyze import analyze
+
+        analysis = analyze(data_dir, quiet=True)
+    except Exception as e:  # noqa: BLE001 - any failure here is reported, the data stays
+        print(f"pantheon: analysis of {data_dir} failed ({type(e).__name__}: {e}); "
+              f"the data is intact, retry with: pantheon analyze {data_dir}", file=sys.stderr)
+        return False
+    if not quiet:
+        print(summary_text(analysis), file=sys.stderr)
+    return True
+
+
+def summary_text(analysis) -> str:
+    """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
+    from pantheon.analysis.analyze import display_name
+
+    lines = []
+    for label, s in analysis.summaries.items():
+        tput, delay, loss = (s["all"][k]["mean"] for k in ("throughput_mbps", "delay_p95_ms", "loss_rate"))
+        numbers = (f"{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms, loss {100 * loss:.2f} %"
+                   if None not in (tput, delay, loss) else "no valid run")
+        lines.append(f"{display_name(analysis.data, label)}: {numbers} ({s['valid_runs']} of {s['runs']} runs valid)")
+    lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {analysis.out}")
+    return "\n".join(lines)
