@@ -1,0 +1,468 @@
+//! BBR v1 (Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM Queue 14(5), 2016;
+//! draft-cardwell-iccrg-bbr-congestion-control-00, 2017).
+//!
+//! The idea: model the path by two numbers — the bottleneck bandwidth BtlBw (the largest recent
+//! delivery rate) and the round-trip propagation time RTprop (the smallest recent RTT) — and send
+//! at BtlBw with about one BDP = BtlBw·RTprop in flight, Kleinrock's optimal operating point, where
+//! loss-based schemes sit at the far end of a full buffer. The two cannot be measured at the same
+//! time (a queue hides RTprop, no queue hides BtlBw), so BBR cycles through states that probe one
+//! and then the other.
+//!
+//! Sections implemented (draft-00):
+//! - §4.1.1 BtlBw: maximum of the delivery-rate samples (draft-cheng-iccrg-delivery-rate-
+//!   estimation, computed by `Acked::delivery_rate_bps`) over the last 10 round trips; round trips
+//!   are counted by delivered data (§4.1.1.3): a round ends when a packet sent after the previous
+//!   round's end is acknowledged. Application-limited samples only count if they raise the max.
+//! - §4.1.2 RTprop: the smallest RTT, replaced by any sample once 10 s old.
+//! - §4.2 control parameters: pacing rate = pacing_gain·BtlBw (§4.2.1; before the first sample,
+//!   high_gain·initial window/SRTT); cwnd target = cwnd_gain·BDP + 3 packets (§4.2.3.2), growing
+//!   toward it by the bytes delivered; at least 4 packets (§4.2.3.1).
+//! - §4.2.3.4 loss recovery: on the first loss the window is cut to what is in flight plus one
+//!   packet and the prior window saved; for one round trip the window is held at least at
+//!   in-flight + delivered (packet conservation); losses shrink it by the bytes lost; the prior
+//!   window returns when a packet sent after recovery began is acknowledged.
+//! - §4.3 state machine: Startup (pacing and cwnd gain 2/ln 2 ≈ 2.885) until BtlBw grew less than
+//!   25% over 3 rounds (§4.3.2.2); Drain (pacing gain 1/2.885) until in flight ≤ BDP (§4.3.3);
+//!   ProbeBW cycling pacing gains [5/4, 3/4, 1, 1, 1, 1, 1, 1], each phase one RTprop long (the
+//!   5/4 phase also until in flight reaches 5/4·BDP or a loss, the 3/4 phase ending early once
+//!   in flight ≤ BDP) with cwnd gain 2 (§4.3.4); ProbeRTT when RTprop is 10 s old: cwnd 4 packets
+//!   for max(200 ms, one round trip) after in flight first reaches 4 packets, then back to
+//!   ProbeBW (or Startup if the pipe was never filled) (§4.3.5).
+//!
+//! Constants (draft-00 §4): high_gain = 2/ln 2, drain gain = ln 2/2, cwnd gain 2, gain cycle as
+//! above, BtlBw window 10 round trips, RTprop window 10 s, ProbeRTT 200 ms, min pipe cwnd 4
+//! packets, full-pipe growth 25% over 3 rounds, initial window 10 packets; MSS 1500 bytes.
+//!
+//! Deviations: (1) send_quantum (§4.2.2) is one packet: the driver sends packet by packet, no
+//! TSO, so the cwnd target adds 3 packets. (2) The ProbeBW phase to start in is drawn from a
+//! seeded generator (`seed`, default 1) rather than at random, so runs are reproducible; as in
+//! §4.3.4.4 it is never the 3/4 phase. (3) There is no idle restart (§4.3.4.5): Pantheon's flows
+//! never go idle. (4) On the sender's timeout nothing special happens (§4.2.3.4 sets cwnd to one
+//! packet on RTO; that serves retransmission, which this flow does not do).
+//!
+//! Driver: window and pacing rate; no timer (ProbeRTT ends on an acknowledgement, which its
+//! 4-packet window keeps coming).
+
+use crate::filter::{Buckets, Extremum};
+use crate::spec::{Params, SpecError};
+use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
+
+/// §4.3.2: 2/ln 2, the smallest gain that doubles the sending rate every round trip.
+pub const HIGH_GAIN: f64 = 2.885_390_081_777_926_8;
+/// §4.3.4: the ProbeBW pacing-gain cycle.
+pub const GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// §4.3.4: cwnd gain in ProbeBW.
+const PROBE_BW_CWND_GAIN: f64 = 2.0;
+/// §4.1.1: BtlBw is the maximum over this many round trips.
+const BTLBW_FILTER_ROUNDS: usize = 10;
+/// §4.1.2: RTprop expires after this long.
+pub const RTPROP_FILTER_US: u64 = 10_000_000;
+/// §4.3.5: time spent at the minimal window in ProbeRTT.
+pub const PROBE_RTT_DURATION_US: u64 = 200_000;
+/// §4.2.3.1: the smallest window, packets.
+const MIN_PIPE_CWND_PACKETS: u64 = 4;
+/// §4.3.2.2: Startup ends when BtlBw grew less than this factor for `FULL_BW_ROUNDS` rounds.
+const FULL_BW_GROWTH: f64 = 1.25;
+const FULL_BW_ROUNDS: u32 = 3;
+/// §4.2.3.2 with a one-packet send quantum.
+const CWND_QUANTA_PACKETS: u64 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BbrConfig {
+    pub mss_bytes: u64,
+    pub initial_cwnd_packets: u64,
+    /// Seeds the choice of the first ProbeBW phase.
+    pub seed: u64,
+}
+
+impl Default for BbrConfig {
+    fn default() -> Self {
+        BbrConfig { mss_bytes: DEFAULT_MSS_BYTES, initial_cwnd_packets: DEFAULT_INITIAL_CWND_PACKETS, seed: 1 }
+    }
+}
+
+impl BbrConfig {
+    pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
+        let d = BbrConfig::default();
+        Ok(BbrConfig {
+            mss_bytes: p.u64_at_least("mss_bytes", 1, d.mss_bytes)?,
+            initial_cwnd_packets: p.u64_at_least("initial_cwnd_packets", MIN_PIPE_CWND_PACKETS, d.initial_cwnd_packets)?,
+            seed: p.u64_at_least("seed", 0, d.seed)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+#[derive(Debug, Clone)]
+pub struct Bbr {
+    config: BbrConfig,
+    state: State,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    /// BtlBw samples per round trip, bits per second.
+    btlbw: Buckets<BTLBW_FILTER_ROUNDS>,
+    btlbw_bps: u64,
+    /// RTprop and when it was last set, µs; `None` before the first sample.
+    rtprop_us: Option<u64>,
+    rtprop_stamp_us: u64,
+    /// Round counting by delivered bytes (§4.1.1.3).
+    round_count: u64,
+    next_round_delivered_bytes: u64,
+    round_start: bool,
+    /// Startup's full-pipe detector.
+    filled_pipe: bool,
+    full_bw_bps: u64,
+    full_bw_rounds: u32,
+    /// ProbeBW phase and when it began.
+    cycle_index: usize,
+    cycle_stamp_us: u64,
+    /// ProbeRTT: when it may end (`None` until in flight first fell to 4 packets), and whether a
+    /// round trip has passed since.
+    probe_rtt_done_us: Option<u64>,
+    probe_rtt_round_done: bool,
+    /// The window saved when entering recovery or ProbeRTT.
+    prior_cwnd_bytes: u64,
+    cwnd_bytes: u64,
+    pacing_rate_bps: u64,
+    /// Recovery: when it began (packets sent up to then are in it), and the round in which packet
+    /// conservation ends.
+    recovery_start_us: Option<u64>,
+    conservation_until_round: Option<u64>,
+    /// Bytes declared lost since the last acknowledgement.
+    lost_bytes_since_ack: u64,
+    /// Bytes in flight as of the latest event.
+    inflight_bytes: u64,
+    rng_state: u64,
+}
+
+impl Bbr {
+    pub fn new(config: BbrConfig) -> Self {
+        let cwnd_bytes = config.initial_cwnd_packets * config.mss_bytes;
+        Bbr {
+            config,
+            state: State::Startup,
+            pacing_gain: HIGH_GAIN,
+            cwnd_gain: HIGH_GAIN,
+            btlbw: Buckets::new(Extremum::Max),
+            btlbw_bps: 0,
+            rtprop_us: None,
+            rtprop_stamp_us: 0,
+            round_count: 0,
+            next_round_delivered_bytes: 0,
+            round_start: false,
+            filled_pipe: false,
+            full_bw_bps: 0,
+            full_bw_rounds: 0,
+            cycle_index: 0,
+            cycle_stamp_us: 0,
+            probe_rtt_done_us: None,
+            probe_rtt_round_done: false,
+            prior_cwnd_bytes: cwnd_bytes,
+            cwnd_bytes,
+            // §4.2.1: before any RTT sample, high_gain·initial window over a nominal 1 ms.
+            pacing_rate_bps: crate::rate_bps(HIGH_GAIN * cwnd_bytes as f64, 1_000.0),
+            recovery_start_us: None,
+            conservation_until_round: None,
+            lost_bytes_since_ack: 0,
+            inflight_bytes: 0,
+            rng_state: config.seed,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn pacing_gain(&self) -> f64 {
+        self.pacing_gain
+    }
+
+    pub fn btlbw_bps(&self) -> u64 {
+        self.btlbw_bps
+    }
+
+    pub fn rtprop_us(&self) -> Option<u64> {
+        self.rtprop_us
+    }
+
+    /// gain·BDP in bytes (§4.2.3.2 BBRInflight); the initial window before any RTT sample.
+    fn inflight_bytes_for(&self, gain: f64) -> u64 {
+        match self.rtprop_us {
+            None => self.config.initial_cwnd_packets * self.config.mss_bytes,
+            Some(rtprop_us) => (gain * self.btlbw_bps as f64 / 8.0 * rtprop_us as f64 / 1e6) as u64,
+        }
+    }
+
+    /// A number in 0..n from a 64-bit linear congruential generator (Knuth's MMIX constants).
+    fn random_below(&mut self, n: u64) -> u64 {
+        self.rng_state = self.rng_state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.rng_state >> 33) % n
+    }
+
+    fn enter_probe_bw(&mut self, now_us: u64) {
+        self.state = State::ProbeBw;
+        self.cwnd_gain = PROBE_BW_CWND_GAIN;
+        // §4.3.4.4: any phase but the 3/4 one; index 1 is skipped by drawing from 7 and shifting.
+        let draw = self.random_below(GAIN_CYCLE.len() as u64 - 1) as usize;
+        self.cycle_index = if draw == 0 { 0 } else { draw + 1 };
+        self.pacing_gain = GAIN_CYCLE[self.cycle_index];
+        self.cycle_stamp_us = now_us;
+    }
+
+    fn update_round(&mut self, e: &Acked) {
+        self.round_start = e.delivered_bytes_at_send >= self.next_round_delivered_bytes;
+        if self.round_start {
+            self.next_round_delivered_bytes = e.delivered_bytes;
+            self.round_count += 1;
+        }
+    }
+
+    fn update_btlbw(&mut self, e: &Acked) {
+        let Some(rate_bps) = e.delivery_rate_bps() else { return };
+        if rate_bps >= self.btlbw_bps || !e.app_limited {
+            self.btlbw_bps = self.btlbw.update(self.round_count, rate_bps as i64) as u64;
+        }
+    }
+
+    /// §4.3.4.3 BBRIsNextCyclePhase.
+    fn is_next_cycle_phase(&self, e: &Acked, prior_inflight_bytes: u64) -> bool {
+        let is_full_length = e.now_us - self.cycle_stamp_us > self.rtprop_us.unwrap_or(0);
+        if self.pacing_gain > 1.0 {
+            is_full_length
+                && (self.lost_bytes_since_ack > 0 || prior_inflight_bytes >= self.inflight_bytes_for(self.pacing_gain))
+        } else if self.pacing_gain < 1.0 {
+            is_full_length || prior_inflight_bytes <= self.inflight_bytes_for(1.0)
+        } else {
+            is_full_length
+        }
+    }
+
+    fn check_full_pipe(&mut self, e: &Acked) {
+        if self.filled_pipe || !self.round_start || e.app_limited {
+            return;
+        }
+        if self.btlbw_bps as f64 >= self.full_bw_bps as f64 * FULL_BW_GROWTH {
+            self.full_bw_bps = self.btlbw_bps;
+            self.full_bw_rounds = 0;
+            return;
+        }
+        self.full_bw_rounds += 1;
+        if self.full_bw_rounds >= FULL_BW_ROUNDS {
+            self.filled_pipe = true;
+        }
+    }
+
+    fn save_cwnd(&mut self) {
+        self.prior_cwnd_bytes = if self.recovery_start_us.is_none() && self.state != State::ProbeRtt {
+            self.cwnd_bytes
+        } else {
+            self.prior_cwnd_bytes.max(self.cwnd_bytes)
+        };
+    }
+
+    fn handle_probe_rtt(&mut self, e: &Acked) {
+        match self.probe_rtt_done_us {
+            None if e.inflight_bytes <= MIN_PIPE_CWND_PACKETS * self.config.mss_bytes => {
+                self.probe_rtt_done_us = Some(e.now_us + PROBE_RTT_DURATION_US);
+                self.probe_rtt_round_done = false;
+                self.next_round_delivered_bytes = e.delivered_bytes;
+            }
+            None => {}
+            Some(done_us) => {
+                if self.round_start {
+                    self.probe_rtt_round_done = true;
+                }
+                if self.probe_rtt_round_done && e.now_us > done_us {
+                    self.rtprop_stamp_us = e.now_us;
+                    self.cwnd_bytes = self.cwnd_bytes.max(self.prior_cwnd_bytes);
+                    if self.filled_pipe {
+                        self.enter_probe_bw(e.now_us);
+                    } else {
+                        self.state = State::Startup;
+                        self.pacing_gain = HIGH_GAIN;
+                        self.cwnd_gain = HIGH_GAIN;
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_cwnd(&mut self, e: &Acked) {
+        let mss = self.config.mss_bytes;
+        let target_bytes = self.inflight_bytes_for(self.cwnd_gain) + CWND_QUANTA_PACKETS * mss;
+        let mut cwnd = self.cwnd_bytes;
+        if self.lost_bytes_since_ack > 0 {
+            cwnd = cwnd.saturating_sub(self.lost_bytes_since_ack).max(mss);
+        }
+        let conserving = self.conservation_until_round.is_some_and(|r| self.round_count < r);
+        if conserving {
+            cwnd = cwnd.max(e.inflight_bytes + e.bytes);
+        } else if self.filled_pipe {
+            cwnd = (cwnd + e.bytes).min(target_bytes);
+        } else if cwnd < target_bytes || e.delivered_bytes < self.config.initial_cwnd_packets * mss {
+            cwnd += e.bytes;
+        }
+        cwnd = cwnd.max(MIN_PIPE_CWND_PACKETS * mss);
+        if self.state == State::ProbeRtt {
+            cwnd = cwnd.min(MIN_PIPE_CWND_PACKETS * mss);
+        }
+        self.cwnd_bytes = cwnd;
+    }
+}
+
+impl CongestionControl for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn on_sent(&mut self, e: &Sent) {
+        self.inflight_bytes = e.inflight_bytes;
+    }
+
+    fn on_ack(&mut self, e: &Acked) {
+        self.inflight_bytes = e.inflight_bytes;
+        let prior_inflight_bytes = e.inflight_bytes + e.bytes;
+        if self.recovery_start_us.is_some_and(|start_us| e.sent_us > start_us) {
+            // A packet sent after recovery began is delivered: recovery is over (§4.2.3.4).
+            self.recovery_start_us = None;
+            self.conservation_until_round = None;
+            self.cwnd_bytes = self.cwnd_bytes.max(self.prior_cwnd_bytes);
+        }
+
+        // §4.1: the model.
+        self.update_round(e);
+        self.update_btlbw(e);
+        if self.state == State::ProbeBw && self.is_next_cycle_phase(e, prior_inflight_bytes) {
+            self.cycle_index = (self.cycle_index + 1) % GAIN_CYCLE.len();
+            self.pacing_gain = GAIN_CYCLE[self.cycle_index];
+            self.cycle_stamp_us = e.now_us;
+        }
+        self.check_full_pipe(e);
+        if self.state == State::Startup && self.filled_pipe {
+            self.state = State::Drain;
+            self.pacing_gain = 1.0 / HIGH_GAIN;
+            self.cwnd_gain = HIGH_GAIN;
+        }
+        if self.state == State::Drain && e.inflight_bytes <= self.inflight_bytes_for(1.0) {
+            self.enter_probe_bw(e.now_us);
+        }
+        let rtprop_expired = e.now_us > self.rtprop_stamp_us + RTPROP_FILTER_US;
+        if self.rtprop_us.map_or(true, |r| e.rtt_us <= r) || rtprop_expired {
+            self.rtprop_us = Some(e.rtt_us);
+            self.rtprop_stamp_us = e.now_us;
+        }
+        if self.state != State::ProbeRtt && rtprop_expired {
+            self.state = State::ProbeRtt;
+            self.pacing_gain = 1.0;
+            self.cwnd_gain = 1.0;
+            self.save_cwnd();
+            self.probe_rtt_done_us = None;
+        }
+        if self.state == State::ProbeRtt {
+            self.handle_probe_rtt(e);
+        }
+
+        // §4.2: the control parameters.
+        let rate_bps = (self.pacing_gain * self.btlbw_bps as f64) as u64;
+        if self.btlbw_bps == 0 {
+            self.pacing_rate_bps =
+                crate::rate_bps(HIGH_GAIN * self.cwnd_bytes as f64, e.srtt_us.max(1) as f64);
+        } else if self.filled_pipe || rate_bps > self.pacing_rate_bps {
+            self.pacing_rate_bps = rate_bps;
+        }
+        self.set_cwnd(e);
+        self.lost_bytes_since_ack = 0;
+    }
+
+    fn on_loss(&mut self, e: &Lost) {
+        self.inflight_bytes = e.inflight_bytes;
+        self.lost_bytes_since_ack += e.bytes;
+        if self.recovery_start_us.is_none() {
+            self.save_cwnd();
+            self.recovery_start_us = Some(e.now_us);
+            self.conservation_until_round = Some(self.round_count + 1);
+            self.cwnd_bytes = (e.inflight_bytes + self.config.mss_bytes).max(MIN_PIPE_CWND_PACKETS * self.config.mss_bytes);
+        }
+    }
+
+    fn decision(&self) -> Decision {
+        Decision { cwnd_bytes: Some(self.cwnd_bytes), pacing_rate_bps: Some(self.pacing_rate_bps), wake_at_us: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_path::FixedPath;
+
+    /// Runs BBR on one packet per ms (12 Mbit/s) behind 40 ms (growing by `rtt_drift_us_per_s`
+    /// per second) and records each change of state
+    /// or ProbeBW phase with its time.
+    fn trace(rtt_drift_us_per_s: u64, until_us: u64) -> (Bbr, Vec<(u64, State, usize)>) {
+        let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s };
+        let mut bbr = Bbr::new(BbrConfig::default());
+        let mut changes: Vec<(u64, State, usize)> = Vec::new();
+        path.run(&mut bbr, until_us, |a, b| {
+            let now = (b.state(), b.cycle_index);
+            if changes.last().map_or(true, |&(_, s, i)| (s, i) != now) {
+                changes.push((a.now_us, now.0, now.1));
+            }
+        });
+        (bbr, changes)
+    }
+
+    #[test]
+    fn startup_drain_probe_bw_with_the_eight_phase_cycle() {
+        let (bbr, changes) = trace(0, 5_000_000);
+        let states: Vec<State> = changes.iter().map(|c| c.1).collect();
+        assert_eq!(&states[..3], &[State::Startup, State::Drain, State::ProbeBw], "{changes:?}");
+        // BtlBw: the bottleneck's 12 Mbit/s; RTprop: the 40 ms base RTT plus at most one service.
+        assert!(bbr.btlbw_bps().abs_diff(12_000_000) <= 100_000, "{}", bbr.btlbw_bps());
+        assert!(bbr.rtprop_us().unwrap() <= 41_000);
+        // ProbeBW steps through the phases in order; each lasts at least one RTprop, except
+        // that the 3/4 phase may end as soon as in flight is down to one BDP.
+        let probe_bw: Vec<(u64, usize)> =
+            changes.iter().filter(|c| c.1 == State::ProbeBw).map(|c| (c.0, c.2)).collect();
+        assert!(probe_bw.len() > 16, "{changes:?}");
+        for w in probe_bw.windows(2) {
+            assert_eq!(w[1].1, (w[0].1 + 1) % 8, "{probe_bw:?}");
+            let length_us = w[1].0 - w[0].0;
+            if w[0].1 != 1 {
+                assert!(length_us > 40_000, "phase {} lasted {length_us} us", w[0].1);
+            }
+        }
+        // A full cycle: 6 phases of one RTprop at gain 1, one of 5/4, one of at most 3/4.
+        let starts: Vec<u64> = probe_bw.iter().filter(|p| p.1 == 0).map(|p| p.0).collect();
+        let cycle_us = starts[2] - starts[1];
+        assert!(cycle_us > 7 * 40_000 && cycle_us < 8 * 45_000, "cycle {cycle_us} us");
+    }
+
+    #[test]
+    fn probe_rtt_only_when_rtprop_goes_ten_seconds_unconfirmed() {
+        // On a fixed path the 3/4 phase drains the queue each cycle and re-measures RTprop, so
+        // RTprop never expires and ProbeRTT is never needed.
+        let (_, changes) = trace(0, 25_000_000);
+        assert!(changes.iter().all(|c| c.1 != State::ProbeRtt));
+        // With a propagation RTT that grows 1 ms per second, no sample ever matches the minimum:
+        // ProbeRTT comes 10 s after the last RTprop update — at ~10 s, then 10 s after the
+        // first ProbeRTT ended.
+        let (_, changes) = trace(1_000, 25_000_000);
+        let entries: Vec<usize> = (0..changes.len()).filter(|&i| changes[i].1 == State::ProbeRtt).collect();
+        assert_eq!(entries.len(), 2, "{changes:?}");
+        let (first_us, first_exit_us) = (changes[entries[0]].0, changes[entries[0] + 1].0);
+        let second_us = changes[entries[1]].0;
+        assert!(first_us > 10_000_000 && first_us < 10_100_000, "{first_us}");
+        assert!(second_us - first_exit_us > 10_000_000 && second_us - first_exit_us < 10_100_000);
+        // It lasts 200 ms at the 4-packet window after the time to drain to it (< 2 RTTs).
+        let stay_us = first_exit_us - first_us;
+        assert!(stay_us > PROBE_RTT_DURATION_US && stay_us < PROBE_RTT_DURATION_US + 120_000, "{stay_us}");
+        assert_eq!(changes[entries[0] + 1].1, State::ProbeBw);
+    }
+}

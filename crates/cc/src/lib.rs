@@ -1,0 +1,143 @@
+//! Pantheon's congestion-control algorithms, sans-IO: the UDP transport (real time) and the
+//! simulator (virtual time) drive the same controllers, so an algorithm cannot behave differently
+//! in the two by construction (see docs/cc.md for the driver's contract).
+//!
+//! A controller is told the time and the events of one flow — a packet sent, a packet
+//! acknowledged, a packet declared lost, a wake-up it asked for — and answers with a `Decision`:
+//! a congestion window, a pacing rate, or both, and when it next wants to be woken. It never
+//! reads a clock, touches a socket, starts a thread or allocates per packet. The bookkeeping that
+//! turns raw acknowledgements into these events (RTT estimation, loss detection, delivery-rate
+//! samples) is shared by every driver and lives in `sender`.
+//!
+//! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
+//! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them
+//! (the simulator and the transport count IP datagram bytes, as the link model does); rates are
+//! bits per second (`*_bps`).
+
+pub mod bbr;
+pub mod copa;
+pub mod cubic;
+pub mod filter;
+pub mod ledbat;
+pub mod reno;
+pub mod sender;
+pub mod spec;
+#[cfg(test)]
+mod test_path;
+pub mod vegas;
+
+pub use sender::Sender;
+pub use spec::{build, SpecError, KNOWN};
+
+/// The packet size every algorithm assumes unless configured otherwise: one 1500-byte delivery
+/// opportunity of the link model (Mahimahi's MTU), so "a packet" means the same thing to the
+/// controller and to the link.
+pub const DEFAULT_MSS_BYTES: u64 = 1500;
+
+/// Initial window of the window-based algorithms, in packets: RFC 6928 (IW10), the Linux default
+/// that the kernel schemes Pantheon compares against start with.
+pub const DEFAULT_INITIAL_CWND_PACKETS: u64 = 10;
+
+/// A packet left the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub now_us: u64,
+    pub seq: u64,
+    pub bytes: u64,
+    /// Bytes in flight including this packet.
+    pub inflight_bytes: u64,
+}
+
+/// A packet was acknowledged (every packet is acknowledged on its own). The `*_at_send` fields are
+/// the connection's delivery state when this packet was sent, as in
+/// draft-cheng-iccrg-delivery-rate-estimation §3.2, so that a controller can compute a delivery
+/// rate sample (`delivery_rate_bps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acked {
+    pub now_us: u64,
+    pub seq: u64,
+    pub bytes: u64,
+    pub sent_us: u64,
+    /// When the peer received the packet, on the peer's clock: only differences between two such
+    /// times, or against `sent_us` up to an unknown constant offset, mean anything.
+    pub peer_recv_us: u64,
+    /// This packet's round-trip time, `now_us - sent_us`.
+    pub rtt_us: u64,
+    /// Smoothed RTT after this sample (RFC 6298 §2).
+    pub srtt_us: u64,
+    /// Smallest RTT sample of the flow so far.
+    pub min_rtt_us: u64,
+    /// Bytes delivered (acknowledged) over the flow's life, this packet included.
+    pub delivered_bytes: u64,
+    pub delivered_bytes_at_send: u64,
+    /// When `delivered_bytes_at_send` was last increased.
+    pub delivered_time_at_send_us: u64,
+    /// Send time of the packet acknowledged last before this one was sent.
+    pub first_sent_time_at_send_us: u64,
+    /// Bytes still in flight, this packet no longer counted.
+    pub inflight_bytes: u64,
+    /// The sender had less to send than the controller allowed when this packet left.
+    pub app_limited: bool,
+}
+
+impl Acked {
+    /// The delivery rate sample this acknowledgement gives (draft-cheng-iccrg-delivery-rate-
+    /// estimation §3.3): bytes delivered between this packet's send and its acknowledgement, over
+    /// the longer of the send and the acknowledgement intervals. `None` when the interval is
+    /// shorter than the minimum RTT, which only ACK compression can cause (§3.3's filter).
+    pub fn delivery_rate_bps(&self) -> Option<u64> {
+        let delivered_bytes = self.delivered_bytes - self.delivered_bytes_at_send;
+        let send_elapsed_us = self.sent_us.saturating_sub(self.first_sent_time_at_send_us);
+        let ack_elapsed_us = self.now_us.saturating_sub(self.delivered_time_at_send_us);
+        let interval_us = send_elapsed_us.max(ack_elapsed_us);
+        if interval_us == 0 || interval_us < self.min_rtt_us {
+            return None;
+        }
+        Some(delivered_bytes * 8 * 1_000_000 / interval_us)
+    }
+}
+
+/// A packet was declared lost (see `sender` for when). It will never be acknowledged to the
+/// controller, even if its acknowledgement turns up later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    pub now_us: u64,
+    pub seq: u64,
+    pub bytes: u64,
+    pub sent_us: u64,
+    /// Bytes still in flight, this packet no longer counted.
+    pub inflight_bytes: u64,
+}
+
+/// What the sender may do now. At least one of `cwnd_bytes` and `pacing_rate_bps` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Decision {
+    /// Send only while bytes in flight stay at or below this (a packet may be sent when
+    /// `inflight + its size <= cwnd`). `None`: no window, the pacing rate alone limits.
+    pub cwnd_bytes: Option<u64>,
+    /// Space packets so that the k-th leaves no earlier than the previous one plus
+    /// `size * 8 / rate` seconds. `None`: send as soon as the window allows.
+    pub pacing_rate_bps: Option<u64>,
+    /// Call `on_timer` at this time (or as soon after as the driver can), even if no packet event
+    /// happens before. `None`: no wake-up needed.
+    pub wake_at_us: Option<u64>,
+}
+
+/// One flow's congestion controller. The driver calls the `on_*` methods in time order with
+/// non-decreasing `now_us`, and reads `decision` after each call.
+pub trait CongestionControl {
+    /// The registry name (`spec::KNOWN`).
+    fn name(&self) -> &'static str;
+    fn on_sent(&mut self, e: &Sent);
+    fn on_ack(&mut self, e: &Acked);
+    fn on_loss(&mut self, e: &Lost);
+    /// The time the controller asked for in `Decision::wake_at_us` has come. Controllers that
+    /// never ask need not override this.
+    fn on_timer(&mut self, _now_us: u64) {}
+    fn decision(&self) -> Decision;
+}
+
+/// Bits per second of `bytes` delivered over `interval_us`.
+pub(crate) fn rate_bps(bytes: f64, interval_us: f64) -> u64 {
+    (bytes * 8.0 * 1e6 / interval_us) as u64
+}

@@ -1,0 +1,159 @@
+//! The registry: a controller named on a command line as `name[:key=value,...]`
+//! (`copa`, `copa:delta=0.1`, `cubic:mss_bytes=1200`) becomes a boxed controller, or a one-line
+//! error that says what is wrong (`unknown cc 'foo'; known: bbr, copa, ...`,
+//! `copa: delta must be > 0, got -1`). Each algorithm reads its own keys from `Params`; a key no
+//! algorithm read is an error, so a typo never silently runs the defaults.
+
+use std::fmt;
+
+use crate::bbr::{Bbr, BbrConfig};
+use crate::copa::{Copa, CopaConfig};
+use crate::cubic::{Cubic, CubicConfig};
+use crate::ledbat::{Ledbat, LedbatConfig};
+use crate::reno::{Reno, RenoConfig};
+use crate::vegas::{Vegas, VegasConfig};
+use crate::CongestionControl;
+
+/// Every name `build` accepts.
+pub const KNOWN: [&str; 6] = ["bbr", "copa", "cubic", "ledbat", "reno", "vegas"];
+
+/// A user's mistake in a controller spec, as one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// The `key=value` pairs of one spec, handed to the algorithm's config to read.
+#[derive(Debug)]
+pub struct Params<'a> {
+    cc: &'a str,
+    pairs: Vec<(&'a str, &'a str)>,
+    /// Keys the algorithm asked for, to list in the error for an unknown key.
+    read: Vec<&'static str>,
+}
+
+impl<'a> Params<'a> {
+    fn parse(cc: &'a str, text: &'a str) -> Result<Self, SpecError> {
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((key, value)) = item.split_once('=') else {
+                return Err(SpecError(format!("{cc}: expected key=value, got '{item}'")));
+            };
+            let key = key.trim();
+            if pairs.iter().any(|&(k, _)| k == key) {
+                return Err(SpecError(format!("{cc}: parameter '{key}' given twice")));
+            }
+            pairs.push((key, value.trim()));
+        }
+        Ok(Params { cc, pairs, read: Vec::new() })
+    }
+
+    fn raw(&mut self, key: &'static str) -> Option<&'a str> {
+        self.read.push(key);
+        self.pairs.iter().find(|&&(k, _)| k == key).map(|&(_, v)| v)
+    }
+
+    /// A number greater than zero, or `default` when the key is absent.
+    pub fn positive_f64(&mut self, key: &'static str, default: f64) -> Result<f64, SpecError> {
+        let Some(text) = self.raw(key) else { return Ok(default) };
+        let cc = self.cc;
+        let value: f64 =
+            text.parse().map_err(|_| SpecError(format!("{cc}: {key} must be a number, got '{text}'")))?;
+        if !(value.is_finite() && value > 0.0) {
+            return Err(SpecError(format!("{cc}: {key} must be > 0, got {text}")));
+        }
+        Ok(value)
+    }
+
+    /// A whole number of at least `min`, or `default` when the key is absent.
+    pub fn u64_at_least(&mut self, key: &'static str, min: u64, default: u64) -> Result<u64, SpecError> {
+        let Some(text) = self.raw(key) else { return Ok(default) };
+        let cc = self.cc;
+        let value: u64 =
+            text.parse().map_err(|_| SpecError(format!("{cc}: {key} must be a whole number, got '{text}'")))?;
+        if value < min {
+            return Err(SpecError(format!("{cc}: {key} must be >= {min}, got {text}")));
+        }
+        Ok(value)
+    }
+
+    /// `true`/`false`, or `default` when the key is absent.
+    pub fn bool(&mut self, key: &'static str, default: bool) -> Result<bool, SpecError> {
+        let Some(text) = self.raw(key) else { return Ok(default) };
+        match text {
+            "true" | "1" | "on" => Ok(true),
+            "false" | "0" | "off" => Ok(false),
+            _ => Err(SpecError(format!("{}: {key} must be true or false, got '{text}'", self.cc))),
+        }
+    }
+
+    fn finish(&self) -> Result<(), SpecError> {
+        match self.pairs.iter().find(|(k, _)| !self.read.contains(k)) {
+            None => Ok(()),
+            Some((key, _)) => Err(SpecError(format!(
+                "{}: unknown parameter '{key}'; known: {}",
+                self.cc,
+                self.read.join(", ")
+            ))),
+        }
+    }
+}
+
+/// Builds the controller a spec names, e.g. `copa:delta=0.1`.
+pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError> {
+    let spec = spec.trim();
+    let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
+    let name = name.trim();
+    let mut p = Params::parse(name, params)?;
+    let cc: Box<dyn CongestionControl + Send> = match name {
+        "bbr" => Box::new(Bbr::new(BbrConfig::from_params(&mut p)?)),
+        "copa" => Box::new(Copa::new(CopaConfig::from_params(&mut p)?)),
+        "cubic" => Box::new(Cubic::new(CubicConfig::from_params(&mut p)?)),
+        "ledbat" => Box::new(Ledbat::new(LedbatConfig::from_params(&mut p)?)),
+        "reno" => Box::new(Reno::new(RenoConfig::from_params(&mut p)?)),
+        "vegas" => Box::new(Vegas::new(VegasConfig::from_params(&mut p)?)),
+        _ => return Err(SpecError(format!("unknown cc '{name}'; known: {}", KNOWN.join(", ")))),
+    };
+    p.finish()?;
+    Ok(cc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(spec: &str) -> String {
+        build(spec).err().expect("spec should be rejected").0
+    }
+
+    #[test]
+    fn every_known_name_builds_with_defaults() {
+        for name in KNOWN {
+            assert_eq!(build(name).unwrap().name(), name);
+        }
+    }
+
+    #[test]
+    fn parameters_reach_the_controller() {
+        let copa = build(" copa : delta=0.1 ").unwrap();
+        assert_eq!(copa.name(), "copa");
+        assert!(build("cubic:mss_bytes=1200").is_ok());
+    }
+
+    #[test]
+    fn mistakes_are_one_line_and_say_what_to_do() {
+        assert_eq!(err("foo"), "unknown cc 'foo'; known: bbr, copa, cubic, ledbat, reno, vegas");
+        assert_eq!(err("copa:delta=-1"), "copa: delta must be > 0, got -1");
+        assert_eq!(err("copa:delta=x"), "copa: delta must be a number, got 'x'");
+        assert_eq!(err("copa:delta"), "copa: expected key=value, got 'delta'");
+        assert_eq!(err("copa:delta=1,delta=2"), "copa: parameter 'delta' given twice");
+        assert!(err("copa:detla=0.1").starts_with("copa: unknown parameter 'detla'; known: delta"));
+        assert_eq!(err("reno:mss_bytes=0"), "reno: mss_bytes must be >= 1, got 0");
+    }
+}
