@@ -18,8 +18,9 @@ fields), and the lines of each layout are handed as one block to Arrow's multith
 last line) take a slow path, one Python split each, which either reads them or names the problem
 with its line number. Bad input never stops the reader: it is counted in Problems.
 
-A delivery must match a send of the same flow at its receive time minus its delay (±1 µs for
-rounding); one that does not cannot be judged (the send may be outside the log) and is left out.
+A delivery must match a send of its own: same flow and size, at its receive time minus its delay
+(±1 µs for rounding), each send matched at most once. One that does not cannot be judged (its send
+may be outside the log, or it is a duplicate) and is left out, so no flow delivers more than it sent.
 A negative delay (the two ends' clocks disagree) is kept for throughput and loss and left out of
 the delay statistics (metrics.py), with a warning.
 """
@@ -172,11 +173,13 @@ def parse_text(data: bytes, source: str) -> tuple[dict[str, dict[str, np.ndarray
             block = {name: np.array([r[i] for r in rows], dtype=np.float64 if name in ("t", "delay") else np.int64)
                      for i, name in enumerate(names)}
             events[kind_name].append(block)
-        columns[kind_name] = {
+        joined = {
             name: (np.concatenate([b[name] for b in events[kind_name]]) if events[kind_name]
                    else np.zeros(0, dtype=np.float64 if name in ("t", "delay") else np.int64))
             for name in names
         }
+        in_file_order = np.argsort(joined["line"], kind="stable")  # so the first delivery of a send is the one kept
+        columns[kind_name] = {name: values[in_file_order] for name, values in joined.items()}
     return columns, problems
 
 
@@ -184,17 +187,47 @@ def _ms_to_us(t_ms: np.ndarray) -> np.ndarray:
     return np.rint(t_ms * 1000.0).astype(np.int64)
 
 
-def _matched(send_flow: np.ndarray, send_t_us: np.ndarray, recv_flow: np.ndarray, sent_at_us: np.ndarray) -> np.ndarray:
-    """Whether each delivery has a send of its flow within ±MATCH_TOLERANCE_US of its send time
-    (one pass per flow: runs have few flows and many packets)."""
+def _claim(send_keys: np.ndarray, recv_keys: np.ndarray, wanted: np.ndarray, left: dict[int, int]) -> np.ndarray:
+    """Matches the wanted deliveries to sends with the same key, one send per delivery: the k-th
+    delivery of a key gets a send only while that key has k sends left. Updates `left`."""
+    got = np.zeros(recv_keys.size, dtype=bool)
+    index = np.flatnonzero(wanted)
+    if index.size == 0:
+        return got
+    keys = recv_keys[index]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    rank = np.arange(keys.size) - np.repeat(first, counts)
+    available = np.array([left.get(k, 0) for k in unique.tolist()], dtype=np.int64)
+    ok = rank < np.repeat(available, counts)
+    got[index[order[ok]]] = True
+    for k, used in zip(unique.tolist(), np.minimum(counts, available).tolist()):
+        if used:
+            left[k] -= used
+    return got
+
+
+def _matched(send_flow: np.ndarray, send_t_us: np.ndarray, send_bytes: np.ndarray,
+             recv_flow: np.ndarray, sent_at_us: np.ndarray, recv_bytes: np.ndarray) -> np.ndarray:
+    """Which deliveries have a send of their own: same flow and size, sent at the delivery's time
+    minus its delay, exactly or else within ±MATCH_TOLERANCE_US (rounding to the ms/1000 of the
+    text); each send serves one delivery, so no flow delivers more than it sent. One pass per
+    flow: runs have few flows and many packets."""
     found = np.zeros(recv_flow.size, dtype=bool)
     for flow in np.unique(recv_flow):
-        times = np.sort(send_t_us[send_flow == flow])
-        if times.size == 0:
-            continue
+        sends = send_flow == flow
         mine = np.flatnonzero(recv_flow == flow)
-        nearest = np.minimum(np.searchsorted(times, sent_at_us[mine] - MATCH_TOLERANCE_US), times.size - 1)
-        found[mine] = np.abs(times[nearest] - sent_at_us[mine]) <= MATCH_TOLERANCE_US
+        # one integer per (time, size): sizes of IP datagrams fit in 16 bits
+        send_keys = send_t_us[sends] * 65536 + send_bytes[sends]
+        recv_keys = sent_at_us[mine] * 65536 + recv_bytes[mine]
+        unique, counts = np.unique(send_keys, return_counts=True)
+        left = dict(zip(unique.tolist(), counts.tolist()))
+        got = _claim(send_keys, recv_keys, np.ones(mine.size, dtype=bool), left)
+        for shift_us in range(1, MATCH_TOLERANCE_US + 1):
+            for sign in (-1, 1):
+                got |= _claim(send_keys, recv_keys + sign * shift_us * 65536, ~got, left)
+        found[mine] = got
     return found
 
 
@@ -211,7 +244,7 @@ def read_text_log(path: Path, *, capacity_only: bool = False) -> tuple[LinkEvent
         return LinkEvents.build(([], [], []), ([], [], [], []), opp), problems
     sends, recvs = columns["+"], columns["-"]
     send_t_us, recv_t_us, delay_us = _ms_to_us(sends["t"]), _ms_to_us(recvs["t"]), _ms_to_us(recvs["delay"])
-    matched = _matched(sends["flow"], send_t_us, recvs["flow"], recv_t_us - delay_us)
+    matched = _matched(sends["flow"], send_t_us, sends["size"], recvs["flow"], recv_t_us - delay_us, recvs["size"])
     problems.add("deliveries without a matching send, left out", np.sort(recvs["line"][~matched]))
     problems.add("negative one-way delays (clocks out of step?), left out of delay statistics",
                  np.sort(recvs["line"][matched & (delay_us < 0)]))
