@@ -72,7 +72,11 @@ CHROMIUM_TAIL_LINES = 20
 
 
 class Failure(Exception):
-    """Ends the scheme with a one-line message."""
+    """Ends the scheme with a one-line message (exit status 1)."""
+
+
+class UsageError(Failure):
+    """Bad command-line arguments (exit status 2)."""
 
 
 def say(message: str) -> None:
@@ -86,14 +90,14 @@ def _url_host(address: str) -> str:
 def _parse(argv: list[str]) -> tuple[str, str, int]:
     usage = "usage: webrtc.py recv LOCAL_ADDRESS PORT | webrtc.py send PEER_ADDRESS PORT"
     if len(argv) != 3 or argv[0] not in ("recv", "send"):
-        raise Failure(usage)
+        raise UsageError(usage)
     role, address, port = argv
     try:
         ipaddress.ip_address(address)
     except ValueError:
-        raise Failure(f"'{address}' is not an IP address; {usage}") from None
+        raise UsageError(f"'{address}' is not an IP address; {usage}") from None
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise Failure(f"'{port}' is not a port number (1-65535); {usage}")
+        raise UsageError(f"'{port}' is not a port number (1-65535); {usage}")
     return role, address, int(port)
 
 
@@ -182,10 +186,12 @@ class Browser:
         self.tail: collections.deque[str] = collections.deque(maxlen=CHROMIUM_TAIL_LINES)
         self.profile = Path(tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-"))
         try:
+            # Chromium's own temporary files (its singleton socket directory among them) go inside
+            # the profile, so removing the profile removes them too.
             self.proc = subprocess.Popen(
                 [str(CHROMIUM), *BROWSER_FLAGS, *flags, f"--user-data-dir={self.profile}", url],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                preexec_fn=_die_with_parent)
+                env={**os.environ, "TMPDIR": str(self.profile)}, preexec_fn=_die_with_parent)
         except OSError as e:
             shutil.rmtree(self.profile, ignore_errors=True)
             raise Failure(f"cannot start {CHROMIUM}: {e}") from None
@@ -203,6 +209,13 @@ class Browser:
                 self.failure = f"{self.role} page: {message[len('FATAL '):]}"
             else:
                 print(message, file=sys.stderr, flush=True)
+
+    def death(self, status: int) -> str:
+        """Why the browser exited on its own: its last lines, then its fatal error on one line."""
+        print("\n".join(self.tail), file=sys.stderr)
+        fatal = [line for line in self.tail if ":FATAL:" in line]
+        reason = fatal[-1].partition("] ")[2] if fatal else "see its last lines above"
+        return f"chromium ({self.role}) exited on its own with status {status}: {reason}"
 
     def exited(self) -> int | None:
         return self.proc.poll()
@@ -269,7 +282,7 @@ def run(role: str, address: str, port: int, stopping: threading.Event) -> None:
                 raise Failure(browser.failure)
             status = browser.exited()
             if status is not None and not stopping.is_set():
-                raise Failure(f"chromium exited on its own with status {status}; its last lines:\n" + "\n".join(browser.tail))
+                raise Failure(browser.death(status))
     finally:
         browser.stop()
         if server:
@@ -284,7 +297,7 @@ def main(argv: list[str]) -> int:
         run(*_parse(argv), stopping)
     except Failure as e:
         say(str(e))
-        return 1
+        return 2 if isinstance(e, UsageError) else 1
     return 0
 
 
