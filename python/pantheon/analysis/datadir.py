@@ -126,7 +126,8 @@ def _harness_setup(path: Path, metadata: dict, runs: list[RunSource]) -> list[tu
         rows.append(("Path", f"Pantheon's {arguments['emulator']} emulator"))
     rows.append(("Emulator options", " ".join(options) or "defaults (12 Mbit/s each way, no delay, infinite queue)"))
     schemes = metadata.get("schemes", {})
-    rows.append(("Schemes", "; ".join(f"{v.get('display', k)} ({k}, {v.get('version', '?')})" for k, v in schemes.items())))
+    rows.append(("Schemes", "; ".join(f"{v.get('display', k)} ({', '.join(filter(None, (k, v.get('version'))))})"
+                                      for k, v in schemes.items())))
     if arguments.get("scenario"):
         rows.append(("Scenario", str(arguments["scenario"])))
     else:
@@ -137,11 +138,13 @@ def _harness_setup(path: Path, metadata: dict, runs: list[RunSource]) -> list[tu
     runtime = arguments.get("runtime")
     per_scheme = f"{arguments.get('run_times', '?')} per scheme" + (f" of {runtime:g} s" if isinstance(runtime, (int, float)) else "")
     rows.append(("Runs", f"{per_scheme}, {order}; {len(runs)} in all"))
-    machine = metadata.get("machine", {})
-    rows.append(("Machine", f"{machine.get('hostname', '?')}: Linux {machine.get('kernel', '?')}, {machine.get('cpus', '?')} CPUs, "
-                            f"Python {machine.get('python', '?')}"))
-    rows.append(("Pantheon", f"{metadata.get('pantheon_version', '?')}, commit {str(metadata.get('git_commit', '?'))[:12]}"))
-    rows.append(("Started", metadata.get("start_time", "?")))
+    if machine := metadata.get("machine"):
+        rows.append(("Machine", f"{machine.get('hostname', '?')}: Linux {machine.get('kernel', '?')}, "
+                                f"{machine.get('cpus', '?')} CPUs, Python {machine.get('python', '?')}"))
+    if "pantheon_version" in metadata:
+        rows.append(("Pantheon", f"{metadata['pantheon_version']}, commit {str(metadata.get('git_commit', '?'))[:12]}"))
+    if "start_time" in metadata:
+        rows.append(("Started", metadata["start_time"]))
     rows.append(("Data", str(path.resolve())))
     return rows
 

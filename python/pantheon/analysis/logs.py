@@ -45,6 +45,17 @@ LAYOUTS = {
     (ord("#"), 2): ("#", ("t", "kind", "size")),
 }
 """(kind byte, spaces in the line) -> (kind, columns), the well-formed lines the fast path reads."""
+
+
+def _layout_table() -> np.ndarray:
+    """Layout number (position in LAYOUTS) of kind byte * 8 + spaces in the line (7 for 7 or more)."""
+    table = np.full(256 * 8, -1, dtype=np.int8)
+    for number, (kind_byte, spaces) in enumerate(LAYOUTS):
+        table[kind_byte * 8 + spaces] = number
+    return table
+
+
+LAYOUT_OF = _layout_table()
 COLUMN_TYPES = {"t": pa.float64(), "size": pa.int64(), "delay": pa.float64(), "flow": pa.int64()}
 PLAIN_BYTES_TABLE = bytes(0 if chr(b) in "0123456789.-+# \n" else 1 for b in range(256))
 """bytes.translate table: 0 for the bytes of a well-formed line, 1 for any other."""
@@ -140,14 +151,13 @@ def parse_text(data: bytes, source: str) -> tuple[dict[str, dict[str, np.ndarray
     offsets[0] = 0
     offsets[1:] = ends + 1
     lines = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
-    known = np.zeros(len(ends), dtype=bool)
-    for kind_byte, count in LAYOUTS:
-        known |= (kind == kind_byte) & (space_count == count)
-    regular = content & ~irregular & known
-    slow = content & ~regular
+    # one small integer per line: which LAYOUTS entry it fits (-1: none, or not a regular line)
+    layout = LAYOUT_OF[kind.astype(np.int64) * 8 + np.minimum(space_count, 7)]
+    layout[~content | irregular] = -1
+    slow = content & (layout < 0)
     events: dict[str, list] = {k: [] for k in FIELDS}
-    for (kind_byte, count), (kind_name, columns) in LAYOUTS.items():
-        mask = regular & (kind == kind_byte) & (space_count == count)
+    for number, (kind_name, columns) in enumerate(LAYOUTS.values()):
+        mask = layout == number
         if not mask.any():
             continue
         try:
@@ -178,8 +188,10 @@ def parse_text(data: bytes, source: str) -> tuple[dict[str, dict[str, np.ndarray
                    else np.zeros(0, dtype=np.float64 if name in ("t", "delay") else np.int64))
             for name in names
         }
-        in_file_order = np.argsort(joined["line"], kind="stable")  # so the first delivery of a send is the one kept
-        columns[kind_name] = {name: values[in_file_order] for name, values in joined.items()}
+        if len(events[kind_name]) > 1:  # blocks of several layouts: back to file order, so the first delivery of a send is kept
+            in_file_order = np.argsort(joined["line"], kind="stable")
+            joined = {name: values[in_file_order] for name, values in joined.items()}
+        columns[kind_name] = joined
     return columns, problems
 
 
@@ -187,24 +199,27 @@ def _ms_to_us(t_ms: np.ndarray) -> np.ndarray:
     return np.rint(t_ms * 1000.0).astype(np.int64)
 
 
-def _claim(send_keys: np.ndarray, recv_keys: np.ndarray, wanted: np.ndarray, left: dict[int, int]) -> np.ndarray:
-    """Matches the wanted deliveries to sends with the same key, one send per delivery: the k-th
-    delivery of a key gets a send only while that key has k sends left. Updates `left`."""
+def _increasing(values: np.ndarray) -> bool:
+    return bool(values.size == 0 or np.all(values[1:] > values[:-1]))
+
+
+def _claim(send_keys: np.ndarray, send_left: np.ndarray, recv_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Matches the wanted deliveries to sends of the same key, one send per delivery: the k-th
+    delivery of a key (in file order) gets a send only while that key has k sends left.
+    send_keys are unique and sorted, send_left their unclaimed counts (updated in place)."""
     got = np.zeros(recv_keys.size, dtype=bool)
     index = np.flatnonzero(wanted)
-    if index.size == 0:
+    if index.size == 0 or send_keys.size == 0:
         return got
-    keys = recv_keys[index]
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
+    order = np.argsort(recv_keys[index], kind="stable")
+    keys = recv_keys[index][order]
     unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
     rank = np.arange(keys.size) - np.repeat(first, counts)
-    available = np.array([left.get(k, 0) for k in unique.tolist()], dtype=np.int64)
-    ok = rank < np.repeat(available, counts)
-    got[index[order[ok]]] = True
-    for k, used in zip(unique.tolist(), np.minimum(counts, available).tolist()):
-        if used:
-            left[k] -= used
+    at = np.minimum(np.searchsorted(send_keys, unique), send_keys.size - 1)
+    present = send_keys[at] == unique
+    available = np.where(present, send_left[at], 0)
+    got[index[order[rank < np.repeat(available, counts)]]] = True
+    send_left[at[present]] -= np.minimum(counts, available)[present]
     return got
 
 
@@ -219,14 +234,19 @@ def _matched(send_flow: np.ndarray, send_t_us: np.ndarray, send_bytes: np.ndarra
         sends = send_flow == flow
         mine = np.flatnonzero(recv_flow == flow)
         # one integer per (time, size): sizes of IP datagrams fit in 16 bits
-        send_keys = send_t_us[sends] * 65536 + send_bytes[sends]
+        all_send_keys = send_t_us[sends] * 65536 + send_bytes[sends]
         recv_keys = sent_at_us[mine] * 65536 + recv_bytes[mine]
-        unique, counts = np.unique(send_keys, return_counts=True)
-        left = dict(zip(unique.tolist(), counts.tolist()))
-        got = _claim(send_keys, recv_keys, np.ones(mine.size, dtype=bool), left)
+        if _increasing(all_send_keys) and _increasing(recv_keys):
+            # the usual case (a FIFO path, no two packets of a flow in one µs): no key repeats
+            at = np.minimum(np.searchsorted(all_send_keys, recv_keys), all_send_keys.size - 1)
+            if np.array_equal(all_send_keys[at], recv_keys):
+                found[mine] = True
+                continue
+        send_keys, send_left = np.unique(all_send_keys, return_counts=True)
+        got = _claim(send_keys, send_left, recv_keys, np.ones(mine.size, dtype=bool))
         for shift_us in range(1, MATCH_TOLERANCE_US + 1):
             for sign in (-1, 1):
-                got |= _claim(send_keys, recv_keys + sign * shift_us * 65536, ~got, left)
+                got |= _claim(send_keys, send_left, recv_keys + sign * shift_us * 65536, ~got)
         found[mine] = got
     return found
 

@@ -103,8 +103,9 @@ def run_rows(run: RunMetrics, display) -> list[list[str]]:
 def _title(analysis) -> tuple[str, str]:
     labels = list(analysis.summaries)
     valid = sum(r.metrics.valid for r in analysis.runs)
-    sub = (f"{analysis.data.path.resolve().name} · {len(analysis.runs)} runs of {len(labels)} scheme"
-           f"{'s' if len(labels) != 1 else ''}, {valid} valid · pantheon analyze {__version__}")
+    plural = lambda n, word: f"{n} {word}" + ("s" if n != 1 else "")  # noqa: E731
+    sub = (f"{analysis.data.path.resolve().name} · {plural(len(analysis.runs), 'run')} of {plural(len(labels), 'scheme')}, "
+           f"{valid} valid · pantheon analyze {__version__}")
     return "Pantheon report", sub
 
 
