@@ -1,0 +1,114 @@
+//! `pantheon-udp`: see the library documentation.
+
+use std::fs::File;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use pantheon_netns::usage;
+use pantheon_transport::clock::monotonic_us;
+use pantheon_transport::log::AckLog;
+use pantheon_transport::socket::UdpSocket;
+use pantheon_transport::stop::Stop;
+use pantheon_transport::{controller, receiver, sender};
+
+const NAME: &str = "pantheon-udp";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = NAME,
+    about = "A full-throttle UDP flow under one of Pantheon's congestion controllers, and its receiver.",
+    long_about = "A full-throttle UDP flow under one of Pantheon's congestion controllers (crates/cc), \
+and its receiver. Data datagrams are 1464-byte IP packets (the tunnel's inner MTU); the receiver \
+acknowledges each one with the time it arrived. Nothing is retransmitted. Both ends run until \
+SIGTERM or SIGINT and then exit with status 0.",
+    after_help = "Example: pantheon-udp recv 9000 & pantheon-udp send --cc copa:delta=0.1 127.0.0.1 9000"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Acknowledge every datagram that arrives on PORT, to whoever sent it.
+    Recv {
+        /// Local address to listen on.
+        #[arg(long, value_name = "ADDR", default_value = "0.0.0.0")]
+        bind: Ipv4Addr,
+        /// UDP port to listen on.
+        #[arg(value_parser = clap::value_parser!(u16).range(1..))]
+        port: u16,
+    },
+    /// Send to PEER:PORT as fast as the congestion controller allows, until stopped.
+    Send {
+        /// Congestion controller NAME[:KEY=VALUE,...], e.g. copa, copa:delta=0.1, cubic, vegas:alpha=2,beta=4.
+        #[arg(long, value_name = "SPEC")]
+        cc: String,
+        /// Local address to send from.
+        #[arg(long, value_name = "ADDR", default_value = "0.0.0.0")]
+        bind: Ipv4Addr,
+        /// Write one line per acknowledgement: t_us, cwnd_bytes, pacing_rate_bps, srtt_us, rtt_us, inflight_bytes.
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+        /// The receiver's IPv4 address.
+        peer: Ipv4Addr,
+        /// The receiver's UDP port.
+        #[arg(value_parser = clap::value_parser!(u16).range(1..))]
+        port: u16,
+    },
+}
+
+fn main() -> ExitCode {
+    match usage::parse::<Cli>(NAME) {
+        Ok(cli) => usage::exit(NAME, run(cli.command)),
+        Err(code) => code,
+    }
+}
+
+fn run(command: Command) -> Result<i32, String> {
+    match command {
+        Command::Recv { bind, port } => recv(SocketAddrV4::new(bind, port)),
+        Command::Send { cc, bind, log, peer, port } => send(&cc, bind, log, SocketAddrV4::new(peer, port)),
+    }
+}
+
+fn recv(local: SocketAddrV4) -> Result<i32, String> {
+    let stop = Stop::install().map_err(|e| format!("cannot take over signals: {e}"))?;
+    let socket = UdpSocket::bind(local, true).map_err(|e| format!("cannot listen on {local}: {e}"))?;
+    let totals = receiver::run(&socket, &stop).map_err(|e| format!("receiving on {local}: {e}"))?;
+    eprintln!(
+        "{NAME}: received {} data datagrams ({} bytes of payload), ignored {} others, dropped {} acknowledgements",
+        totals.received, totals.received_bytes, totals.ignored, totals.acks_dropped
+    );
+    Ok(0)
+}
+
+fn send(spec: &str, bind: Ipv4Addr, log: Option<PathBuf>, peer: SocketAddrV4) -> Result<i32, String> {
+    // Everything that can be wrong with the command line is found before anything is opened.
+    let cc = controller::build(spec).map_err(|e| format!("--cc: {e}"))?;
+    let name = cc.name();
+    let log = match log {
+        Some(path) => {
+            let file = File::create(&path).map_err(|e| format!("--log {}: cannot create it: {e}", path.display()))?;
+            Some(AckLog::new(file, monotonic_us()).map_err(|e| format!("--log {}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let stop = Stop::install().map_err(|e| format!("cannot take over signals: {e}"))?;
+    let local = SocketAddrV4::new(bind, 0);
+    let socket = UdpSocket::bind(local, false).map_err(|e| format!("--bind {bind}: cannot bind there: {e}"))?;
+    socket.connect(peer).map_err(|e| format!("{peer}: cannot send there: {e}"))?;
+    let totals = sender::run(cc, &socket, &stop, log).map_err(|e| format!("sending to {peer}: {e}"))?;
+    eprintln!(
+        "{NAME}: {name}: sent {} datagrams, {} acknowledged ({:.2} Mbit/s over {:.1} s), {} declared lost, {} acknowledged late",
+        totals.sent,
+        totals.acked,
+        totals.acked_mbps(),
+        totals.duration_us as f64 / 1e6,
+        totals.lost,
+        totals.late_acks
+    );
+    Ok(0)
+}

@@ -1,0 +1,155 @@
+//! The two datagrams of `pantheon-udp`: data (sender → receiver) and its acknowledgement
+//! (receiver → sender), one acknowledgement per data datagram.
+//!
+//! Every data datagram is the same size: an IP packet of 1464 bytes, the tunnel's inner MTU
+//! (docs/tunnel.md), so a UDP payload of 1464 − 20 (IPv4 header, RFC 791) − 8 (UDP header,
+//! RFC 768) = 1436 bytes. The controller counts each as 1464 bytes, the IP datagram, as the link
+//! model counts packets (crates/cc/src/lib.rs: "sizes are bytes as the driver counts them").
+//!
+//! Byte layout, integers big-endian (network order):
+//!
+//! ```text
+//! data, 1436 bytes                         acknowledgement, 32 bytes
+//!  0..4   magic "PUDP"                      0..4   magic "PUDP"
+//!  4      version = 1                       4      version = 1
+//!  5      kind = 1 (data)                   5      kind = 2 (acknowledgement)
+//!  6..8   zero                              6..8   zero
+//!  8..16  seq: u64, from 0, +1 per datagram 8..16  seq of the data datagram
+//! 16..24  send_us: u64, sender's clock     16..24  its send_us, echoed
+//! 24..    zero padding                     24..32  recv_us: u64, when the receiver's kernel
+//!                                                  received it, receiver's clock (µs)
+//! ```
+//!
+//! The two clocks are unrelated in general (only differences of `recv_us`, or `recv_us −
+//! send_us` up to a constant, mean anything), but both are CLOCK_MONOTONIC, so on one machine
+//! `recv_us − send_us` is the one-way delay itself.
+
+/// "PUDP": Pantheon UDP.
+pub const MAGIC: [u8; 4] = *b"PUDP";
+pub const VERSION: u8 = 1;
+const KIND_DATA: u8 = 1;
+const KIND_ACK: u8 = 2;
+
+/// IPv4 header (RFC 791, no options) plus UDP header (RFC 768).
+pub const IP_UDP_HEADER_BYTES: usize = 20 + 8;
+/// Every data datagram as an IP packet: the tunnel's inner MTU. This is what the controller counts.
+pub const PACKET_BYTES: u64 = 1464;
+/// The UDP payload of a data datagram.
+pub const DATA_BYTES: usize = PACKET_BYTES as usize - IP_UDP_HEADER_BYTES;
+/// The header every datagram starts with, and all a data datagram carries besides padding.
+pub const HEADER_BYTES: usize = 24;
+pub const ACK_BYTES: usize = 32;
+
+/// A data datagram's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Data {
+    pub seq: u64,
+    pub send_us: u64,
+}
+
+/// An acknowledgement: which datagram, when it was sent (echoed), when it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    pub seq: u64,
+    pub send_us: u64,
+    pub recv_us: u64,
+}
+
+fn write_header(buffer: &mut [u8], kind: u8, seq: u64, send_us: u64) {
+    buffer[0..4].copy_from_slice(&MAGIC);
+    buffer[4] = VERSION;
+    buffer[5] = kind;
+    buffer[6..8].fill(0);
+    buffer[8..16].copy_from_slice(&seq.to_be_bytes());
+    buffer[16..24].copy_from_slice(&send_us.to_be_bytes());
+}
+
+/// `(seq, send_us)` of a datagram of `kind` at least `len` bytes long, or `None`.
+fn read_header(bytes: &[u8], kind: u8, len: usize) -> Option<(u64, u64)> {
+    if bytes.len() < len || bytes[0..4] != MAGIC || bytes[4] != VERSION || bytes[5] != kind {
+        return None;
+    }
+    let word = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    Some((word(8), word(16)))
+}
+
+impl Data {
+    /// Writes the header into a datagram buffer; the padding after it is left as it is (the
+    /// sender zeroes its one buffer once).
+    pub fn encode(&self, datagram: &mut [u8; DATA_BYTES]) {
+        write_header(datagram, KIND_DATA, self.seq, self.send_us);
+    }
+
+    /// Any datagram that starts with a data header counts, whatever its length, so that a sender
+    /// with another datagram size is still acknowledged.
+    pub fn decode(bytes: &[u8]) -> Option<Data> {
+        read_header(bytes, KIND_DATA, HEADER_BYTES).map(|(seq, send_us)| Data { seq, send_us })
+    }
+}
+
+impl Ack {
+    pub fn encode(&self, datagram: &mut [u8; ACK_BYTES]) {
+        write_header(datagram, KIND_ACK, self.seq, self.send_us);
+        datagram[24..32].copy_from_slice(&self.recv_us.to_be_bytes());
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<Ack> {
+        let (seq, send_us) = read_header(bytes, KIND_ACK, ACK_BYTES)?;
+        let recv_us = u64::from_be_bytes(bytes[24..32].try_into().expect("8 bytes"));
+        Some(Ack { seq, send_us, recv_us })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_datagram_fills_the_tunnels_inner_mtu() {
+        assert_eq!(DATA_BYTES, 1436);
+        assert_eq!(DATA_BYTES + IP_UDP_HEADER_BYTES, 1464);
+    }
+
+    #[test]
+    fn data_layout_is_the_documented_one() {
+        let mut datagram = [0u8; DATA_BYTES];
+        Data { seq: 0x0102_0304_0506_0708, send_us: 1_000_000 }.encode(&mut datagram);
+        assert_eq!(&datagram[0..8], b"PUDP\x01\x01\x00\x00");
+        assert_eq!(datagram[8..16], [1, 2, 3, 4, 5, 6, 7, 8]);
+        // 1 000 000 = 0x0F4240
+        assert_eq!(datagram[16..24], [0, 0, 0, 0, 0, 0x0f, 0x42, 0x40]);
+        assert!(datagram[24..].iter().all(|&b| b == 0));
+        assert_eq!(Data::decode(&datagram), Some(Data { seq: 0x0102_0304_0506_0708, send_us: 1_000_000 }));
+    }
+
+    #[test]
+    fn ack_round_trips_and_carries_the_receive_time_last() {
+        let ack = Ack { seq: 7, send_us: 123, recv_us: u64::MAX - 1 };
+        let mut datagram = [0u8; ACK_BYTES];
+        ack.encode(&mut datagram);
+        assert_eq!(&datagram[0..6], b"PUDP\x01\x02");
+        assert_eq!(datagram[24..32], (u64::MAX - 1).to_be_bytes());
+        assert_eq!(Ack::decode(&datagram), Some(ack));
+    }
+
+    #[test]
+    fn foreign_short_or_mistyped_datagrams_are_rejected() {
+        let mut ack = [0u8; ACK_BYTES];
+        Ack { seq: 1, send_us: 2, recv_us: 3 }.encode(&mut ack);
+        // An acknowledgement is not data, and data is not an acknowledgement.
+        assert_eq!(Data::decode(&ack), None);
+        let mut data = [0u8; DATA_BYTES];
+        Data { seq: 1, send_us: 2 }.encode(&mut data);
+        assert_eq!(Ack::decode(&data[..ACK_BYTES]), None);
+        assert_eq!(Ack::decode(&ack[..ACK_BYTES - 1]), None);
+        let mut other_version = ack;
+        other_version[4] = 2;
+        assert_eq!(Ack::decode(&other_version), None);
+        let mut other_magic = ack;
+        other_magic[0] = b'Q';
+        assert_eq!(Ack::decode(&other_magic), None);
+        // A shorter data datagram from another sender is still data.
+        assert_eq!(Data::decode(&data[..HEADER_BYTES]), Some(Data { seq: 1, send_us: 2 }));
+        assert_eq!(Data::decode(&data[..HEADER_BYTES - 1]), None);
+    }
+}

@@ -1,0 +1,211 @@
+//! `pantheon-udp` end to end over loopback: a receiver and a sender as separate processes, the
+//! sender's per-acknowledgement log read back, both stopped with SIGTERM. No emulated path: the
+//! flow is limited only by the two processes, so these tests check the plumbing (datagrams out,
+//! acknowledgements back, controller fed, clean stop), not an algorithm's behaviour.
+
+use std::fs;
+use std::net::UdpSocket;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pantheon-udp");
+
+/// A port nobody listens on right now (the kernel's choice for a throwaway socket).
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pantheon-udp-test-{}-{name}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+struct Process {
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Process {
+    fn start(args: &[&str], stderr: PathBuf) -> Process {
+        let child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        Process { child, stderr }
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// SIGTERM, then the exit status and how long the exit took.
+    fn terminate(&mut self) -> (ExitStatus, Duration) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status, start.elapsed());
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "no exit 5 s after SIGTERM");
+            sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        fs::read_to_string(&self.stderr).unwrap()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if self.running() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Data lines of a sender log: (t_us, cwnd_bytes, pacing_rate_bps, srtt_us, rtt_us, inflight_bytes).
+fn log_lines(path: &PathBuf) -> Vec<Vec<String>> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("# t_us cwnd_bytes pacing_rate_bps srtt_us rtt_us inflight_bytes"));
+    lines.map(|l| l.split(' ').map(str::to_string).collect()).collect()
+}
+
+/// The counts in the sender's closing line.
+fn sender_counts(stderr: &str) -> (u64, u64, u64) {
+    let line = stderr.lines().last().unwrap_or_default();
+    let number_before = |word: &str| -> u64 {
+        let at = line.find(word).unwrap_or_else(|| panic!("no '{word}' in {line:?}"));
+        line[..at].split_whitespace().last().unwrap().trim_start_matches('(').parse().unwrap()
+    };
+    (number_before(" datagrams,"), number_before(" acknowledged ("), number_before(" declared lost"))
+}
+
+fn flow(cc: &str, seconds: f64) {
+    let dir = scratch(cc);
+    let port = free_port().to_string();
+    let mut receiver = Process::start(&["recv", "--bind", "127.0.0.1", &port], dir.join("recv.stderr"));
+    sleep(Duration::from_millis(200));
+    let log = dir.join("send.log");
+    let mut sender = Process::start(
+        &["send", "--cc", cc, "--log", log.to_str().unwrap(), "127.0.0.1", &port],
+        dir.join("send.stderr"),
+    );
+    sleep(Duration::from_secs_f64(seconds));
+    assert!(sender.running(), "sender exited on its own: {}", sender.stderr());
+    let (status, took) = sender.terminate();
+    assert!(status.success(), "sender: {status}; {}", sender.stderr());
+    assert!(took < Duration::from_millis(500), "sender took {took:?} to stop");
+    let (status, took) = receiver.terminate();
+    assert!(status.success(), "receiver: {status}; {}", receiver.stderr());
+    assert!(took < Duration::from_millis(500), "receiver took {took:?} to stop");
+
+    let (sent, acked, lost) = sender_counts(&sender.stderr());
+    // Loopback moves hundreds of Mbit/s even on a loaded machine: well over 1000 datagrams.
+    assert!(acked > 1000, "only {acked} acknowledged: {}", sender.stderr());
+    assert!(acked + lost <= sent, "{acked} acked + {lost} lost > {sent} sent");
+    let lines = log_lines(&log);
+    assert_eq!(lines.len() as u64, acked, "one log line per acknowledgement given to the controller");
+    let mut last_t_us = 0;
+    for fields in &lines {
+        let t_us: u64 = fields[0].parse().unwrap();
+        assert!(t_us >= last_t_us, "log goes back in time");
+        last_t_us = t_us;
+        let srtt_us: u64 = fields[3].parse().unwrap();
+        // Loopback round trips are microseconds; a second would mean stale or wrong timestamps.
+        assert!(srtt_us < 1_000_000, "srtt {srtt_us} us");
+        let cwnd: u64 = fields[1].parse().unwrap();
+        assert!(cwnd >= 2 * 1464, "{cc} window {cwnd} below two packets");
+    }
+    assert!(last_t_us as f64 > (seconds - 1.0) * 1e6, "acknowledgements stopped at {last_t_us} us");
+    let received: u64 = receiver.stderr().split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(received >= acked, "receiver saw {received} datagrams, sender {acked} acknowledgements");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn cubic_flow_is_acknowledged_and_stops_cleanly() {
+    flow("cubic", 2.0);
+}
+
+#[test]
+fn vegas_flow_is_acknowledged_and_stops_cleanly() {
+    flow("vegas", 2.0);
+}
+
+#[test]
+fn sender_probes_an_absent_receiver_and_resumes_when_it_comes() {
+    let dir = scratch("absent");
+    let port = free_port().to_string();
+    let log = dir.join("send.log");
+    let mut sender =
+        Process::start(&["send", "--cc", "reno", "--log", log.to_str().unwrap(), "127.0.0.1", &port], dir.join("send.stderr"));
+    // Nobody listens: every datagram earns an ICMP port unreachable. 1.5 s is past the 1 s of
+    // silence after which the sender only probes.
+    sleep(Duration::from_millis(1500));
+    assert!(sender.running(), "sender gave up on an absent receiver: {}", sender.stderr());
+    assert_eq!(log_lines(&log).len(), 0);
+    let mut receiver = Process::start(&["recv", "--bind", "127.0.0.1", &port], dir.join("recv.stderr"));
+    // Probes leave every 100 ms; the first one answered hands the flow back to the controller.
+    sleep(Duration::from_millis(1000));
+    let (status, _) = sender.terminate();
+    assert!(status.success(), "{}", sender.stderr());
+    let (sent, acked, _) = sender_counts(&sender.stderr());
+    assert!(acked > 1000, "flow did not resume: {acked} of {sent} acknowledged");
+    receiver.terminate();
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_receiver_outlives_its_senders() {
+    let dir = scratch("senders");
+    let port = free_port().to_string();
+    let mut receiver = Process::start(&["recv", "--bind", "127.0.0.1", &port], dir.join("recv.stderr"));
+    sleep(Duration::from_millis(200));
+    for round in 0..2 {
+        let mut sender = Process::start(&["send", "--cc", "cubic", "127.0.0.1", &port], dir.join(format!("send{round}.stderr")));
+        sleep(Duration::from_millis(500));
+        sender.terminate();
+        let (_, acked, _) = sender_counts(&sender.stderr());
+        assert!(acked > 100, "sender {round}: {acked} acknowledged");
+    }
+    assert!(receiver.running());
+    let (status, _) = receiver.terminate();
+    assert!(status.success());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// One line on stderr, exit status 2.
+fn rejected(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {:?}", out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
+    stderr.trim_end().to_string()
+}
+
+#[test]
+fn bad_command_lines_are_one_line_and_status_2() {
+    assert_eq!(
+        rejected(&["send", "--cc", "copa:delta=-1", "127.0.0.1", "9000"]),
+        "pantheon-udp: --cc: copa: delta must be > 0, got -1"
+    );
+    assert!(rejected(&["send", "--cc", "foo", "127.0.0.1", "9000"])
+        .starts_with("pantheon-udp: --cc: unknown cc 'foo'; known: bbr, copa, cubic, ledbat, reno, vegas"));
+    assert!(rejected(&["send", "--cc", "cubic:detla=1", "127.0.0.1", "9000"]).contains("unknown parameter 'detla'"));
+    assert!(rejected(&["send", "127.0.0.1", "9000"]).contains("required arguments were not provided"));
+    assert!(rejected(&["send", "--cc", "cubic", "not-an-address", "9000"]).contains("not-an-address"));
+    assert!(rejected(&["recv", "0"]).contains("0 is not in 1..=65535"));
+    assert!(rejected(&["recv", "--bind", "10.255.255.254", "9000"]).starts_with("pantheon-udp: cannot listen on 10.255.255.254:9000"));
+    assert!(rejected(&["send", "--cc", "cubic", "--log", "/nonexistent/dir/log", "127.0.0.1", "9000"])
+        .starts_with("pantheon-udp: --log /nonexistent/dir/log: cannot create it"));
+}
