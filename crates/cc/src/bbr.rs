@@ -86,7 +86,11 @@ impl BbrConfig {
         let d = BbrConfig::default();
         Ok(BbrConfig {
             mss_bytes: p.u64_at_least("mss_bytes", 1, d.mss_bytes)?,
-            initial_cwnd_packets: p.u64_at_least("initial_cwnd_packets", MIN_PIPE_CWND_PACKETS, d.initial_cwnd_packets)?,
+            initial_cwnd_packets: p.u64_at_least(
+                "initial_cwnd_packets",
+                MIN_PIPE_CWND_PACKETS,
+                d.initial_cwnd_packets,
+            )?,
             seed: p.u64_at_least("seed", 0, d.seed)?,
         })
     }
@@ -372,8 +376,7 @@ impl CongestionControl for Bbr {
         // §4.2: the control parameters.
         let rate_bps = (self.pacing_gain * self.btlbw_bps as f64) as u64;
         if self.btlbw_bps == 0 {
-            self.pacing_rate_bps =
-                crate::rate_bps(HIGH_GAIN * self.cwnd_bytes as f64, e.srtt_us.max(1) as f64);
+            self.pacing_rate_bps = crate::rate_bps(HIGH_GAIN * self.cwnd_bytes as f64, e.srtt_us.max(1) as f64);
         } else if self.filled_pipe || rate_bps > self.pacing_rate_bps {
             self.pacing_rate_bps = rate_bps;
         }
@@ -388,7 +391,8 @@ impl CongestionControl for Bbr {
             self.save_cwnd();
             self.recovery_start_us = Some(e.now_us);
             self.conservation_until_round = Some(self.round_count + 1);
-            self.cwnd_bytes = (e.inflight_bytes + self.config.mss_bytes).max(MIN_PIPE_CWND_PACKETS * self.config.mss_bytes);
+            self.cwnd_bytes =
+                (e.inflight_bytes + self.config.mss_bytes).max(MIN_PIPE_CWND_PACKETS * self.config.mss_bytes);
         }
     }
 

@@ -45,7 +45,9 @@
 
 use crate::filter::{Buckets, Extremum, SlidingMin};
 use crate::spec::{Params, SpecError};
-use crate::{rate_bps, Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
+use crate::{
+    rate_bps, Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES,
+};
 
 /// §2.1: RTTmin is the minimum over this long.
 const RTT_MIN_BUCKETS: usize = 10;

@@ -255,7 +255,8 @@ mod tests {
         c.on_loss(&loss(500_000, 1, 400_000));
         assert!((c.w_max_segments() - 70.0 * 1.7 / 2.0).abs() < 1e-9);
         assert!((c.cwnd_segments() - 49.0).abs() < 1e-9);
-        let mut plain = Cubic::new(CubicConfig { initial_cwnd_packets: 100, fast_convergence: false, ..CubicConfig::default() });
+        let mut plain =
+            Cubic::new(CubicConfig { initial_cwnd_packets: 100, fast_convergence: false, ..CubicConfig::default() });
         plain.on_loss(&loss(0, 0, 0));
         plain.on_loss(&loss(500_000, 1, 400_000));
         assert_eq!(plain.w_max_segments(), 70.0);

@@ -123,10 +123,8 @@ impl CongestionControl for Ledbat {
         let off_target = (target_us - self.queuing_delay_us() as f64) / target_us;
         self.cwnd_bytes += self.config.gain * off_target * e.bytes as f64 * mss / self.cwnd_bytes;
         let flightsize_bytes = (e.inflight_bytes + e.bytes) as f64;
-        self.cwnd_bytes = self
-            .cwnd_bytes
-            .min(flightsize_bytes + ALLOWED_INCREASE_PACKETS * mss)
-            .max(MIN_CWND_PACKETS * mss);
+        self.cwnd_bytes =
+            self.cwnd_bytes.min(flightsize_bytes + ALLOWED_INCREASE_PACKETS * mss).max(MIN_CWND_PACKETS * mss);
     }
 
     fn on_loss(&mut self, e: &Lost) {

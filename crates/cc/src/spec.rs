@@ -63,8 +63,7 @@ impl<'a> Params<'a> {
     pub fn positive_f64(&mut self, key: &'static str, default: f64) -> Result<f64, SpecError> {
         let Some(text) = self.raw(key) else { return Ok(default) };
         let cc = self.cc;
-        let value: f64 =
-            text.parse().map_err(|_| SpecError(format!("{cc}: {key} must be a number, got '{text}'")))?;
+        let value: f64 = text.parse().map_err(|_| SpecError(format!("{cc}: {key} must be a number, got '{text}'")))?;
         if !(value.is_finite() && value > 0.0) {
             return Err(SpecError(format!("{cc}: {key} must be > 0, got {text}")));
         }
@@ -96,11 +95,9 @@ impl<'a> Params<'a> {
     fn finish(&self) -> Result<(), SpecError> {
         match self.pairs.iter().find(|(k, _)| !self.read.contains(k)) {
             None => Ok(()),
-            Some((key, _)) => Err(SpecError(format!(
-                "{}: unknown parameter '{key}'; known: {}",
-                self.cc,
-                self.read.join(", ")
-            ))),
+            Some((key, _)) => {
+                Err(SpecError(format!("{}: unknown parameter '{key}'; known: {}", self.cc, self.read.join(", "))))
+            }
         }
     }
 }

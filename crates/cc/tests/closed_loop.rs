@@ -1,0 +1,227 @@
+//! Closed-loop checks: each controller, fed by the shared `Sender` bookkeeping, runs one
+//! full-throttle flow over the link model (`pantheon-link`: propagation delay, DropTail queue,
+//! constant-rate 1500-byte delivery opportunities) in fake time, with acknowledgements returning
+//! over a pure delay. The numbers checked are what a researcher would look at in Pantheon's
+//! report: utilization of the bottleneck and the queueing delay packets met there.
+//!
+//! This is a small test driver, not the simulator: one flow, no cross traffic.
+
+use pantheon_cc::{build, Sender};
+use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
+
+const PACKET_BYTES: u64 = 1500;
+const ACK_BYTES: u32 = 40;
+
+#[derive(Debug)]
+struct Outcome {
+    /// Bytes that left the bottleneck after the warm-up, over what it could have sent.
+    utilization: f64,
+    /// Time from entering the bottleneck queue to leaving the link, ms.
+    mean_queue_ms: f64,
+    p95_queue_ms: f64,
+    /// Packets the DropTail queue dropped over the whole run.
+    dropped: u64,
+}
+
+struct Scenario {
+    rate_mbps: f64,
+    one_way_delay_ms: u64,
+    queue_packets: u64,
+    duration_s: u64,
+    warmup_s: u64,
+}
+
+/// 12 Mbit/s, 20 ms each way (40 ms RTT, a 40-packet BDP), a 100-packet DropTail buffer.
+const BASE: Scenario =
+    Scenario { rate_mbps: 12.0, one_way_delay_ms: 20, queue_packets: 100, duration_s: 30, warmup_s: 5 };
+
+fn run(spec: &str, s: &Scenario) -> Outcome {
+    let mut cc = build(spec).unwrap();
+    let mut sender = Sender::new();
+    let delay_us = s.one_way_delay_ms * 1000;
+    let mut forward: Path<u64> = Path::new(
+        &PathConfig {
+            delay_us,
+            loss_probability: 0.0,
+            queue: QueueLimit::Packets(s.queue_packets),
+            delivery: Delivery::Constant { rate_mbps: s.rate_mbps },
+            policer: None,
+        },
+        1,
+        false,
+    );
+    // Acknowledgements carry (seq, the receiver's clock at arrival) back over a pure delay.
+    let mut reverse: Path<(u64, u64)> = Path::new(
+        &PathConfig {
+            delay_us,
+            loss_probability: 0.0,
+            queue: QueueLimit::Infinite,
+            delivery: Delivery::Unlimited,
+            policer: None,
+        },
+        2,
+        false,
+    );
+    let end_us = s.duration_s * 1_000_000;
+    let warmup_us = s.warmup_s * 1_000_000;
+    let mut now_us = 0;
+    let mut next_send_us = 0;
+    let mut delivered_bytes = 0u64;
+    let mut dropped = 0u64;
+    let mut queue_us: Vec<u64> = Vec::new();
+    let mut arrived: Vec<u64> = Vec::new();
+    let mut acks: Vec<(u64, u64, u64)> = Vec::new();
+    while now_us <= end_us {
+        // Send what the controller allows now.
+        loop {
+            let d = cc.decision();
+            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
+            if !window_open || now_us < next_send_us {
+                break;
+            }
+            let sent = sender.on_sent(now_us, PACKET_BYTES);
+            cc.on_sent(&sent);
+            forward.push(now_us, sent.seq, PACKET_BYTES as u32);
+            if let Some(rate_bps) = d.pacing_rate_bps {
+                next_send_us = now_us + PACKET_BYTES * 8 * 1_000_000 / rate_bps.max(1);
+            }
+        }
+        let d = cc.decision();
+        let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
+        let next_us = [
+            forward.next_wakeup_us(),
+            reverse.next_wakeup_us(),
+            (window_open && next_send_us > now_us).then_some(next_send_us),
+            sender.loss_deadline_us(),
+            d.wake_at_us,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .expect("a full-throttle flow always has something pending");
+        now_us = next_us.max(now_us);
+
+        forward.poll(now_us, &mut |e| match e {
+            Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
+                if t_us >= warmup_us && t_us <= end_us {
+                    delivered_bytes += u64::from(size_bytes);
+                    queue_us.push(t_us - queued_at_us);
+                }
+                arrived.push(packet);
+                arrived.push(t_us);
+            }
+            Event::Drop { .. } => dropped += 1,
+            Event::LinkArrival { .. } | Event::Opportunity { .. } => {}
+        });
+        for pair in arrived.chunks(2) {
+            reverse.push(pair[1], (pair[0], pair[1]), ACK_BYTES);
+        }
+        arrived.clear();
+        reverse.poll(now_us, &mut |e| {
+            if let Event::Departure { t_us, packet: (seq, peer_recv_us), .. } = e {
+                acks.push((t_us, seq, peer_recv_us));
+            }
+        });
+        for &(t_us, seq, peer_recv_us) in &acks {
+            if let Some(acked) = sender.on_ack(t_us, seq, peer_recv_us) {
+                cc.on_ack(&acked);
+            }
+        }
+        acks.clear();
+        sender.detect_losses(now_us, &mut |lost| cc.on_loss(lost));
+        if cc.decision().wake_at_us.is_some_and(|w| w <= now_us) {
+            cc.on_timer(now_us);
+        }
+    }
+    queue_us.sort_unstable();
+    let capacity_bytes = s.rate_mbps * 1e6 / 8.0 * (s.duration_s - s.warmup_s) as f64;
+    let outcome = Outcome {
+        utilization: delivered_bytes as f64 / capacity_bytes,
+        mean_queue_ms: queue_us.iter().sum::<u64>() as f64 / queue_us.len() as f64 / 1000.0,
+        p95_queue_ms: queue_us[queue_us.len() * 95 / 100] as f64 / 1000.0,
+        dropped,
+    };
+    eprintln!(
+        "{spec:>12} @ {} Mbit/s, {} ms, {} pkt buffer: utilization {:.1}%, queueing delay mean {:.2} ms, p95 {:.2} ms, {} drops",
+        s.rate_mbps,
+        s.one_way_delay_ms,
+        s.queue_packets,
+        outcome.utilization * 100.0,
+        outcome.mean_queue_ms,
+        outcome.p95_queue_ms,
+        outcome.dropped
+    );
+    outcome
+}
+
+#[test]
+fn reno_and_cubic_fill_the_buffer() {
+    for spec in ["reno", "cubic"] {
+        let o = run(spec, &BASE);
+        assert!(o.utilization >= 0.9, "{spec}: {o:?}");
+        // Loss-based: the queue fills until DropTail drops; the 100-packet buffer is 100 ms.
+        assert!(o.dropped > 0, "{spec}: {o:?}");
+        assert!(o.p95_queue_ms > 80.0, "{spec}: {o:?}");
+    }
+}
+
+#[test]
+fn vegas_keeps_alpha_to_beta_packets_queued() {
+    let o = run("vegas", &BASE);
+    assert!(o.utilization >= 0.9, "{o:?}");
+    // One packet per ms: a packet with k packets ahead waits k ms plus the wait for the next
+    // opportunity (< 1 ms). α = 1 and β = 3 packets queued: 1–4 ms.
+    assert!(o.mean_queue_ms >= 1.0 && o.mean_queue_ms <= 4.0, "{o:?}");
+    assert!(o.p95_queue_ms <= 5.0, "{o:?}");
+    assert_eq!(o.dropped, 0, "{o:?}");
+}
+
+#[test]
+fn copa_keeps_the_queue_short_at_high_utilization() {
+    let o = run("copa", &BASE);
+    assert!(o.utilization >= 0.85, "{o:?}");
+    // δ = 0.5 aims at 1/δ = 2 packets (2 ms) queued; its oscillation stays within a few RTTs'
+    // worth of packets — an order of magnitude below the loss-based schemes' 100 ms.
+    assert!(o.mean_queue_ms <= 10.0, "{o:?}");
+    assert_eq!(o.dropped, 0, "{o:?}");
+    // δ = 0.1 (the original Pantheon's setting) aims at 10 packets queued: more delay.
+    let aggressive = run("copa:delta=0.1", &BASE);
+    assert!(aggressive.utilization >= 0.85, "{aggressive:?}");
+    assert!(aggressive.mean_queue_ms > o.mean_queue_ms, "{aggressive:?} vs {o:?}");
+}
+
+#[test]
+fn ledbat_uses_the_link_and_holds_its_queue_below_target() {
+    // A buffer deeper than TARGET = 100 ms, so that LEDBAT's own target is what limits it.
+    let s = Scenario { queue_packets: 300, duration_s: 60, warmup_s: 10, ..BASE };
+    let o = run("ledbat", &s);
+    assert!(o.utilization >= 0.95, "{o:?}");
+    assert!(o.p95_queue_ms <= 101.0 && o.mean_queue_ms >= 60.0, "{o:?}");
+    assert_eq!(o.dropped, 0, "{o:?}");
+    // Without slow start, RFC 6817's window grows one packet per RTT from 2 packets. On
+    // 48 Mbit/s × 100 ms (a 400-packet pipe) the window at t seconds is about 2 + 10·t packets,
+    // so over 10–30 s the link is (2 + 10·20)/400 ≈ 50% used on average.
+    let long = Scenario { rate_mbps: 48.0, one_way_delay_ms: 50, queue_packets: 400, duration_s: 30, warmup_s: 10 };
+    let o = run("ledbat", &long);
+    assert!((o.utilization - 0.505).abs() < 0.03, "{o:?}");
+}
+
+#[test]
+fn bbr_fills_the_pipe_without_filling_the_buffer() {
+    let o = run("bbr", &BASE);
+    assert!(o.utilization >= 0.9, "{o:?}");
+    // cwnd_gain 2 bounds the queue by about one BDP (40 ms); pacing at BtlBw keeps it lower.
+    assert!(o.p95_queue_ms <= 45.0, "{o:?}");
+    assert_eq!(o.dropped, 0, "{o:?}");
+}
+
+#[test]
+fn every_controller_uses_at_least_70_percent_of_a_faster_longer_path() {
+    // 48 Mbit/s, 50 ms each way (a 400-packet BDP), one BDP of buffer. LEDBAT is left out: its
+    // one-packet-per-RTT growth needs 40 s to fill this pipe (checked in its own test).
+    let s = Scenario { rate_mbps: 48.0, one_way_delay_ms: 50, queue_packets: 400, duration_s: 30, warmup_s: 10 };
+    for spec in pantheon_cc::KNOWN.into_iter().filter(|&name| name != "ledbat") {
+        let o = run(spec, &s);
+        assert!(o.utilization >= 0.7, "{spec}: {o:?}");
+    }
+}
