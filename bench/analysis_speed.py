@@ -10,7 +10,9 @@ Times, in one invocation on the same file:
      is the speed-up, and both must agree on the numbers;
   3. the whole `pantheon analyze` of a data dir holding that run (records.parquet + datalink.log):
      metrics, time series, every plot, perf.json and the table, report.html and report.pdf.
-Targets: 1 at >= 2 million lines/s; 3 under 5 s.
+Targets: 1 at >= 2 million lines/s; 3 under 5 s. Steps 1 and 2 report the fastest of --repeat
+runs each (the machine may be shared); step 3 runs once, as a user would, in a fresh process's
+first analysis.
 
     .venv/bin/python bench/analysis_speed.py                       # synthetic 30 s, 100 Mbit/s run
     .venv/bin/python bench/analysis_speed.py --log path/to/datalink.log   # time 1 and 2 on a real log
@@ -113,12 +115,23 @@ def line_by_line(path: Path) -> dict:
     return out
 
 
+def best_of(repeat: int, work):
+    """The fastest of `repeat` runs (a shared machine's other load only ever adds time), and the result."""
+    best, result = math.inf, None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of the synthetic run (default 30)")
     parser.add_argument("--rate-mbps", type=float, default=100.0, help="bottleneck rate of the synthetic run (default 100)")
     parser.add_argument("--log", type=Path, help="time steps 1 and 2 on this datalink log instead")
     parser.add_argument("--keep", type=Path, help="write the synthetic data dir here and keep it")
+    parser.add_argument("--repeat", type=int, default=3, help="time steps 1 and 2 this many times, report the fastest (default 3)")
     args = parser.parse_args()
 
     scratch = None
@@ -140,13 +153,8 @@ def main() -> int:
         size_mb = log.stat().st_size / 1e6
         print(f"log: {log} ({lines:,} lines, {size_mb:.1f} MB)")
 
-        start = time.perf_counter()
-        events, _ = read_text_log(log)
-        ours = run_metrics(events)
-        ours_s = time.perf_counter() - start
-        start = time.perf_counter()
-        theirs = line_by_line(log)
-        theirs_s = time.perf_counter() - start
+        ours_s, ours = best_of(args.repeat, lambda: run_metrics(read_text_log(log)[0]))
+        theirs_s, theirs = best_of(args.repeat, lambda: line_by_line(log))
 
         flow = ours.flows[0]
         agree = (math.isclose(flow.throughput_mbps, theirs[1]["throughput_mbps"], rel_tol=1e-6)
@@ -159,9 +167,7 @@ def main() -> int:
         print(f"metric extraction, line by line:      {theirs_s:6.3f} s  {lines / theirs_s / 1e6:6.2f} M lines/s")
         print(f"speed-up: {theirs_s / ours_s:.1f}x")
         if data_dir is not None:
-            start = time.perf_counter()
-            analysis = analyze(data_dir, quiet=True)
-            full_s = time.perf_counter() - start
+            full_s, analysis = best_of(1, lambda: analyze(data_dir, quiet=True))
             print(f"pantheon analyze (records, every plot, perf.json, table, HTML and PDF report): {full_s:.2f} s "
                   f"(target < 5), {len(analysis.files)} files")
         return 0 if agree else 1

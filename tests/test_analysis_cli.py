@@ -137,3 +137,15 @@ def test_a_failed_analysis_after_a_campaign_says_so_and_raises_nothing(tmp_path,
     assert after_campaign(tmp_path, quiet=True) is False
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the data is intact, retry with: pantheon analyze" in err
+
+
+def test_records_and_their_text_form_give_the_same_metrics(data_dir):
+    from pantheon.analysis.logs import read_records, read_text_log
+    from pantheon.analysis.metrics import run_metrics
+
+    run_dir = data_dir / "cubic" / "run1"
+    exact, _ = read_records(run_dir / "records.parquet")
+    text, problems = read_text_log(run_dir / "datalink.log")
+    assert problems.messages() == []
+    a, b = run_metrics(exact).all, run_metrics(text).all
+    assert (a.throughput_mbps, a.delay_p95_ms, a.loss_rate, a.sent_bytes) == (b.throughput_mbps, b.delay_p95_ms, b.loss_rate, b.sent_bytes)
