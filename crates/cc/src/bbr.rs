@@ -11,18 +11,18 @@
 //! Sections implemented (draft-00):
 //! - §4.1.1 BtlBw: maximum of the delivery-rate samples (draft-cheng-iccrg-delivery-rate-
 //!   estimation, computed by `Acked::delivery_rate_bps`) over the last 10 round trips; round trips
-//!   are counted by delivered data (§4.1.1.3): a round ends when a packet sent after the previous
+//!   are counted by delivered data (§4.1.1): a round ends when a packet sent after the previous
 //!   round's end is acknowledged. Application-limited samples only count if they raise the max.
 //! - §4.1.2 RTprop: the smallest RTT, replaced by any sample once 10 s old.
 //! - §4.2 control parameters: pacing rate = pacing_gain·BtlBw (§4.2.1; before the first sample,
-//!   high_gain·initial window/SRTT); cwnd target = cwnd_gain·BDP + 3 packets (§4.2.3.2), growing
-//!   toward it by the bytes delivered; at least 4 packets (§4.2.3.1).
-//! - §4.2.3.4 loss recovery: on the first loss the window is cut to what is in flight plus one
+//!   high_gain·initial window/SRTT); cwnd target = cwnd_gain·BDP + 3 packets (§4.2.3), growing
+//!   toward it by the bytes delivered; at least 4 packets (§4.2.3).
+//! - §4.2.3 loss recovery: on the first loss the window is cut to what is in flight plus one
 //!   packet and the prior window saved; for one round trip the window is held at least at
 //!   in-flight + delivered (packet conservation); losses shrink it by the bytes lost; the prior
 //!   window returns when a packet sent after recovery began is acknowledged.
 //! - §4.3 state machine: Startup (pacing and cwnd gain 2/ln 2 ≈ 2.885) until BtlBw grew less than
-//!   25% over 3 rounds (§4.3.2.2); Drain (pacing gain 1/2.885) until in flight ≤ BDP (§4.3.3);
+//!   25% over 3 rounds (§4.3.2); Drain (pacing gain 1/2.885) until in flight ≤ BDP (§4.3.3);
 //!   ProbeBW cycling pacing gains [5/4, 3/4, 1, 1, 1, 1, 1, 1], each phase one RTprop long (the
 //!   5/4 phase also until in flight reaches 5/4·BDP or a loss, the 3/4 phase ending early once
 //!   in flight ≤ BDP) with cwnd gain 2 (§4.3.4); ProbeRTT when RTprop is 10 s old: cwnd 4 packets
@@ -36,8 +36,8 @@
 //! Deviations: (1) send_quantum (§4.2.2) is one packet: the driver sends packet by packet, no
 //! TSO, so the cwnd target adds 3 packets. (2) The ProbeBW phase to start in is drawn from a
 //! seeded generator (`seed`, default 1) rather than at random, so runs are reproducible; as in
-//! §4.3.4.4 it is never the 3/4 phase. (3) There is no idle restart (§4.3.4.5): Pantheon's flows
-//! never go idle. (4) On the sender's timeout nothing special happens (§4.2.3.4 sets cwnd to one
+//! §4.3.4 it is never the 3/4 phase. (3) There is no restart from idle (§4.3.4): Pantheon's flows
+//! never go idle. (4) On the sender's timeout nothing special happens (§4.2.3 sets cwnd to one
 //! packet on RTO; that serves retransmission, which this flow does not do).
 //!
 //! Driver: window and pacing rate; no timer (ProbeRTT ends on an acknowledgement, which its
@@ -59,12 +59,12 @@ const BTLBW_FILTER_ROUNDS: usize = 10;
 pub const RTPROP_FILTER_US: u64 = 10_000_000;
 /// §4.3.5: time spent at the minimal window in ProbeRTT.
 pub const PROBE_RTT_DURATION_US: u64 = 200_000;
-/// §4.2.3.1: the smallest window, packets.
+/// §4.2.3: the smallest window (BBRMinPipeCwnd), packets.
 const MIN_PIPE_CWND_PACKETS: u64 = 4;
-/// §4.3.2.2: Startup ends when BtlBw grew less than this factor for `FULL_BW_ROUNDS` rounds.
+/// §4.3.2: Startup ends when BtlBw grew less than this factor for `FULL_BW_ROUNDS` rounds.
 const FULL_BW_GROWTH: f64 = 1.25;
 const FULL_BW_ROUNDS: u32 = 3;
-/// §4.2.3.2 with a one-packet send quantum.
+/// §4.2.3's 3·send_quantum with a one-packet send quantum.
 const CWND_QUANTA_PACKETS: u64 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub struct Bbr {
     /// RTprop and when it was last set, µs; `None` before the first sample.
     rtprop_us: Option<u64>,
     rtprop_stamp_us: u64,
-    /// Round counting by delivered bytes (§4.1.1.3).
+    /// Round counting by delivered bytes (§4.1.1).
     round_count: u64,
     next_round_delivered_bytes: u64,
     round_start: bool,
@@ -196,7 +196,7 @@ impl Bbr {
         self.rtprop_us
     }
 
-    /// gain·BDP in bytes (§4.2.3.2 BBRInflight); the initial window before any RTT sample.
+    /// gain·BDP in bytes (§4.2.3 BBRInflight); the initial window before any RTT sample.
     fn inflight_bytes_for(&self, gain: f64) -> u64 {
         match self.rtprop_us {
             None => self.config.initial_cwnd_packets * self.config.mss_bytes,
@@ -213,7 +213,7 @@ impl Bbr {
     fn enter_probe_bw(&mut self, now_us: u64) {
         self.state = State::ProbeBw;
         self.cwnd_gain = PROBE_BW_CWND_GAIN;
-        // §4.3.4.4: any phase but the 3/4 one; index 1 is skipped by drawing from 7 and shifting.
+        // §4.3.4: any phase but the 3/4 one; index 1 is skipped by drawing from 7 and shifting.
         let draw = self.random_below(GAIN_CYCLE.len() as u64 - 1) as usize;
         self.cycle_index = if draw == 0 { 0 } else { draw + 1 };
         self.pacing_gain = GAIN_CYCLE[self.cycle_index];
@@ -235,7 +235,7 @@ impl Bbr {
         }
     }
 
-    /// §4.3.4.3 BBRIsNextCyclePhase.
+    /// §4.3.4 BBRIsNextCyclePhase.
     fn is_next_cycle_phase(&self, e: &Acked, prior_inflight_bytes: u64) -> bool {
         let is_full_length = e.now_us - self.cycle_stamp_us > self.rtprop_us.unwrap_or(0);
         if self.pacing_gain > 1.0 {
@@ -334,7 +334,7 @@ impl CongestionControl for Bbr {
         self.inflight_bytes = e.inflight_bytes;
         let prior_inflight_bytes = e.inflight_bytes + e.bytes;
         if self.recovery_start_us.is_some_and(|start_us| e.sent_us > start_us) {
-            // A packet sent after recovery began is delivered: recovery is over (§4.2.3.4).
+            // A packet sent after recovery began is delivered: recovery is over (§4.2.3).
             self.recovery_start_us = None;
             self.conservation_until_round = None;
             self.cwnd_bytes = self.cwnd_bytes.max(self.prior_cwnd_bytes);

@@ -2,34 +2,35 @@
 //! NSDI 2018).
 //!
 //! The idea: a target sending rate λt = 1/(δ·dq) packets per second, where dq is the measured
-//! queueing delay, maximises a natural throughput-minus-delay utility (§2, §3); the sender moves
-//! its window toward that target every acknowledgement, faster the longer it keeps moving the
-//! same way. With δ = 0.5 a flow keeps about 1/δ = 2 packets queued, and the queue empties
-//! every few round trips — which is how Copa tells whether it competes with flows that fill
-//! buffers, and if so it turns more aggressive (competitive mode).
+//! queueing delay, maximises a natural throughput-minus-delay utility (stated in §2, derived
+//! later in the paper); the sender moves its window toward that target every acknowledgement,
+//! faster the longer it keeps moving the same way. With δ = 0.5 a flow keeps about 1/δ = 2
+//! packets queued, and the queue empties every few round trips — which is how Copa tells whether
+//! it competes with flows that fill buffers, and if so it turns more aggressive (competitive mode).
 //!
 //! Sections implemented:
-//! - §2.1 estimators: RTTstanding = the smallest RTT of the last srtt/2 (srtt the RFC 6298
+//! - §2 estimators: RTTstanding = the smallest RTT of the last srtt/2 (srtt the RFC 6298
 //!   smoothed RTT); RTTmin = the smallest RTT of about the last 10 s; dq = RTTstanding − RTTmin.
-//! - §2.1 update rule, per acknowledgement: λ = cwnd/RTTstanding; if λ ≤ λt, cwnd += v/(δ·cwnd),
+//! - §2 update rule, per acknowledgement: λ = cwnd/RTTstanding; if λ ≤ λt, cwnd += v/(δ·cwnd),
 //!   else cwnd −= v/(δ·cwnd) (in packets).
-//! - §2.1 velocity: once per window (round trip, delimited by a marked packet as in Vegas) the
+//! - §2 velocity: once per window (round trip, delimited by a marked packet as in Vegas) the
 //!   direction of cwnd's change over that window is compared with the previous window's; after
 //!   three windows in the same direction v doubles every window, and it resets to 1 when the
 //!   direction changes.
-//! - §2.1 slow start: cwnd doubles per round trip (one packet per acknowledged packet) until λ
+//! - §2 slow start: cwnd doubles per round trip (one packet per acknowledged packet) until λ
 //!   first exceeds λt.
-//! - §2.1 pacing: packets are paced at 2·cwnd/RTTstanding, so that they do not arrive in bursts
+//! - §2 pacing: packets are paced at 2·cwnd/RTTstanding, so that they do not arrive in bursts
 //!   that would corrupt the RTTstanding estimate.
-//! - §2.2 mode switching: the queue is "nearly empty" when dq falls below 10% of the recent delay
-//!   range RTTmax − RTTmin. If it was nearly empty at least once in the last 5 round trips, Copa
-//!   is in default mode (δ = the configured δ); otherwise some other flow keeps the buffer full and
-//!   Copa is in competitive mode, where 1/δ follows AIMD: +1 per round trip without loss, halved on
-//!   a loss (at most once per round trip), never below the default's 1/δ.
+//! - §2 (competing with buffer-filling schemes) mode switching: the queue is "nearly empty" when
+//!   dq falls below 10% of the recent delay range RTTmax − RTTmin. If it was nearly empty at least
+//!   once in the last 5 round trips, Copa is in default mode (δ = the configured δ); otherwise
+//!   some other flow keeps the buffer full and Copa is in competitive mode, where 1/δ follows
+//!   AIMD: +1 per round trip without loss, halved on a loss (at most once per round trip), never
+//!   below the default's 1/δ.
 //!
-//! Constants: δ = 0.5 (the paper's default, §2.1; the original Pantheon ran δ = 0.1, so it is
+//! Constants: δ = 0.5 (the paper's default, §2; the original Pantheon ran δ = 0.1, so it is
 //! configurable: `delta`); RTTstanding window srtt/2, RTTmin window 10 s, velocity doubling after
-//! 3 round trips, mode-switch window 5 round trips and nearly-empty threshold 10% (§2.1, §2.2);
+//! 3 round trips, mode-switch window 5 round trips and nearly-empty threshold 10% (§2);
 //! initial window 10 packets (RFC 6928); MSS 1500 bytes. `mode_switching=false` pins δ.
 //!
 //! Deviations: (1) RTTmin is the minimum over ten 1-second buckets, so its window is 9–10 s
@@ -37,9 +38,9 @@
 //! largest RTTstanding — not the largest raw RTT — of the same 5-round-trip window, so a single
 //! delayed acknowledgement cannot make a full queue look "nearly empty". (3) v is capped at
 //! δ·cwnd, so one round trip never changes the window by more than the window itself — an
-//! exponential run faster than slow start only overshoots. (4) In default mode losses are ignored,
-//! as the paper's Copa is (§2.1 uses delay alone, which makes it robust to non-congestive loss);
-//! the window never goes below 2 packets.
+//! exponential run faster than slow start only overshoots. (4) In default mode the window ignores
+//! losses: Copa's signal is delay (§2), which is what makes it robust to non-congestive loss. The
+//! window never goes below 2 packets.
 //!
 //! Driver: window and pacing rate (once an RTT has been measured); no timer.
 
@@ -49,14 +50,14 @@ use crate::{
     rate_bps, Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES,
 };
 
-/// §2.1: RTTmin is the minimum over this long.
+/// §2: RTTmin is the minimum over this long.
 const RTT_MIN_BUCKETS: usize = 10;
 const RTT_MIN_BUCKET_US: u64 = 1_000_000;
-/// §2.1: v starts doubling after this many round trips in one direction.
+/// §2: v starts doubling after this many round trips in one direction.
 const SAME_DIRECTION_ROUNDS: u32 = 3;
-/// §2.2: the queue must have been nearly empty within this many round trips.
+/// §2: the queue must have been nearly empty within this many round trips.
 const MODE_WINDOW_ROUNDS: usize = 5;
-/// §2.2: "nearly empty" means dq below this fraction of RTTmax − RTTmin.
+/// §2: "nearly empty" means dq below this fraction of RTTmax − RTTmin.
 const NEARLY_EMPTY_FRACTION: f64 = 0.1;
 /// The smallest window, in packets.
 const MIN_CWND_PACKETS: f64 = 2.0;
@@ -183,7 +184,9 @@ impl Copa {
 
     /// dq = RTTstanding − RTTmin in µs.
     pub fn queueing_delay_us(&self) -> u64 {
-        self.rtt_standing_us - self.rtt_min_us
+        // RTTmin is a minimum over a superset of RTTstanding's samples, so this never saturates
+        // unless srtt/2 exceeds RTTmin's 9 s window.
+        self.rtt_standing_us.saturating_sub(self.rtt_min_us)
     }
 
     /// λt = 1/(δ·dq) in packets per second; `None` (unbounded) while dq is 0.
@@ -212,7 +215,7 @@ impl Copa {
         self.loss_this_round = false;
     }
 
-    /// §2.2: default mode if the queue was nearly empty at least once in the last 5 round trips.
+    /// §2: default mode if the queue was nearly empty at least once in the last 5 round trips.
     fn switch_mode(&mut self) {
         let Some(round) = self.this_round else { return };
         self.recent_rounds[self.rounds_done % MODE_WINDOW_ROUNDS] = Some(round);
@@ -249,8 +252,6 @@ impl CongestionControl for Copa {
     fn on_ack(&mut self, e: &Acked) {
         self.rtt_standing_us = self.rtt_standing.update(e.now_us, e.rtt_us, e.srtt_us / 2);
         self.rtt_min_us = self.rtt_min.update(e.now_us / RTT_MIN_BUCKET_US, e.rtt_us as i64) as u64;
-        // RTTmin may have dropped below an older standing sample still in the short window.
-        self.rtt_standing_us = self.rtt_standing_us.max(self.rtt_min_us);
         let dq_us = self.queueing_delay_us();
         let round = self.this_round.get_or_insert(RoundDelays { min_dq_us: dq_us, max_standing_us: 0 });
         round.min_dq_us = round.min_dq_us.min(dq_us);

@@ -22,7 +22,7 @@
 //! - §4.10 slow start below ssthresh as Reno (RFC 5681 with byte counting); the first epoch after
 //!   slow start ends without a loss starts with W_max = cwnd, K = 0.
 //!
-//! Constants: C = 0.4 and β_cubic = 0.7 (RFC 9438 §5.1, §4.6); initial window 10 packets
+//! Constants: C = 0.4 and β_cubic = 0.7 (the values RFC 9438 specifies); initial window 10 packets
 //! (RFC 6928); MSS 1500 bytes. The RTT in W_cubic(t + RTT) is the smoothed RTT (§4.2 leaves the
 //! estimator open).
 //!
@@ -35,7 +35,7 @@
 use crate::spec::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
-/// RFC 9438 §5.1: C = 0.4 (segments per second cubed).
+/// RFC 9438: C = 0.4 (segments per second cubed).
 pub const C: f64 = 0.4;
 /// RFC 9438 §4.6: β_cubic = 0.7.
 pub const BETA: f64 = 0.7;

@@ -6,24 +6,27 @@
 //! of queueing delay; any flow that queues more (a loss-based one) makes it back off.
 //!
 //! Sections implemented (RFC 6817):
-//! - §2.4.1 one-way delay: the peer's receive timestamp minus our send timestamp. The clocks are
-//!   not synchronised; the unknown offset cancels in current − base.
-//! - §2.4.2 base delay: the minimum of per-minute minima over the last BASE_HISTORY minutes
-//!   (minutes on the sender's clock); current delay: the minimum of the last CURRENT_FILTER
-//!   samples (§3.4.2's suggested filter).
+//! - §2.3–2.4 one-way delay: the receiver reports when each packet arrived; the sender subtracts
+//!   its send time. The clocks are not synchronised; the unknown offset cancels in current − base.
+//! - §2.4.2 (the complete sender algorithm) base delay: the minimum of per-minute minima over the
+//!   last BASE_HISTORY minutes (minutes on the sender's clock); current delay: a MIN filter over
+//!   the last CURRENT_FILTER samples (§3.1 explains why delays are filtered).
 //! - §2.4.2 window update per acknowledgement: off_target = (TARGET − queuing_delay)/TARGET;
 //!   cwnd += GAIN·off_target·bytes_newly_acked·MSS/cwnd; then cwnd ≤ flightsize +
 //!   ALLOWED_INCREASE·MSS and cwnd ≥ MIN_CWND·MSS.
 //! - §2.4.2 loss: cwnd = min(cwnd, max(cwnd/2, MIN_CWND·MSS)), at most once per round trip.
 //!
-//! Constants (§2.5, §3.4): TARGET = 100 ms (the largest the RFC allows), GAIN = 1,
-//! BASE_HISTORY = 10 minutes, CURRENT_FILTER = 4 samples, INIT_CWND = 2 and MIN_CWND = 2 packets,
-//! ALLOWED_INCREASE = 1 packet; MSS 1500 bytes. `target_ms` and `gain` are configurable.
+//! Constants (§2.5): TARGET = 100 ms (the largest the RFC allows), GAIN = 1, BASE_HISTORY = 10
+//! minutes, INIT_CWND = 2 and MIN_CWND = 2 packets, ALLOWED_INCREASE = 1 packet; CURRENT_FILTER
+//! = 4 samples (our choice of "a few recent samples"); MSS 1500 bytes. `target_ms` and `gain`
+//! are configurable.
 //!
 //! Deviations: (1) §2.4.2 collapses cwnd to one packet after a retransmission timeout; there is
 //! none here, and a loss found by the sender's timeout is an ordinary loss. (2) "once per round
 //! trip" for losses means: losses of packets sent before the last reduction do not reduce again.
-//! (3) The RFC's slow start is optional and not used: growth is the §2.4.2 rule from INIT_CWND.
+//! (3) No slow start: growth is the §2.4.2 rule alone, from INIT_CWND, so on a long fat path the
+//! window takes one RTT per packet of BDP to fill the pipe (about 40 s at 48 Mbit/s × 100 ms).
+//! Deployed LEDBATs (libutp, LEDBAT++) add slow starts of their own; this file models the RFC.
 //!
 //! Driver: window only (no pacing rate, no timer).
 
@@ -31,10 +34,10 @@ use crate::filter::{Buckets, Extremum};
 use crate::spec::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 
-/// §2.5: minutes of per-minute base delay minima kept.
+/// §2.5 BASE_HISTORY: minutes of per-minute base delay minima kept.
 const BASE_HISTORY: usize = 10;
 const MINUTE_US: u64 = 60_000_000;
-/// §3.4.2: samples the current-delay filter takes the minimum of.
+/// Samples the current-delay MIN filter spans (see the header).
 const CURRENT_FILTER: usize = 4;
 /// §2.5: INIT_CWND and MIN_CWND, packets.
 const INIT_CWND_PACKETS: f64 = 2.0;

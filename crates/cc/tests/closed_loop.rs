@@ -142,7 +142,8 @@ fn run(spec: &str, s: &Scenario) -> Outcome {
         dropped,
     };
     eprintln!(
-        "{spec:>12} @ {} Mbit/s, {} ms, {} pkt buffer: utilization {:.1}%, queueing delay mean {:.2} ms, p95 {:.2} ms, {} drops",
+        "{spec:>14} @ {} Mbit/s, {} ms each way, {} pkt buffer: utilization {:.1}%, \
+         queueing delay mean {:.2} ms, p95 {:.2} ms, {} drops",
         s.rate_mbps,
         s.one_way_delay_ms,
         s.queue_packets,
