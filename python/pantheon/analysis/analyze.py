@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pantheon import __version__
 from pantheon.analysis import logs, perf, plots, report
-from pantheon.analysis.datadir import DataDir, DataDirError, RunSource, open_data_dir
+from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, length_flags, run_metrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS, binned
