@@ -141,8 +141,6 @@ pub struct Bbr {
     conservation_until_round: Option<u64>,
     /// Bytes declared lost since the last acknowledgement.
     lost_bytes_since_ack: u64,
-    /// Bytes in flight as of the latest event.
-    inflight_bytes: u64,
     rng_state: u64,
 }
 
@@ -175,7 +173,6 @@ impl Bbr {
             recovery_start_us: None,
             conservation_until_round: None,
             lost_bytes_since_ack: 0,
-            inflight_bytes: 0,
             rng_state: config.seed,
         }
     }
@@ -326,12 +323,9 @@ impl CongestionControl for Bbr {
         "bbr"
     }
 
-    fn on_sent(&mut self, e: &Sent) {
-        self.inflight_bytes = e.inflight_bytes;
-    }
+    fn on_sent(&mut self, _e: &Sent) {}
 
     fn on_ack(&mut self, e: &Acked) {
-        self.inflight_bytes = e.inflight_bytes;
         let prior_inflight_bytes = e.inflight_bytes + e.bytes;
         if self.recovery_start_us.is_some_and(|start_us| e.sent_us > start_us) {
             // A packet sent after recovery began is delivered: recovery is over (§4.2.3).
@@ -385,7 +379,6 @@ impl CongestionControl for Bbr {
     }
 
     fn on_loss(&mut self, e: &Lost) {
-        self.inflight_bytes = e.inflight_bytes;
         self.lost_bytes_since_ack += e.bytes;
         if self.recovery_start_us.is_none() {
             self.save_cwnd();
