@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pantheon's set-up command. On a fresh Debian 12 machine it installs the Debian packages, a
 # Python environment with pinned dependencies (.venv) and a release build of the Rust workspace,
-# then runs the main job. It is idempotent and takes a second or two when nothing changed.
+# then runs the main job (pantheon demo: every scheme over one emulated path, and a
+# report). It is idempotent and takes a second or two when nothing changed.
 #
 #   ./setup.sh            set up, then run the main job
 #   ./setup.sh --no-run   set up only

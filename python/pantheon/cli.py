@@ -6,13 +6,14 @@
     pantheon test local --schemes cubic,bbr run schemes over an emulated path, every packet logged
     pantheon analyze DATA_DIR               metrics, plots and a report (HTML, PDF) of a data dir
     pantheon schemes list|setup|check       the scheme registry: status, set-up, a check run of each
-    pantheon demo                           a bulk TCP flow over an emulated 12 Mbit/s, 20 ms path
+    pantheon demo                           every scheme over an emulated 12 Mbit/s, 20 ms path, and a report
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from pantheon import presets, schemes_cli
 from pantheon.binaries import MissingBinary, binary
@@ -53,9 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     harness_cli.add_parser(sub)
     analysis_cli.add_parser(sub)
     schemes_cli.add_parser(sub)
-    demo = sub.add_parser("demo", help="bulk TCP through an emulated 12 Mbit/s, 20 ms path; prints throughput and delay")
-    demo.add_argument("--seconds", type=float, default=10.0, help="length of the flow in seconds (default 10)")
-    demo.add_argument("--cc", default="cubic", help="kernel TCP congestion control (default cubic)")
+    demo = sub.add_parser("demo", help="every scheme that can run here over an emulated 12 Mbit/s, 20 ms path; a report")
+    demo.add_argument("--runtime", type=float, default=10.0, help="seconds each scheme runs (default 10)")
+    demo.add_argument("--schemes", help="comma-separated scheme names (default: all that can run here)")
+    demo.add_argument("--data-dir", type=Path, help="where results go (default data/demo-DATE-TIME)")
     return parser
 
 
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             from pantheon.demo import run_demo
 
-            return run_demo(seconds=args.seconds, cc=args.cc)
+            return run_demo(runtime_s=args.runtime, schemes=args.schemes, data_dir=args.data_dir)
     except (MissingBinary, PermissionError, ValueError, FileExistsError) as e:
         print(f"pantheon: {e}", file=sys.stderr)
         return 2
