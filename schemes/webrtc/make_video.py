@@ -3,9 +3,12 @@ format that Chromium's fake capture device reads with --use-file-for-fake-video-
 
 The content is chosen so that the VP8 encoder needs many Mbit/s at any bitrate the path allows,
 and so the flow stays limited by congestion control rather than by what the encoder has to say:
-a field of random 8x8 luma/chroma blocks pans diagonally by several pixels per frame (every block
-moves and edges cross block boundaries, so motion compensation leaves residuals), and fresh
-per-frame noise in the low four bits of every luma sample makes every macroblock carry new detail.
+a field of random 8x8 luma/chroma blocks pans diagonally across the frame (every block moves every
+frame, by 5-6 pixels at 640x480, 30 fps), and the low four bits of every luma sample are fresh
+random values each frame, so every macroblock carries new detail that motion compensation cannot
+predict. The block field is a torus that pans exactly once across the frame in each direction
+over the file's length, so the loop has no seam and the video no scene cut: its complexity is the
+same in every frame, and the encoder's bursts come from its rate, not from the content.
 It is deterministic (seeded), so every machine streams the same video, and stdlib-only, so setup
 needs nothing but Python: bytes are composed with slicing and whole-frame integer XOR, which run
 at C speed.
@@ -25,10 +28,8 @@ from pathlib import Path
 
 BLOCK_PX = 8
 """Side of the random blocks: VP8's transform size, so every block edge is a real edge to code."""
-PAN_PX_PER_FRAME = (7, 3)
-"""Diagonal motion of the block field (x, y) in pixels per frame."""
 NOISE_MASK = 0x0F
-"""Fresh noise in the low four bits of each luma sample, ±8 grey levels around the texture."""
+"""Fresh random values in the low four bits of each luma sample (16 grey levels of noise)."""
 SEED = 20180711
 
 
@@ -42,9 +43,10 @@ def block_texture(rng: random.Random, width: int, height: int) -> bytes:
     return b"".join(rows[:height])
 
 
-def window(plane: bytes, plane_width: int, x: int, y: int, width: int, height: int) -> bytes:
-    """The width x height part of a plane whose top-left corner is (x, y)."""
-    return b"".join(plane[(y + r) * plane_width + x:(y + r) * plane_width + x + width] for r in range(height))
+def panned(plane: bytes, width: int, height: int, x: int, y: int) -> bytes:
+    """The plane shifted by (x, y) with wrap-around: the window at (x, y) on a torus."""
+    rows = (plane[((y + r) % height) * width:((y + r) % height + 1) * width] for r in range(height))
+    return b"".join(row[x:] + row[:x] for row in rows)
 
 
 def with_noise(rng: random.Random, plane: bytes) -> bytes:
@@ -54,22 +56,22 @@ def with_noise(rng: random.Random, plane: bytes) -> bytes:
 
 def write_video(out: Path, width: int, height: int, fps: int, seconds: float) -> None:
     rng = random.Random(SEED)
-    # The textures are twice the frame so a frame-sized window can pan across them; the pan
-    # wraps, which adds a scene cut each time it does.
-    luma = block_texture(rng, 2 * width, 2 * height)
     cw, ch = width // 2, height // 2
-    chroma_u = block_texture(rng, 2 * cw, 2 * ch)
-    chroma_v = block_texture(rng, 2 * cw, 2 * ch)
+    luma = block_texture(rng, width, height)
+    chroma_u = block_texture(rng, cw, ch)
+    chroma_v = block_texture(rng, cw, ch)
+    frames = max(1, round(fps * seconds))
     tmp = out.with_name(out.name + ".part")
     with open(tmp, "wb") as f:
         f.write(f"YUV4MPEG2 W{width} H{height} F{fps}:1 Ip A1:1 C420jpeg\n".encode())
-        for i in range(round(fps * seconds)):
-            x = (PAN_PX_PER_FRAME[0] * i) % width // 2 * 2
-            y = (PAN_PX_PER_FRAME[1] * i) % height // 2 * 2
+        for i in range(frames):
+            # One full turn of the torus per loop; even offsets keep chroma aligned with luma.
+            x = round(i * width / frames) // 2 * 2 % width
+            y = round(i * height / frames) // 2 * 2 % height
             f.write(b"FRAME\n")
-            f.write(with_noise(rng, window(luma, 2 * width, x, y, width, height)))
-            f.write(window(chroma_u, 2 * cw, x // 2, y // 2, cw, ch))
-            f.write(window(chroma_v, 2 * cw, x // 2, y // 2, cw, ch))
+            f.write(with_noise(rng, panned(luma, width, height, x, y)))
+            f.write(panned(chroma_u, cw, ch, x // 2, y // 2))
+            f.write(panned(chroma_v, cw, ch, x // 2, y // 2))
     os.replace(tmp, out)
 
 

@@ -9,15 +9,26 @@ the receiver answers the call and plays the video. Media flows sender -> receive
                                  then open page/receiver.html in Chromium
     webrtc.py send PEER PORT     wait for PEER:PORT to answer, then open page/sender.html from it
 
+The rate is GCC's alone: the page raises the encoder's ceiling (by default a few Mbit/s chosen
+from the resolution) to 50 Mbit/s, and leaves GCC's start (300 kbit/s) and its initial probing
+untouched. On the 12 Mbit/s, 20 ms path the call carries over 1 Mbit/s within 3 s of the flow's
+start, of which ~1.5 s is browser start-up and signalling, so the SDP is not munged
+(x-google-start-bitrate): the scheme runs Chromium's congestion control as shipped.
+
 ICE uses host candidates only, with no STUN or TURN server (there is no Internet here). Chromium
 would hide local addresses behind mDNS names (draft-ietf-mmusic-mdns-ice-candidates) that nothing
 here resolves, so that feature is turned off and the candidates are the tunnel's own addresses.
 
+Each page logs a line a second of its WebRTC statistics (rate, GCC's estimate and target, RTT,
+loss, resolution, frames, what limits the encoder), which the wrapper writes to standard error.
+
 Chromium runs in this process's group, so the harness's group-wide SIGTERM and SIGKILL reach every
-one of its processes. On SIGTERM or SIGINT the wrapper kills the browser's whole process tree at
-once (its state is thrown away, so an orderly shutdown would only be slower), waits until it is
-gone and removes the browser's temporary profile. A browser whose wrapper is killed outright dies
-with it (PR_SET_PDEATHSIG), and the profile it left is removed by the next wrapper that starts.
+one of its processes, and the wrapper is their subreaper, so none escapes its process tree. On
+SIGTERM or SIGINT the wrapper kills that whole tree at once (the browser's state is thrown away,
+so an orderly shutdown would only be slower: ~1.5 s), waits until it is gone and removes the
+browser's temporary profile, which also holds the browser's own temporary files. A browser whose
+wrapper is killed outright dies with it (PR_SET_PDEATHSIG), and the profile it left is removed by
+the next wrapper that starts.
 """
 from __future__ import annotations
 
@@ -105,11 +116,14 @@ def _y4m_format(path: Path) -> dict[str, int]:
     """width, height and fps from a Y4M stream header (`YUV4MPEG2 W640 H480 F30:1 ...`)."""
     with open(path, "rb") as f:
         header = f.readline(256).decode("ascii", "replace").split()
-    if not header or header[0] != "YUV4MPEG2":
-        raise Failure(f"{path} is not a Y4M video; run `pantheon schemes setup webrtc` to make it again")
-    fields = {item[0]: item[1:] for item in header[1:]}
-    numerator, _, denominator = fields.get("F", "30:1").partition(":")
-    return {"width": int(fields["W"]), "height": int(fields["H"]), "fps": round(int(numerator) / int(denominator or 1))}
+    fields = {item[0]: item[1:] for item in header[1:] if item}
+    try:
+        if header[:1] != ["YUV4MPEG2"]:
+            raise ValueError
+        numerator, _, denominator = fields.get("F", "30:1").partition(":")
+        return {"width": int(fields["W"]), "height": int(fields["H"]), "fps": round(int(numerator) / int(denominator or 1))}
+    except (KeyError, ValueError, ZeroDivisionError):
+        raise Failure(f"{path} is not a Y4M video; run `pantheon schemes setup webrtc` to make it again") from None
 
 
 def _processes() -> dict[int, int]:
