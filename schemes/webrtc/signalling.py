@@ -45,13 +45,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(404, b"no such page\n", "text/plain")
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if self.path not in DESCRIPTIONS or not 0 < length <= MAX_SDP_BYTES:
+        path = urlsplit(self.path).path
+        length_field = self.headers.get("Content-Length", "")
+        length = int(length_field) if length_field.isdigit() else 0
+        if path not in DESCRIPTIONS or not 0 < length <= MAX_SDP_BYTES:
             self._reply(400, b"post an SDP description to /offer or /answer\n", "text/plain")
             return
         body = self.rfile.read(length)
         with self.server.lock:
-            self.server.descriptions[self.path] = body
+            self.server.descriptions[path] = body
         self._reply(204, b"")
 
     def _reply(self, status: int, body: bytes, content_type: str = "text/plain") -> None:
