@@ -58,6 +58,9 @@ class Scheme:
     versions: str = ""
     needs_kernel_cc: str | None = None
     setup: Setup = field(default_factory=Setup)
+    check_runtime_s: float = 5.0
+    """Length of the flow `pantheon schemes check` runs; longer only for schemes that take seconds to
+    start (a browser), said why in the manifest."""
 
     def expand(self, part: str, **values: str) -> str:
         return part.format(python=sys.executable, dir=str(self.directory), **values)
@@ -169,7 +172,10 @@ def load(path: Path) -> Scheme:
             **texts, receiver=_strings(data["receiver"], "receiver"), sender=_strings(data["sender"], "sender"),
             directory=path.parent.resolve(), versions=str(data.get("versions", "")),
             needs_kernel_cc=data.get("needs_kernel_cc"), setup=_setup(data.get("setup", {})),
+            check_runtime_s=data.get("check_runtime_s", 5.0),
         )
+        if not isinstance(scheme.check_runtime_s, (int, float)) or not 1 <= scheme.check_runtime_s <= 60:
+            raise SchemeError(f"check_runtime_s must be a number of seconds in 1..60, not {scheme.check_runtime_s!r}")
         if scheme.run_first not in SIDES:
             raise SchemeError(f"run_first must be 'receiver' or 'sender', not '{scheme.run_first}'")
         if scheme.name != path.stem:
