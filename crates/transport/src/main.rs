@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use pantheon_netns::usage;
-use pantheon_transport::clock::monotonic_us;
+use pantheon_transport::clock::{monotonic_us, process_cpu_s};
 use pantheon_transport::log::AckLog;
 use pantheon_transport::socket::UdpSocket;
 use pantheon_transport::stop::Stop;
@@ -22,7 +22,8 @@ const NAME: &str = "pantheon-udp";
     long_about = "A full-throttle UDP flow under one of Pantheon's congestion controllers (crates/cc), \
 and its receiver. Data datagrams are 1464-byte IP packets (the tunnel's inner MTU); the receiver \
 acknowledges each one with the time it arrived. Nothing is retransmitted. Both ends run until \
-SIGTERM or SIGINT and then exit with status 0.",
+SIGTERM or SIGINT and then exit with status 0, printing their totals on standard error (SIGUSR1: \
+the totals so far).",
     after_help = "Example: pantheon-udp recv 9000 & pantheon-udp send --cc copa:delta=0.1 127.0.0.1 9000"
 )]
 struct Cli {
@@ -77,11 +78,9 @@ fn run(command: Command) -> Result<i32, String> {
 fn recv(local: SocketAddrV4) -> Result<i32, String> {
     let stop = Stop::install().map_err(|e| format!("cannot take over signals: {e}"))?;
     let socket = UdpSocket::bind(local, true).map_err(|e| format!("cannot listen on {local}: {e}"))?;
-    let totals = receiver::run(&socket, &stop).map_err(|e| format!("receiving on {local}: {e}"))?;
-    eprintln!(
-        "{NAME}: received {} data datagrams ({} bytes of payload), ignored {} others, dropped {} acknowledgements",
-        totals.received, totals.received_bytes, totals.ignored, totals.acks_dropped
-    );
+    let mut report = |totals: &receiver::Totals| eprintln!("{NAME}: {totals}; {:.3} s of CPU", process_cpu_s());
+    let totals = receiver::run(&socket, &stop, &mut report).map_err(|e| format!("receiving on {local}: {e}"))?;
+    report(&totals);
     Ok(0)
 }
 
@@ -100,15 +99,8 @@ fn send(spec: &str, bind: Ipv4Addr, log: Option<PathBuf>, peer: SocketAddrV4) ->
     let local = SocketAddrV4::new(bind, 0);
     let socket = UdpSocket::bind(local, false).map_err(|e| format!("--bind {bind}: cannot bind there: {e}"))?;
     socket.connect(peer).map_err(|e| format!("{peer}: cannot send there: {e}"))?;
-    let totals = sender::run(cc, &socket, &stop, log).map_err(|e| format!("sending to {peer}: {e}"))?;
-    eprintln!(
-        "{NAME}: {name}: sent {} datagrams, {} acknowledged ({:.2} Mbit/s over {:.1} s), {} declared lost, {} acknowledged late",
-        totals.sent,
-        totals.acked,
-        totals.acked_mbps(),
-        totals.duration_us as f64 / 1e6,
-        totals.lost,
-        totals.late_acks
-    );
+    let mut report = |totals: &sender::Totals| eprintln!("{NAME}: {name}: {totals}; {:.3} s of CPU", process_cpu_s());
+    let totals = sender::run(cc, &socket, &stop, log, &mut report).map_err(|e| format!("sending to {peer}: {e}"))?;
+    report(&totals);
     Ok(0)
 }

@@ -9,6 +9,7 @@
 //! estimators built on the receiver's clock need. An acknowledgement the socket cannot take
 //! (buffer full, sender unreachable) is dropped: the sender sees a loss, as on a congested path.
 
+use std::fmt;
 use std::io;
 
 use crate::clock::{monotonic_us, RealtimeOffset};
@@ -30,12 +31,26 @@ pub struct Totals {
     pub acks_dropped: u64,
 }
 
-/// Acknowledges what arrives on `socket` (bound, with timestamps on) until `stop` is requested.
-pub fn run(socket: &UdpSocket, stop: &Stop) -> io::Result<Totals> {
+impl fmt::Display for Totals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "received {} data datagrams ({} bytes of payload), ignored {} others, dropped {} acknowledgements",
+            self.received, self.received_bytes, self.ignored, self.acks_dropped
+        )
+    }
+}
+
+/// Acknowledges what arrives on `socket` (bound, with timestamps on) until `stop` is requested,
+/// handing the totals so far to `report` whenever they are asked for (SIGUSR1).
+pub fn run(socket: &UdpSocket, stop: &Stop, report: &mut dyn FnMut(&Totals)) -> io::Result<Totals> {
     let mut data = RecvBatch::new(BATCH, HEADER_BYTES);
     let mut acks = SendBatch::<ACK_BYTES>::new(BATCH);
     let mut totals = Totals::default();
     while !stop.requested() {
+        if stop.take_report_request() {
+            report(&totals);
+        }
         let n = data.receive(socket)?;
         if n == 0 {
             wait(socket.fd(), false, stop.fd(), None)?;

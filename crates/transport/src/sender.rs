@@ -29,6 +29,7 @@
 //! The flow always has data: it is never application-limited, and nothing is retransmitted (see
 //! lib.rs for why Pantheon's flows need no reliability).
 
+use std::fmt;
 use std::io;
 
 use pantheon_cc::{CongestionControl, Sender};
@@ -72,6 +73,21 @@ impl Totals {
     }
 }
 
+impl fmt::Display for Totals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "sent {} datagrams, {} acknowledged ({:.2} Mbit/s over {:.3} s), {} declared lost, {} acknowledged late",
+            self.sent,
+            self.acked,
+            self.acked_mbps(),
+            self.duration_us as f64 / 1e6,
+            self.lost,
+            self.late_acks
+        )
+    }
+}
+
 struct Flow {
     cc: Box<dyn CongestionControl + Send>,
     book: Sender,
@@ -91,8 +107,15 @@ struct Flow {
     totals: Totals,
 }
 
-/// Runs a flow to `socket` (connected to the receiver) until `stop` is requested.
-pub fn run(cc: Box<dyn CongestionControl + Send>, socket: &UdpSocket, stop: &Stop, log: Option<AckLog>) -> io::Result<Totals> {
+/// Runs a flow to `socket` (connected to the receiver) until `stop` is requested, handing the
+/// totals so far to `report` whenever they are asked for (SIGUSR1).
+pub fn run(
+    cc: Box<dyn CongestionControl + Send>,
+    socket: &UdpSocket,
+    stop: &Stop,
+    log: Option<AckLog>,
+    report: &mut dyn FnMut(&Totals),
+) -> io::Result<Totals> {
     tighten_timer_slack();
     let start_us = monotonic_us();
     let mut flow = Flow {
@@ -110,7 +133,7 @@ pub fn run(cc: Box<dyn CongestionControl + Send>, socket: &UdpSocket, stop: &Sto
         retry_at_ns: 0,
         totals: Totals::default(),
     };
-    let outcome = flow.run(socket, stop);
+    let outcome = flow.run(socket, stop, start_us, report);
     let log = flow.log.take().map(AckLog::finish);
     outcome?;
     log.transpose()?;
@@ -119,9 +142,12 @@ pub fn run(cc: Box<dyn CongestionControl + Send>, socket: &UdpSocket, stop: &Sto
 }
 
 impl Flow {
-    fn run(&mut self, socket: &UdpSocket, stop: &Stop) -> io::Result<()> {
+    fn run(&mut self, socket: &UdpSocket, stop: &Stop, start_us: u64, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
         let mut ready = Ready { readable: true, ..Ready::default() };
         while !stop.requested() {
+            if stop.take_report_request() {
+                report(&Totals { duration_us: monotonic_us() - start_us, ..self.totals });
+            }
             if ready.readable {
                 self.drain_acks(socket)?;
             }

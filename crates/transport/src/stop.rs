@@ -1,6 +1,7 @@
 //! Being told to stop. Pantheon ends a scheme with SIGTERM to its process group (SIGKILL 2 s
 //! later, docs/harness.md); a person at a terminal uses Ctrl-C (SIGINT) or hangs up (SIGHUP).
-//! Either end of `pantheon-udp` then finishes its loop and exits with status 0.
+//! Either end of `pantheon-udp` then finishes its loop and exits with status 0. SIGUSR1 asks for
+//! the totals so far (as dd(1) does), which is how a benchmark leaves out a flow's ramp.
 //!
 //! The handler sets a flag, which the loops read once per iteration (a relaxed load: free while
 //! data flows), and writes to an eventfd that every wait polls, so a thread asleep in ppoll(2)
@@ -12,12 +13,18 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+const SIGNALS: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1];
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+static REPORT: AtomicBool = AtomicBool::new(false);
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 
-extern "C" fn on_signal(_signal: libc::c_int) {
+extern "C" fn on_signal(signal: libc::c_int) {
+    if signal == libc::SIGUSR1 {
+        // The interrupted wait returns EINTR; nothing needs waking.
+        REPORT.store(true, Ordering::Relaxed);
+        return;
+    }
     REQUESTED.store(true, Ordering::Relaxed);
     let fd = WAKE_FD.load(Ordering::Relaxed);
     if fd >= 0 {
@@ -33,8 +40,8 @@ pub struct Stop {
 }
 
 impl Stop {
-    /// Takes over SIGTERM, SIGINT and SIGHUP (unblocking them, in case the parent left them
-    /// blocked or ignored across exec).
+    /// Takes over SIGTERM, SIGINT, SIGHUP and SIGUSR1 (unblocking them, in case the parent left
+    /// them blocked or ignored across exec).
     pub fn install() -> io::Result<Stop> {
         // SAFETY: plain eventfd(2).
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -65,6 +72,11 @@ impl Stop {
 
     pub fn requested(&self) -> bool {
         REQUESTED.load(Ordering::Relaxed)
+    }
+
+    /// Whether the totals so far were asked for since the last call.
+    pub fn take_report_request(&self) -> bool {
+        REPORT.load(Ordering::Relaxed) && REPORT.swap(false, Ordering::Relaxed)
     }
 
     /// Readable once a stop was requested: poll it beside the socket.

@@ -100,8 +100,15 @@ fn flow(cc: &str, seconds: f64) {
         &["send", "--cc", cc, "--log", log.to_str().unwrap(), "127.0.0.1", &port],
         dir.join("send.stderr"),
     );
-    sleep(Duration::from_secs_f64(seconds));
+    sleep(Duration::from_secs_f64(seconds / 2.0));
+    // SAFETY: signalling our own children. SIGUSR1 asks for the totals so far and stops nothing.
+    unsafe {
+        libc::kill(sender.child.id() as libc::pid_t, libc::SIGUSR1);
+        libc::kill(receiver.child.id() as libc::pid_t, libc::SIGUSR1);
+    }
+    sleep(Duration::from_secs_f64(seconds / 2.0));
     assert!(sender.running(), "sender exited on its own: {}", sender.stderr());
+    assert!(receiver.running(), "receiver exited on its own: {}", receiver.stderr());
     let (status, took) = sender.terminate();
     assert!(status.success(), "sender: {status}; {}", sender.stderr());
     assert!(took < Duration::from_millis(500), "sender took {took:?} to stop");
@@ -110,6 +117,10 @@ fn flow(cc: &str, seconds: f64) {
     assert!(took < Duration::from_millis(500), "receiver took {took:?} to stop");
 
     let (sent, acked, lost) = sender_counts(&sender.stderr());
+    let halfway = sender.stderr().lines().next().map(sender_counts).unwrap();
+    assert_eq!(sender.stderr().lines().count(), 2, "a line for SIGUSR1, one at the end: {}", sender.stderr());
+    assert!(halfway.1 > 0 && halfway.1 < acked, "halfway {halfway:?}, at the end {acked}");
+    assert_eq!(receiver.stderr().lines().count(), 2, "{}", receiver.stderr());
     // Loopback moves hundreds of Mbit/s even on a loaded machine: well over 1000 datagrams.
     assert!(acked > 1000, "only {acked} acknowledged: {}", sender.stderr());
     assert!(acked + lost <= sent, "{acked} acked + {lost} lost > {sent} sent");
@@ -127,7 +138,7 @@ fn flow(cc: &str, seconds: f64) {
         assert!(cwnd >= 2 * 1464, "{cc} window {cwnd} below two packets");
     }
     assert!(last_t_us as f64 > (seconds - 1.0) * 1e6, "acknowledgements stopped at {last_t_us} us");
-    let received: u64 = receiver.stderr().split_whitespace().nth(2).unwrap().parse().unwrap();
+    let received: u64 = receiver.stderr().lines().last().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(received >= acked, "receiver saw {received} datagrams, sender {acked} acknowledgements");
     fs::remove_dir_all(dir).unwrap();
 }
