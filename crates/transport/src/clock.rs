@@ -3,8 +3,8 @@
 //! nanoseconds, because at 1 Gbit/s one 1464-byte packet lasts 11.712 µs and rounding each gap to
 //! whole microseconds would skew the rate by up to 8.5 %.
 //!
-//! CLOCK_MONOTONIC is one clock for every namespace of a machine, so on one machine a receiver's
-//! timestamps and a sender's are directly comparable. The kernel stamps received datagrams with
+//! The sender counts from its flow's start (`FlowClock`); the receiver stamps with
+//! CLOCK_MONOTONIC itself. The kernel stamps received datagrams with
 //! CLOCK_REALTIME only (SO_TIMESTAMPNS, socket(7)); `RealtimeOffset` moves such a stamp onto
 //! CLOCK_MONOTONIC by the two clocks' current difference, which a step of the wall clock changes
 //! and NTP's slewing does not (both clocks are slewed alike).
@@ -24,6 +24,34 @@ pub fn monotonic_ns() -> u64 {
 /// Microseconds on CLOCK_MONOTONIC.
 pub fn monotonic_us() -> u64 {
     monotonic_ns() / 1000
+}
+
+/// The sender's clock: CLOCK_MONOTONIC, reading 0 when the flow starts. Controllers see time
+/// from the flow's start, as in the simulator, where every flow starts at 0: state initialised to
+/// time 0 (BBR's RTprop stamp, draft-cardwell-iccrg-bbr-congestion-control-00 §4.1.2.3, is
+/// "now" at initialisation) then means the same thing in both drivers.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowClock {
+    origin_ns: u64,
+}
+
+impl FlowClock {
+    pub fn start() -> FlowClock {
+        FlowClock { origin_ns: monotonic_ns() }
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        monotonic_ns() - self.origin_ns
+    }
+
+    pub fn now_us(&self) -> u64 {
+        self.now_ns() / 1000
+    }
+
+    /// A time of this clock on CLOCK_MONOTONIC, for deadlines.
+    pub fn to_monotonic_ns(&self, t_ns: u64) -> u64 {
+        self.origin_ns.saturating_add(t_ns)
+    }
 }
 
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC, read now.
@@ -69,6 +97,15 @@ mod tests {
         let after_us = monotonic_us();
         // Within the 1 ms a descheduled test thread may lose between the reads.
         assert!(mapped_us + 1_000 >= before_us && mapped_us <= after_us + 1_000, "{before_us} {mapped_us} {after_us}");
+    }
+
+    #[test]
+    fn a_flow_clock_starts_at_zero() {
+        let clock = FlowClock::start();
+        let t_ns = clock.now_ns();
+        // Within the 1 ms a descheduled test thread may lose.
+        assert!(t_ns < 1_000_000, "{t_ns}");
+        assert_eq!(clock.to_monotonic_ns(0), clock.origin_ns);
     }
 
     #[test]

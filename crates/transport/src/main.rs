@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use pantheon_netns::usage;
-use pantheon_transport::clock::{monotonic_us, process_cpu_s};
+use pantheon_transport::clock::process_cpu_s;
 use pantheon_transport::log::AckLog;
 use pantheon_transport::socket::UdpSocket;
 use pantheon_transport::stop::Stop;
@@ -91,7 +91,7 @@ fn send(spec: &str, bind: Ipv4Addr, log: Option<PathBuf>, peer: SocketAddrV4) ->
     let log = match log {
         Some(path) => {
             let file = File::create(&path).map_err(|e| format!("--log {}: cannot create it: {e}", path.display()))?;
-            Some(AckLog::new(file, monotonic_us()).map_err(|e| format!("--log {}: {e}", path.display()))?)
+            Some(AckLog::new(file).map_err(|e| format!("--log {}: {e}", path.display()))?)
         }
         None => None,
     };

@@ -4,7 +4,8 @@
 //! controller's `on_sent`; every acknowledgement through `Sender::on_ack`, the controller's
 //! `on_ack`, then `Sender::detect_losses` (losses to the controller's `on_loss`); the controller's
 //! `on_timer` when its `wake_at_us` comes; `detect_losses` again when `loss_deadline_us` passes.
-//! Times are CLOCK_MONOTONIC µs; sizes are 1464 bytes per datagram, the IP packet (wire.rs).
+//! Times are µs since the flow started (clock.rs: the simulator's flows also start at 0); sizes
+//! are 1464 bytes per datagram, the IP packet (wire.rs).
 //!
 //! One iteration:
 //! 1. Drain every acknowledgement queued (recvmmsg, up to 64 per call), stamping each batch with
@@ -34,7 +35,7 @@ use std::io;
 
 use pantheon_cc::{CongestionControl, Sender};
 
-use crate::clock::{monotonic_ns, monotonic_us, tighten_timer_slack};
+use crate::clock::{tighten_timer_slack, FlowClock};
 use crate::log::AckLog;
 use crate::pacing::Pacer;
 use crate::socket::{is_unreachable, RecvBatch, UdpSocket};
@@ -89,6 +90,7 @@ impl fmt::Display for Totals {
 }
 
 struct Flow {
+    clock: FlowClock,
     cc: Box<dyn CongestionControl + Send>,
     book: Sender,
     pacer: Pacer,
@@ -117,8 +119,8 @@ pub fn run(
     report: &mut dyn FnMut(&Totals),
 ) -> io::Result<Totals> {
     tighten_timer_slack();
-    let start_us = monotonic_us();
     let mut flow = Flow {
+        clock: FlowClock::start(),
         cc,
         book: Sender::new(),
         pacer: Pacer::default(),
@@ -126,27 +128,27 @@ pub fn run(
         // A slot larger than an acknowledgement, so that a longer datagram shows as one.
         acks: RecvBatch::new(ACK_BATCH, 2 * ACK_BYTES),
         log,
-        last_ack_us: start_us,
+        last_ack_us: 0,
         next_probe_us: 0,
         timer_fired_us: None,
         blocked: false,
         retry_at_ns: 0,
         totals: Totals::default(),
     };
-    let outcome = flow.run(socket, stop, start_us, report);
+    let outcome = flow.run(socket, stop, report);
     let log = flow.log.take().map(AckLog::finish);
     outcome?;
     log.transpose()?;
-    flow.totals.duration_us = monotonic_us() - start_us;
+    flow.totals.duration_us = flow.clock.now_us();
     Ok(flow.totals)
 }
 
 impl Flow {
-    fn run(&mut self, socket: &UdpSocket, stop: &Stop, start_us: u64, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
+    fn run(&mut self, socket: &UdpSocket, stop: &Stop, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
         let mut ready = Ready { readable: true, ..Ready::default() };
         while !stop.requested() {
             if stop.take_report_request() {
-                report(&Totals { duration_us: monotonic_us() - start_us, ..self.totals });
+                report(&Totals { duration_us: self.clock.now_us(), ..self.totals });
             }
             if ready.readable {
                 self.drain_acks(socket)?;
@@ -154,9 +156,10 @@ impl Flow {
             if ready.writable {
                 self.blocked = false;
             }
-            self.run_timers(monotonic_us());
+            self.run_timers(self.clock.now_us());
             let send_at_ns = self.send_due(socket)?;
-            ready = wait(socket.fd(), self.blocked, stop.fd(), self.deadline_ns(send_at_ns))?;
+            let deadline_ns = self.deadline_ns(send_at_ns).map(|t| self.clock.to_monotonic_ns(t));
+            ready = wait(socket.fd(), self.blocked, stop.fd(), deadline_ns)?;
         }
         Ok(())
     }
@@ -167,7 +170,7 @@ impl Flow {
             if n == 0 {
                 return Ok(());
             }
-            let now_us = monotonic_us();
+            let now_us = self.clock.now_us();
             for i in 0..n {
                 let Some(ack) = Ack::decode(self.acks.bytes(i)).filter(|_| self.acks.len(i) == ACK_BYTES) else {
                     continue;
@@ -226,7 +229,7 @@ impl Flow {
             if self.blocked {
                 return Ok(None);
             }
-            let now_ns = monotonic_ns();
+            let now_ns = self.clock.now_ns();
             if now_ns < self.retry_at_ns {
                 return Ok(Some(self.retry_at_ns));
             }
@@ -289,9 +292,9 @@ impl Flow {
     }
 
     /// The earliest time something is due: a send, the loss deadline, the controller's wake-up,
-    /// or the start of silence (ns on CLOCK_MONOTONIC).
+    /// or the start of silence (ns on the flow's clock).
     fn deadline_ns(&self, send_at_ns: Option<u64>) -> Option<u64> {
-        let silence_us = (!self.silent(monotonic_us())).then_some(self.last_ack_us + SILENCE_US);
+        let silence_us = (!self.silent(self.clock.now_us())).then_some(self.last_ack_us + SILENCE_US);
         [send_at_ns, self.book.loss_deadline_us().map(|t| t * 1000), self.pending_wake_us().map(|t| t * 1000), silence_us.map(|t| t * 1000)]
             .into_iter()
             .flatten()

@@ -15,14 +15,14 @@
 //!  5      kind = 1 (data)                   5      kind = 2 (acknowledgement)
 //!  6..8   zero                              6..8   zero
 //!  8..16  seq: u64, from 0, +1 per datagram 8..16  seq of the data datagram
-//! 16..24  send_us: u64, sender's clock     16..24  its send_us, echoed
+//! 16..24  send_us: u64, sender's clock µs  16..24  its send_us, echoed
 //! 24..    zero padding                     24..32  recv_us: u64, when the receiver's kernel
 //!                                                  received it, receiver's clock (µs)
 //! ```
 //!
-//! The two clocks are unrelated in general (only differences of `recv_us`, or `recv_us −
-//! send_us` up to a constant, mean anything), but both are CLOCK_MONOTONIC, so on one machine
-//! `recv_us − send_us` is the one-way delay itself.
+//! The two clocks are unrelated: the sender's counts from its flow's start, the receiver's is its
+//! CLOCK_MONOTONIC. Only differences of `recv_us`, or `recv_us − send_us` up to a constant, mean
+//! anything — which is what one-way-delay controllers (LEDBAT, RFC 6817 §2.4.1) use.
 
 /// "PUDP": Pantheon UDP.
 pub const MAGIC: [u8; 4] = *b"PUDP";
