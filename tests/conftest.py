@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,12 @@ from pantheon.netns import private_netns
 REPO = Path(__file__).resolve().parent.parent
 EMU = REPO / "target" / "release" / "pantheon-emu"
 _counter = itertools.count()
+
+# A shell that starts the suite in the background (`./test.sh &`, nohup) leaves SIGINT ignored, and
+# every child would inherit that: the tests that send SIGINT (Ctrl-C) to the emulator, the tunnel
+# and the harness need it delivered. A handler here is reset to the default in each child on exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
