@@ -40,3 +40,18 @@ pub fn set_nonblocking(fd: libc::c_int) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// `addr` as the kernel's `sockaddr_in` (network byte order).
+pub fn sockaddr_in(addr: std::net::SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
+        sin_zero: [0; 8],
+    }
+}
+
+/// The address a `sockaddr_in` holds.
+pub fn socket_addr_v4(sin: &libc::sockaddr_in) -> std::net::SocketAddrV4 {
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port))
+}

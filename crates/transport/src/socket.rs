@@ -6,7 +6,7 @@
 
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// Socket buffers asked for: 4 MiB holds 30 ms of 1 Gbit/s data, or 130 000 queued 32-byte
@@ -15,26 +15,7 @@ const BUFFER_BYTES: libc::c_int = 4 << 20;
 /// Room for one SCM_TIMESTAMPNS control message (a timespec behind its cmsghdr), rounded up.
 const CONTROL_BYTES: usize = 64;
 
-fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
-fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: addr.port().to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
-        sin_zero: [0; 8],
-    }
-}
-
-fn socket_addr(sin: &libc::sockaddr_in) -> SocketAddrV4 {
-    SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port))
-}
+use pantheon_netns::sys::{check, sockaddr_in as sockaddr, socket_addr_v4 as socket_addr};
 
 fn set_option(fd: RawFd, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: an int option of the right size.
@@ -291,6 +272,7 @@ pub fn is_unreachable(err: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     fn loopback(timestamps: bool) -> UdpSocket {
         UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), timestamps).unwrap()

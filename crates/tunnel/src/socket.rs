@@ -6,29 +6,16 @@
 
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use pantheon_netns::sys::check;
+use pantheon_netns::sys::{check, sockaddr_in as sockaddr, socket_addr_v4 as from_sockaddr};
 
 /// Socket buffers: 100 ms at 1 Gbit/s, so a thread descheduled for a while loses nothing.
 const BUFFER_BYTES: libc::c_int = 16 << 20;
 
 pub struct UdpSocket {
     fd: OwnedFd,
-}
-
-fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: addr.port().to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
-        sin_zero: [0; 8],
-    }
-}
-
-fn from_sockaddr(sin: &libc::sockaddr_in) -> SocketAddrV4 {
-    SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port))
 }
 
 fn set_option(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
