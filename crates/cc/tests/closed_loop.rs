@@ -221,7 +221,7 @@ fn every_controller_uses_at_least_70_percent_of_a_faster_longer_path() {
     // 48 Mbit/s, 50 ms each way (a 400-packet BDP), one BDP of buffer. LEDBAT is left out: its
     // one-packet-per-RTT growth needs 40 s to fill this pipe (checked in its own test).
     let s = Scenario { rate_mbps: 48.0, one_way_delay_ms: 50, queue_packets: 400, duration_s: 30, warmup_s: 10 };
-    for spec in pantheon_cc::KNOWN.into_iter().filter(|&name| name != "ledbat") {
+    for spec in pantheon_cc::KNOWN.iter().copied().filter(|&name| name != "ledbat") {
         let o = run(spec, &s);
         assert!(o.utilization >= 0.7, "{spec}: {o:?}");
     }

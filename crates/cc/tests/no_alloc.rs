@@ -124,7 +124,7 @@ struct Clock {
 
 #[test]
 fn no_allocation_per_packet_after_warm_up() {
-    for name in pantheon_cc::KNOWN {
+    for &name in pantheon_cc::KNOWN {
         let mut cc = build(name).unwrap();
         let mut sender = Sender::new();
         let mut acks = VecDeque::with_capacity(1 << 16);
