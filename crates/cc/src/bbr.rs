@@ -351,7 +351,8 @@ impl CongestionControl for Bbr {
         if self.state == State::Drain && e.inflight_bytes <= self.inflight_bytes_for(1.0) {
             self.enter_probe_bw(e.now_us);
         }
-        let rtprop_expired = e.now_us > self.rtprop_stamp_us + RTPROP_FILTER_US;
+        // The filter can only expire once it holds a sample: the driver's clock need not start at 0.
+        let rtprop_expired = self.rtprop_us.is_some() && e.now_us > self.rtprop_stamp_us + RTPROP_FILTER_US;
         if self.rtprop_us.map_or(true, |r| e.rtt_us <= r) || rtprop_expired {
             self.rtprop_us = Some(e.rtt_us);
             self.rtprop_stamp_us = e.now_us;
@@ -439,6 +440,33 @@ mod tests {
         let starts: Vec<u64> = probe_bw.iter().filter(|p| p.1 == 0).map(|p| p.0).collect();
         let cycle_us = starts[2] - starts[1];
         assert!(cycle_us > 7 * 40_000 && cycle_us < 8 * 45_000, "cycle {cycle_us} us");
+    }
+
+    #[test]
+    fn a_clock_that_starts_late_does_not_begin_in_probe_rtt() {
+        // The driver's clock is arbitrary (the transport's is the flow's, a host's may be its
+        // uptime): the RTprop filter must not count as expired before its first sample.
+        let mut bbr = Bbr::new(BbrConfig::default());
+        let t0_us = 3_600_000_000;
+        bbr.on_sent(&Sent { now_us: t0_us, seq: 0, bytes: 1500, inflight_bytes: 1500 });
+        bbr.on_ack(&Acked {
+            now_us: t0_us + 40_000,
+            seq: 0,
+            bytes: 1500,
+            sent_us: t0_us,
+            peer_recv_us: 20_000,
+            rtt_us: 40_000,
+            srtt_us: 40_000,
+            min_rtt_us: 40_000,
+            delivered_bytes: 1500,
+            delivered_bytes_at_send: 0,
+            delivered_time_at_send_us: t0_us,
+            first_sent_time_at_send_us: t0_us,
+            inflight_bytes: 0,
+            app_limited: false,
+        });
+        assert_eq!(bbr.state(), State::Startup);
+        assert_eq!(bbr.rtprop_us(), Some(40_000));
     }
 
     #[test]
