@@ -8,9 +8,11 @@
 //! - [`wire`]: the data datagram (sequence number, send time, padding to 1464-byte IP packets,
 //!   the tunnel's inner MTU) and the acknowledgement (sequence number, echoed send time, the
 //!   receiver's receive time).
-//! - [`sender`]: the event loop: acknowledgements, loss detection (`pantheon_cc::Sender`),
-//!   controller timers, window and pacing ([`pacing`]), sleeping with sub-millisecond precision
-//!   ([`wait`]), probing a silent path.
+//! - [`sender`]: the event loop: acknowledgements, timers and sends as [`control`] decides them,
+//!   sleeping with sub-millisecond precision ([`wait`]).
+//! - [`control`]: the sender's decisions, sans-IO (shared with the simulator): loss detection
+//!   (`pantheon_cc::Sender`), controller timers, window and pacing ([`pacing`]), probing a silent
+//!   path.
 //! - [`receiver`]: acknowledges each datagram to its source; stateless.
 //! - [`controller`]: the controller a command line names, sized for our datagrams.
 //! - [`socket`], [`clock`], [`stop`], [`log`]: batched UDP I/O, CLOCK_MONOTONIC, SIGTERM/SIGINT,
@@ -23,6 +25,7 @@
 //! loss event for the controller.
 
 pub mod clock;
+pub mod control;
 pub mod controller;
 pub mod log;
 pub mod pacing;
