@@ -4,6 +4,7 @@
                                             --emulator NAME picks one of Pantheon's paths
     pantheon emulators                      list those paths and their parameters
     pantheon test local --schemes cubic,bbr run schemes over an emulated path, every packet logged
+    pantheon sim --schemes copa,vegas-user  the same experiment, simulated (pantheon-sim) on every core
     pantheon analyze DATA_DIR               metrics, plots and a report (HTML, PDF) of a data dir
     pantheon schemes list|setup|check       the scheme registry: status, set-up, a check run of each
     pantheon demo                           every scheme over an emulated 12 Mbit/s, 20 ms path, and a report
@@ -21,6 +22,7 @@ from pantheon.analysis import cli as analysis_cli
 from pantheon.harness import cli as harness_cli
 from pantheon.harness.plan import PlanError
 from pantheon.schemes import SchemeError
+from pantheon.sim import cli as sim_cli
 
 
 def _emulate(argv: list[str]) -> int:
@@ -52,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("emulators", help="list Pantheon's emulated paths (use one with --emulator NAME)")
     harness_cli.add_parser(sub)
+    sim_cli.add_parser(sub)
     analysis_cli.add_parser(sub)
     schemes_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="every scheme that can run here over an emulated 12 Mbit/s, 20 ms path; a report")
@@ -67,10 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "emulate":
             return _emulate(argv[1:])
         args, extras = _parser().parse_known_args(argv)
-        if extras and args.command != "test":
+        if extras and args.command not in ("test", "sim"):
             _parser().parse_args(argv)  # reports the unknown arguments the usual way
         if args.command == "test":
             return harness_cli.run(args, extras)
+        if args.command == "sim":
+            return sim_cli.run(args, extras)
         if args.command == "analyze":
             return analysis_cli.run(args)
         if args.command == "schemes":

@@ -1,0 +1,103 @@
+"""The pantheon-sim binary (crates/sim, docs/sim.md) as Python sees it: its command lines, the JSON
+line it prints, its one-line errors, and how its processes are tied to ours.
+
+pantheon-sim is the virtual-time driver of DESIGN.md's table: pantheon-emu's link model and
+pantheon-udp's crates/cc controllers under a discrete-event clock. Its path options are
+pantheon-emu's, parsed by the same Rust code, so a bad option gets the emulator's message word for
+word; a user mistake is exit status 2 and one line `pantheon-sim: ...` on stderr.
+
+A flow on its command line is `--flow SPEC@START_S+DURATION_S`, numbered from 1 in the order
+given; times are written with repr() so that no digit of a start or duration is rounded away.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import signal
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pantheon.binaries import binary
+
+PROGRAM = "pantheon-sim"
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
+
+
+class SimError(ValueError):
+    """pantheon-sim refused its input; the message is its own line without the program's prefix."""
+
+
+@dataclass(frozen=True)
+class FlowArg:
+    cc: str
+    """A crates/cc spec, e.g. `copa:delta=0.5`."""
+    start_s: float = 0.0
+    duration_s: float | None = None
+    """None: until the end of the run."""
+
+    def argument(self) -> str:
+        duration = "" if self.duration_s is None else f"+{float(self.duration_s)!r}"
+        return f"{self.cc}@{float(self.start_s)!r}{duration}"
+
+
+def run_command(out_dir: Path, flows: Sequence[FlowArg], path_options: Sequence[str], runtime_s: float,
+                seed: int) -> list[str]:
+    flow_args = [arg for f in flows for arg in ("--flow", f.argument())]
+    return [str(binary(PROGRAM)), "run", "--out", str(out_dir), "--seed", str(seed), "--runtime-s", repr(float(runtime_s)),
+            *flow_args, *path_options]
+
+
+def message(stderr: str) -> str:
+    """pantheon-sim's one-line error, without its prefix (the caller adds its own)."""
+    lines = stderr.strip().splitlines()
+    return lines[-1].removeprefix(f"{PROGRAM}: ") if lines else ""
+
+
+def die_with_parent() -> None:
+    """Asks the kernel to SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG), so a
+    SIGKILLed `pantheon sim` leaves no simulator or worker running. Safe in a child before exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _child_setup() -> None:
+    # The campaign's workers ignore SIGINT (their parent decides what Ctrl-C ends); the simulator
+    # takes the default again, so Ctrl-C at the terminal stops it at once.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    die_with_parent()
+
+
+def spawn(argv: list[str], **popen: object) -> subprocess.Popen:
+    """Starts pantheon-sim tied to this process: it dies with it, and Ctrl-C reaches it."""
+    return subprocess.Popen(argv, preexec_fn=_child_setup, **popen)  # noqa: PLW1509 - only async-signal-safe calls
+
+
+def check_path_options(path_options: Sequence[str], seed: int) -> None:
+    """Lets the simulator judge the path options once, on a 1 ms run, so a bad value stops a
+    campaign before it starts, with the emulator's own message (a SimError)."""
+    with tempfile.TemporaryDirectory(prefix="pantheon-sim-check-") as scratch:
+        argv = run_command(Path(scratch), [FlowArg("cubic")], path_options, runtime_s=0.001, seed=seed)
+        done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=die_with_parent)  # noqa: PLW1509
+    if done.returncode != 0:
+        raise SimError(message(done.stderr) or f"{PROGRAM} exited with status {done.returncode}")
+
+
+def version() -> str:
+    """`pantheon-sim --version`'s words after the program's name (the crate's version)."""
+    done = subprocess.run([str(binary(PROGRAM)), "--version"], capture_output=True, text=True)
+    return done.stdout.strip().removeprefix(PROGRAM).strip() or "unknown"
+
+
+def parse_report(stdout: str) -> dict:
+    """The JSON line a run prints: {"events", "wall_s", "sim_s", "flows": [...]}."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise ValueError(f"{PROGRAM} printed no report")
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{PROGRAM} printed a report that is not JSON ({e}): {lines[-1][:200]}") from None
