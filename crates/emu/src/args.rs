@@ -133,6 +133,18 @@ pub struct PathPair {
     pub seed: u64,
 }
 
+impl PathPair {
+    /// The uplink's seed: uplink seeds are even and downlink seeds odd, so that the two
+    /// directions draw independently (every driver of the pair derives them the same way).
+    pub fn uplink_seed(&self) -> u64 {
+        self.seed.wrapping_mul(2)
+    }
+
+    pub fn downlink_seed(&self) -> u64 {
+        self.seed.wrapping_mul(2).wrapping_add(1)
+    }
+}
+
 fn parse_number(option: &str, text: &str, what: &str) -> Result<f64, ArgError> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() => Ok(x),

@@ -19,9 +19,35 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path as FsPath;
 
-use pantheon_link::{DropCause, OPPORTUNITY_BYTES};
+use pantheon_link::{Delivery, DropCause, PathConfig, QueueLimit, OPPORTUNITY_BYTES};
 
 const BUFFER_BYTES: usize = 1 << 20;
+
+/// A queue as the log headers name it.
+pub fn queue_text(queue: QueueLimit) -> String {
+    match queue {
+        QueueLimit::Infinite => "infinite".into(),
+        QueueLimit::Packets(n) => format!("droptail [packets={n}]"),
+        QueueLimit::Bytes(n) => format!("droptail [bytes={n}]"),
+    }
+}
+
+/// A path direction in one line, for the log headers (the simulator's logs say it the same way).
+pub fn describe(config: &PathConfig) -> String {
+    let delivery = match &config.delivery {
+        Delivery::Unlimited => "unlimited".to_string(),
+        Delivery::Constant { rate_mbps } => format!("constant {rate_mbps} Mbit/s"),
+        Delivery::Trace(t) => format!("trace, mean {:.3} Mbit/s, period {} ms", t.mean_rate_mbps(), t.period_ms()),
+        Delivery::Poisson { rate_mbps } => format!("poisson, mean {rate_mbps} Mbit/s"),
+    };
+    let policer = config.policer.map_or("none".into(), |p| format!("{} Mbit/s, burst {} bytes", p.rate_mbps, p.burst_bytes));
+    format!(
+        "delay {} us; loss {}; queue {}; delivery {delivery}; policer {policer}",
+        config.delay_us,
+        config.loss_probability,
+        queue_text(config.queue)
+    )
+}
 
 fn create(path: &FsPath) -> io::Result<BufWriter<File>> {
     Ok(BufWriter::with_capacity(BUFFER_BYTES, File::create(path)?))

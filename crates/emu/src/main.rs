@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use pantheon_emu::args::{EmulateArgs, PathPair};
-use pantheon_emu::log::{MahimahiLog, NativeLog};
+use pantheon_emu::args::EmulateArgs;
+use pantheon_emu::log::{describe, queue_text, MahimahiLog, NativeLog};
 use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Totals};
-use pantheon_link::{Path, PathConfig, QueueLimit};
+use pantheon_link::{Path, PathConfig};
 use pantheon_netns::{child, usage};
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
@@ -23,30 +23,6 @@ fn main() -> ExitCode {
         Ok(args) => usage::exit(NAME, run(&args)),
         Err(code) => code,
     }
-}
-
-fn queue_text(queue: QueueLimit) -> String {
-    match queue {
-        QueueLimit::Infinite => "infinite".into(),
-        QueueLimit::Packets(n) => format!("droptail [packets={n}]"),
-        QueueLimit::Bytes(n) => format!("droptail [bytes={n}]"),
-    }
-}
-
-fn describe(config: &PathConfig) -> String {
-    let delivery = match &config.delivery {
-        pantheon_link::Delivery::Unlimited => "unlimited".to_string(),
-        pantheon_link::Delivery::Constant { rate_mbps } => format!("constant {rate_mbps} Mbit/s"),
-        pantheon_link::Delivery::Trace(t) => format!("trace, mean {:.3} Mbit/s, period {} ms", t.mean_rate_mbps(), t.period_ms()),
-        pantheon_link::Delivery::Poisson { rate_mbps } => format!("poisson, mean {rate_mbps} Mbit/s"),
-    };
-    let policer = config.policer.map_or("none".into(), |p| format!("{} Mbit/s, burst {} bytes", p.rate_mbps, p.burst_bytes));
-    format!(
-        "delay {} us; loss {}; queue {}; delivery {delivery}; policer {policer}",
-        config.delay_us,
-        config.loss_probability,
-        queue_text(config.queue)
-    )
 }
 
 struct DirectionSpec<'a> {
@@ -89,14 +65,15 @@ fn open_logs(spec: &DirectionSpec, command_line: &str, epoch_us: u64) -> Result<
 }
 
 fn run(args: &EmulateArgs) -> Result<i32, String> {
-    let PathPair { uplink, downlink, seed } = args.path.to_paths().map_err(|e| e.to_string())?;
+    let pair = args.path.to_paths().map_err(|e| e.to_string())?;
+    let (uplink, downlink, seed) = (&pair.uplink, &pair.downlink, pair.seed);
     let command = child::resolve(&args.command)?;
     let command_line: String = std::env::args().collect::<Vec<_>>().join(" ");
     // Time zero of the model and the logs, on both clocks at (almost) the same instant.
     let base_us = monotonic_us();
     let epoch = epoch_us();
-    let up = DirectionSpec { name: "uplink", config: &uplink, seed, log: args.uplink_log.as_ref(), mm_log: args.uplink_mm_log.as_ref() };
-    let down = DirectionSpec { name: "downlink", config: &downlink, seed, log: args.downlink_log.as_ref(), mm_log: args.downlink_mm_log.as_ref() };
+    let up = DirectionSpec { name: "uplink", config: uplink, seed, log: args.uplink_log.as_ref(), mm_log: args.uplink_mm_log.as_ref() };
+    let down = DirectionSpec { name: "downlink", config: downlink, seed, log: args.downlink_log.as_ref(), mm_log: args.downlink_mm_log.as_ref() };
     let (up_log, up_mm) = open_logs(&up, &command_line, epoch)?;
     let (down_log, down_mm) = open_logs(&down, &command_line, epoch)?;
 
@@ -110,9 +87,8 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let stop = StopSignal::new().map_err(|e| e.to_string())?;
 
     let last_read_us = Arc::new(AtomicU64::new(0));
-    // Uplink seeds are even and downlink seeds odd, so the two directions draw independently.
     let uplink_dir = Direction {
-        path: Path::new(&uplink, seed.wrapping_mul(2), up_mm.is_some() || up_log.is_some()),
+        path: Path::new(uplink, pair.uplink_seed(), up_mm.is_some() || up_log.is_some()),
         source: ends.inner.fd(),
         sink: ends.outer.fd(),
         stop: stop.fd(),
@@ -122,7 +98,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         last_read_us: Arc::clone(&last_read_us),
     };
     let downlink_dir = Direction {
-        path: Path::new(&downlink, seed.wrapping_mul(2).wrapping_add(1), down_mm.is_some() || down_log.is_some()),
+        path: Path::new(downlink, pair.downlink_seed(), down_mm.is_some() || down_log.is_some()),
         source: ends.outer.fd(),
         sink: ends.inner.fd(),
         stop: stop.fd(),
