@@ -1,0 +1,151 @@
+//! `pantheon-sim batch`: many runs for programs that need many (calibration, Indigo training),
+//! without files. Jobs are JSON lines on standard input, results JSON lines on standard output in
+//! the order they finish (docs/sim.md):
+//!
+//! ```text
+//! {"id": 7, "flows": [{"cc": "copa:delta=0.5", "start_s": 0, "duration_s": 30}],
+//!  "path": ["--delay", "20", "--uplink-queue-bytes", "60000"], "runtime_s": 30, "seed": 1}
+//! {"id": 7, "ok": true, "flows": [{"throughput_mbps": ..., ...}], "events": N, "wall_s": x}
+//! {"id": 8, "ok": false, "error": "--uplink-rate: rate must be positive, got '0'"}
+//! ```
+//!
+//! `path` holds pantheon-emu's path options, parsed by its own code (`PathArgs`), so a job's
+//! mistake reads as the emulator's message. A bad job — malformed JSON, an unknown field, a bad
+//! option, even a bug that panics — is answered with its error and never stops the others.
+//! Worker threads (`std::thread::scope`) take the next line from the shared input as they
+//! become free; each run is single-threaded and deterministic, so a job's result does not
+//! depend on how many run beside it.
+
+use std::io::{self, BufRead, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use clap::Parser;
+use pantheon_emu::args::{PathArgs, PathPair};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::metrics::FlowMetrics;
+use crate::outcome;
+use crate::scenario::{seconds_to_us, FlowPlan, Scenario};
+
+const DEFAULT_RUNTIME_S: f64 = 30.0;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Job {
+    flows: Vec<JobFlow>,
+    #[serde(default)]
+    path: Vec<String>,
+    runtime_s: Option<f64>,
+    seed: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobFlow {
+    cc: String,
+    #[serde(default)]
+    start_s: f64,
+    duration_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Done<'a> {
+    id: &'a Value,
+    ok: bool,
+    flows: &'a [FlowMetrics],
+    events: u64,
+    wall_s: f64,
+}
+
+#[derive(Serialize)]
+struct Failed<'a> {
+    id: &'a Value,
+    ok: bool,
+    error: &'a str,
+}
+
+/// pantheon-emu's path options alone, as a job gives them.
+#[derive(Debug, Parser)]
+#[command(name = "path", no_binary_name = true, allow_negative_numbers = true)]
+struct PathOptions {
+    #[command(flatten)]
+    path: PathArgs,
+}
+
+/// Validates a job's path options as pantheon-emu does; `seed`, if given, is its `--seed`.
+pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, String> {
+    let mut argv = options.to_vec();
+    if let Some(seed) = seed {
+        argv.extend(["--seed".to_string(), seed.to_string()]);
+    }
+    let parsed = PathOptions::try_parse_from(argv).map_err(|e| {
+        let rendered = e.to_string();
+        rendered.lines().next().unwrap_or("bad path options").trim_start_matches("error: ").to_string()
+    })?;
+    parsed.path.to_paths().map_err(|e| e.to_string())
+}
+
+fn scenario(job: &Job) -> Result<Scenario, String> {
+    let runtime_s = job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S);
+    if !(runtime_s.is_finite() && runtime_s > 0.0) {
+        return Err(format!("runtime_s must be a positive number of seconds, got {runtime_s}"));
+    }
+    let runtime_us = seconds_to_us(runtime_s);
+    let paths = parse_path(&job.path, job.seed)?;
+    let flows = job
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FlowPlan::new(i + 1, &f.cc, f.start_s, f.duration_s, runtime_us))
+        .collect::<Result<Vec<_>, _>>()?;
+    Scenario::new(flows, runtime_us, paths)
+}
+
+/// The reply to one input line (without its newline).
+pub fn answer(line: &[u8]) -> String {
+    let mut id = Value::Null;
+    let result = (|| {
+        let text = std::str::from_utf8(line).map_err(|_| "the job is not UTF-8 text".to_string())?;
+        let mut raw: Value = serde_json::from_str(text).map_err(|e| format!("the job is not valid JSON: {e}"))?;
+        if let Some(given) = raw.as_object_mut().and_then(|job| job.remove("id")) {
+            id = given;
+        }
+        let job: Job = serde_json::from_value(raw).map_err(|e| format!("bad job: {e}"))?;
+        let scenario = scenario(&job)?;
+        catch_unwind(AssertUnwindSafe(|| outcome::metrics_only(&scenario)))
+            .map_err(|_| "internal error: the simulation panicked (a bug; please report the job)".to_string())
+    })();
+    let text = match &result {
+        Ok(s) => serde_json::to_string(&Done { id: &id, ok: true, flows: &s.flows, events: s.events, wall_s: s.wall_s }),
+        Err(error) => serde_json::to_string(&Failed { id: &id, ok: false, error }),
+    };
+    text.expect("plain data serialises")
+}
+
+/// Answers every job of `input` on `output`, `jobs` at a time.
+pub fn run<R: BufRead + Send, W: Write + Send>(input: R, output: W, jobs: usize) -> io::Result<()> {
+    let input = Mutex::new(input);
+    let output = Mutex::new(output);
+    let worker = || -> io::Result<()> {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if input.lock().expect("no worker panics holding the input").read_until(b'\n', &mut line)? == 0 {
+                return Ok(());
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let reply = answer(line.trim_ascii());
+            let mut out = output.lock().expect("no worker panics holding the output");
+            writeln!(out, "{reply}")?;
+            out.flush()?;
+        }
+    };
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.max(1)).map(|_| scope.spawn(worker)).collect();
+        workers.into_iter().map(|w| w.join().expect("workers catch panics")).collect::<io::Result<()>>()
+    })
+}

@@ -1,0 +1,22 @@
+//! `pantheon-sim`: Pantheon's discrete-event simulator (DESIGN.md: the virtual-time driver of the
+//! two sans-IO cores). It runs the harness's experiment — flows of crates/cc controllers through
+//! the instrumented tunnel over one emulated bottleneck (docs/harness.md) — with the emulator's
+//! link model (`pantheon_link::Path`, configured by pantheon-emu's own option code) and
+//! pantheon-udp's sender logic (`pantheon_transport::control`), in virtual time: deterministic,
+//! single-threaded per run, and thousands of times faster than real time at modest rates.
+//!
+//! - [`scenario`]: the run (path, flows, runtime) and its validation;
+//! - [`simulation`]: the event loop;
+//! - [`observer`]: what the simulation reports; [`logs`] (the real experiment's files) and
+//!   [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
+//! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel.
+//!
+//! docs/sim.md describes the model, how it differs from the emulator, and the command line.
+
+pub mod batch;
+pub mod logs;
+pub mod metrics;
+pub mod observer;
+pub mod outcome;
+pub mod scenario;
+pub mod simulation;

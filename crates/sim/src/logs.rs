@@ -1,0 +1,213 @@
+//! The files of `pantheon-sim run`, in the real experiment's formats, so that the harness's
+//! record merge (python/pantheon/harness/records.py) and `pantheon analyze` read a simulated run
+//! as they read an emulated one:
+//!
+//! - per flow (files numbered from 0, as the harness names them: flow 1 is `flow0.*`), the
+//!   tunnel's four native logs (docs/tunnel.md): `flowI.sender.ingress.log` and
+//!   `flowI.receiver.egress.log` for data, `flowI.receiver.ingress.log` and
+//!   `flowI.sender.egress.log` for acknowledgements; lines `t_us uid bytes` with the inner
+//!   datagram's size, written by the tunnel's own line formatter;
+//! - `uplink.log` and `downlink.log` in pantheon-emu's `--uplink-log` form (docs/emulator.md),
+//!   written by the emulator's own writer; its lateness column is 0 (virtual time is never late).
+//!
+//! Times are µs since the run's start. The headers say so in the words the readers look for:
+//! `t_us 0 is 0000000000000000 us since the Unix epoch` — zero, written with the sixteen digits
+//! of a real base, since records.py recognises a base by its fifteen digits or more. Headers
+//! describe the scenario rather than the command line, so that two runs of the same scenario
+//! into different directories give byte-identical files.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path as FsPath, PathBuf};
+
+use pantheon_emu::log::{describe, NativeLog};
+use pantheon_link::{DropCause, PathConfig};
+use pantheon_tunnel::log::native_line;
+use pantheon_tunnel::wire::OVERHEAD_BYTES;
+
+use crate::observer::{Direction, Observer};
+use crate::scenario::Scenario;
+use crate::simulation::{ACK_INNER_BYTES, DATA_INNER_BYTES};
+
+const BUFFER_BYTES: usize = 1 << 20;
+/// The base of every log: the run's start is time 0 (see the header for the digits).
+const BASE_LINE: &str = "base: t_us 0 is 0000000000000000 us since the Unix epoch (simulated: the run's start)";
+
+/// One tunnel log: `t_us uid bytes` lines.
+struct TunnelLog {
+    out: BufWriter<File>,
+}
+
+/// A flow's four tunnel logs.
+struct FlowLogs {
+    sender_ingress: TunnelLog,
+    receiver_egress: TunnelLog,
+    receiver_ingress: TunnelLog,
+    sender_egress: TunnelLog,
+}
+
+fn create(path: &FsPath) -> io::Result<BufWriter<File>> {
+    let file = File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    Ok(BufWriter::with_capacity(BUFFER_BYTES, file))
+}
+
+impl TunnelLog {
+    fn create(path: &FsPath, endpoint: &str, side: &str, meaning: &str, scenario_line: &str) -> io::Result<TunnelLog> {
+        let mut out = create(path)?;
+        write!(
+            out,
+            "# pantheon-tunnel log v1\n\
+             # endpoint: {endpoint} (simulated by pantheon-sim)\n\
+             # {side}: {meaning}\n\
+             # {BASE_LINE}\n\
+             # bytes: the inner IP datagram; on the path it is {OVERHEAD_BYTES} bytes more\n\
+             # {scenario_line}\n\
+             # columns: t_us uid bytes\n"
+        )?;
+        Ok(TunnelLog { out })
+    }
+}
+
+/// The scenario in one line, for every header.
+pub fn scenario_line(scenario: &Scenario) -> String {
+    let flows: Vec<String> = scenario
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("flow {} {} from {} us to {} us", i + 1, f.cc, f.start_us, f.end_us))
+        .collect();
+    format!("scenario: runtime {} us; {}", scenario.runtime_us, flows.join("; "))
+}
+
+fn link_header(name: &str, towards: &str, config: &PathConfig, seed: u64, scenario_line: &str) -> [String; 4] {
+    [
+        format!("direction: {name} ({towards})"),
+        format!("path: {}; seed {seed}", describe(config)),
+        BASE_LINE.to_string(),
+        scenario_line.to_string(),
+    ]
+}
+
+/// The observer that writes the files. A write error stops nothing; the first is reported at
+/// the end, and the run fails then.
+pub struct Logs {
+    flows: Vec<FlowLogs>,
+    uplink: NativeLog,
+    downlink: NativeLog,
+    line: Vec<u8>,
+    error: Option<io::Error>,
+}
+
+impl Logs {
+    /// Creates every file of `scenario` in `dir` (which must exist).
+    pub fn create(dir: &FsPath, scenario: &Scenario) -> io::Result<Logs> {
+        let line = scenario_line(scenario);
+        let file = |name: String| -> PathBuf { dir.join(name) };
+        let mut flows = Vec::with_capacity(scenario.flows.len());
+        for i in 0..scenario.flows.len() {
+            let sender = format!("sender of flow {}", i + 1);
+            let receiver = format!("receiver of flow {}", i + 1);
+            let ingress = "datagrams entering the tunnel here (sent by the command)";
+            let egress = "datagrams leaving the tunnel here (arrived from the peer)";
+            flows.push(FlowLogs {
+                sender_ingress: TunnelLog::create(&file(format!("flow{i}.sender.ingress.log")), &sender, "ingress", ingress, &line)?,
+                receiver_egress: TunnelLog::create(&file(format!("flow{i}.receiver.egress.log")), &receiver, "egress", egress, &line)?,
+                receiver_ingress: TunnelLog::create(&file(format!("flow{i}.receiver.ingress.log")), &receiver, "ingress", ingress, &line)?,
+                sender_egress: TunnelLog::create(&file(format!("flow{i}.sender.egress.log")), &sender, "egress", egress, &line)?,
+            });
+        }
+        let paths = &scenario.paths;
+        let with_name = |e: io::Error, name: &str| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()));
+        let uplink = NativeLog::create(
+            &file("uplink.log".into()),
+            &link_header("uplink", "data, from the senders to the receivers", &paths.uplink, paths.uplink_seed(), &line),
+        )
+        .map_err(|e| with_name(e, "uplink.log"))?;
+        let downlink = NativeLog::create(
+            &file("downlink.log".into()),
+            &link_header("downlink", "acknowledgements, towards the senders", &paths.downlink, paths.downlink_seed(), &line),
+        )
+        .map_err(|e| with_name(e, "downlink.log"))?;
+        Ok(Logs { flows, uplink, downlink, line: Vec::with_capacity(64), error: None })
+    }
+
+    fn note(&mut self, result: io::Result<()>) {
+        if let Err(e) = result {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn tunnel_line(&mut self, pick: fn(&mut FlowLogs) -> &mut TunnelLog, flow: usize, t_us: u64, uid: u64, bytes: u32) {
+        self.line.clear();
+        native_line(&mut self.line, t_us, uid, bytes as usize);
+        let result = pick(&mut self.flows[flow]).out.write_all(&self.line);
+        self.note(result);
+    }
+
+    fn link(&mut self, direction: Direction) -> &mut NativeLog {
+        match direction {
+            Direction::Uplink => &mut self.uplink,
+            Direction::Downlink => &mut self.downlink,
+        }
+    }
+
+    /// Flushes every file; the first error of the run, if any.
+    pub fn finish(self) -> io::Result<()> {
+        let Logs { flows, uplink, downlink, error, .. } = self;
+        let mut first = error.map_or(Ok(()), Err);
+        let mut keep = |r: io::Result<()>| {
+            if first.is_ok() {
+                first = r;
+            }
+        };
+        for f in flows {
+            for log in [f.sender_ingress, f.receiver_egress, f.receiver_ingress, f.sender_egress] {
+                keep(log.out.into_inner().map(drop).map_err(|e| e.into_error()));
+            }
+        }
+        keep(uplink.finish());
+        keep(downlink.finish());
+        first
+    }
+}
+
+impl Observer for Logs {
+    fn records_link(&self) -> bool {
+        true
+    }
+
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        self.tunnel_line(|f| &mut f.sender_ingress, flow, t_us, uid, DATA_INNER_BYTES);
+    }
+
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, _sent_us: u64) {
+        self.tunnel_line(|f| &mut f.receiver_egress, flow, t_us, uid, DATA_INNER_BYTES);
+    }
+
+    fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        self.tunnel_line(|f| &mut f.receiver_ingress, flow, t_us, uid, ACK_INNER_BYTES);
+    }
+
+    fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
+        self.tunnel_line(|f| &mut f.sender_egress, flow, t_us, uid, ACK_INNER_BYTES);
+    }
+
+    fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
+        self.link(direction).entry(t_us, link_uid, bytes);
+    }
+
+    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
+        let result = self.link(direction).departure(t_us, link_uid, bytes, t_us - entry_us, 0);
+        self.note(result);
+    }
+
+    fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {
+        let result = self.link(direction).drop(t_us, link_uid, bytes, cause);
+        self.note(result);
+    }
+
+    fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
+        let result = self.link(direction).opportunity(t_us);
+        self.note(result);
+    }
+}

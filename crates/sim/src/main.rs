@@ -1,0 +1,97 @@
+//! `pantheon-sim`: see the library documentation and docs/sim.md.
+
+use std::io::{self, BufReader};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use pantheon_emu::args::PathArgs;
+use pantheon_netns::usage;
+use pantheon_sim::scenario::{parse_runtime_s, seconds_to_us, FlowPlan, Scenario};
+use pantheon_sim::{batch, outcome};
+
+const NAME: &str = "pantheon-sim";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pantheon-sim",
+    about = "Simulate Pantheon runs in virtual time: the emulator's link model and pantheon-udp's congestion control.",
+    after_help = "Example: pantheon-sim run --out sim/run1 --flow cubic --flow copa@10+20 --delay 20 --uplink-queue-bytes 60000"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One run, writing the tunnel and link logs of the real experiment and printing a JSON summary.
+    Run(RunArgs),
+    /// Many runs: JSON-line jobs on standard input, JSON-line results on standard output.
+    Batch(BatchArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+struct RunArgs {
+    /// Directory for the logs (created if missing): flowI.{sender,receiver}.{ingress,egress}.log
+    /// for flows numbered from 0, uplink.log, downlink.log.
+    #[arg(long, value_name = "RUN_DIR")]
+    out: PathBuf,
+    /// Length of the run in seconds of simulated time.
+    #[arg(long, value_name = "S", default_value = "30")]
+    runtime_s: String,
+    /// A flow: a crates/cc spec (sized for 1464-byte datagrams, as pantheon-udp), from START_S
+    /// (default 0) for DURATION_S (default: to the end). Repeat for more flows.
+    #[arg(long = "flow", value_name = "SPEC[@START_S[+DURATION_S]]", required = true)]
+    flows: Vec<String>,
+    #[command(flatten)]
+    path: PathArgs,
+}
+
+#[derive(Debug, Args)]
+struct BatchArgs {
+    /// Runs at a time [default: the number of CPUs].
+    #[arg(long, value_name = "N")]
+    jobs: Option<String>,
+}
+
+fn run(args: &RunArgs) -> Result<i32, String> {
+    let paths = args.path.to_paths().map_err(|e| e.to_string())?;
+    let runtime_us = seconds_to_us(parse_runtime_s(&args.runtime_s)?);
+    let flows = args
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, text)| FlowPlan::parse(i + 1, text, runtime_us))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scenario = Scenario::new(flows, runtime_us, paths)?;
+    let summary = outcome::with_logs(&scenario, &args.out)?;
+    println!("{}", serde_json::to_string(&summary).expect("plain data serialises"));
+    Ok(0)
+}
+
+fn batch(args: &BatchArgs) -> Result<i32, String> {
+    let jobs = match &args.jobs {
+        Some(text) => match text.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(format!("--jobs: expected a positive whole number, got '{text}'")),
+        },
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    batch::run(BufReader::new(io::stdin()), io::stdout(), jobs).map_err(|e| format!("batch: {e}"))?;
+    Ok(0)
+}
+
+fn main() -> ExitCode {
+    match usage::parse::<Cli>(NAME) {
+        Ok(cli) => usage::exit(
+            NAME,
+            match &cli.command {
+                Command::Run(args) => run(args),
+                Command::Batch(args) => batch(args),
+            },
+        ),
+        Err(code) => code,
+    }
+}

@@ -1,0 +1,81 @@
+//! What the simulation tells whoever watches it: every point at which the real experiment writes
+//! a log line. The tunnel's four logs per flow (docs/tunnel.md: a datagram entering the tunnel at
+//! one endpoint, leaving it at the other, for data and for acknowledgements) and the emulator's
+//! link log per direction (docs/emulator.md: entering the path, leaving it, dropped, delivery
+//! opportunities). The log writer (logs.rs) and the metrics (metrics.rs) are observers; the
+//! simulation is generic over them, so a run that keeps no files pays nothing for logging.
+//!
+//! Times are µs since the run's start; flows are numbered from 0 here (flow 1 of the command line
+//! is 0), as in the harness's file names and records.
+
+use pantheon_link::DropCause;
+
+/// A direction of the path: the uplink carries data from the senders, the downlink carries
+/// acknowledgements back (docs/harness.md: data flows on the emulator's uplink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Uplink,
+    Downlink,
+}
+
+/// Every method has a default that ignores the event, so an observer names only what it uses.
+pub trait Observer {
+    /// Whether the paths must report every delivery opportunity, used or not (the link logs'
+    /// `#` lines, from which capacity is computed). Costs one event per opportunity.
+    fn records_link(&self) -> bool {
+        false
+    }
+    /// Data datagram `uid` of `flow` entered the tunnel at its sender.
+    fn data_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
+    /// It left the tunnel at the receiver; it had been sent at `sent_us`.
+    fn data_received(&mut self, _flow: usize, _uid: u64, _t_us: u64, _sent_us: u64) {}
+    /// Acknowledgement `uid` of `flow` entered the tunnel at the receiver.
+    fn ack_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
+    /// It left the tunnel at the sender.
+    fn ack_received(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
+    /// A datagram of `bytes` (on the path: tunnel overhead included) entered a direction; the
+    /// direction numbers its datagrams from 0 in this order.
+    fn link_entry(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32) {}
+    fn link_departure(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _entry_us: u64) {}
+    fn link_drop(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _cause: DropCause) {}
+    fn link_opportunity(&mut self, _direction: Direction, _t_us: u64) {}
+}
+
+/// Two observers watching the same run (the logs and the metrics of `pantheon-sim run`).
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn records_link(&self) -> bool {
+        self.0.records_link() || self.1.records_link()
+    }
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        self.0.data_sent(flow, uid, t_us);
+        self.1.data_sent(flow, uid, t_us);
+    }
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64) {
+        self.0.data_received(flow, uid, t_us, sent_us);
+        self.1.data_received(flow, uid, t_us, sent_us);
+    }
+    fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        self.0.ack_sent(flow, uid, t_us);
+        self.1.ack_sent(flow, uid, t_us);
+    }
+    fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
+        self.0.ack_received(flow, uid, t_us);
+        self.1.ack_received(flow, uid, t_us);
+    }
+    fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
+        self.0.link_entry(direction, t_us, link_uid, bytes);
+        self.1.link_entry(direction, t_us, link_uid, bytes);
+    }
+    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
+        self.0.link_departure(direction, t_us, link_uid, bytes, entry_us);
+        self.1.link_departure(direction, t_us, link_uid, bytes, entry_us);
+    }
+    fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {
+        self.0.link_drop(direction, t_us, link_uid, bytes, cause);
+        self.1.link_drop(direction, t_us, link_uid, bytes, cause);
+    }
+    fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
+        self.0.link_opportunity(direction, t_us);
+        self.1.link_opportunity(direction, t_us);
+    }
+}

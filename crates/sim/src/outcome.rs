@@ -1,0 +1,65 @@
+//! One run from scenario to summary: with the real experiment's files (`pantheon-sim run`) or
+//! with the metrics alone (`pantheon-sim batch`). The summary is the JSON object both print:
+//! events simulated, wall-clock seconds, simulated seconds and each flow's metrics.
+
+use std::path::Path as FsPath;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::logs::Logs;
+use crate::metrics::{FlowMetrics, Metrics};
+use crate::scenario::Scenario;
+use crate::simulation;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub events: u64,
+    pub wall_s: f64,
+    pub sim_s: f64,
+    pub flows: Vec<FlowMetrics>,
+}
+
+/// Room for the delays a flow is likely to deliver: its share of the uplink's mean rate over
+/// the run (datagrams of 1500 bytes on the path), bounded so a huge run grows instead.
+fn expected_packets(scenario: &Scenario) -> usize {
+    const UNKNOWN: f64 = 65_536.0;
+    const MOST: f64 = (1 << 22) as f64;
+    let total = scenario
+        .paths
+        .uplink
+        .delivery
+        .mean_rate_mbps()
+        .map_or(UNKNOWN, |rate_mbps| rate_mbps * scenario.runtime_us as f64 / (1500.0 * 8.0));
+    (total / scenario.flows.len() as f64).clamp(16.0, MOST) as usize
+}
+
+/// Simulates `scenario` keeping only the metrics.
+pub fn metrics_only(scenario: &Scenario) -> Summary {
+    let started = Instant::now();
+    let mut metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
+    let totals = simulation::run(scenario, &mut metrics);
+    let flows = metrics.finish();
+    summary(scenario, totals, started, flows)
+}
+
+/// Simulates `scenario` writing every log into `dir` (created if missing).
+pub fn with_logs(scenario: &Scenario, dir: &FsPath) -> Result<Summary, String> {
+    let started = Instant::now();
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: cannot create the directory: {e}", dir.display()))?;
+    let logs = Logs::create(dir, scenario).map_err(|e| format!("--out: cannot create a log: {e}"))?;
+    let mut observers = (logs, Metrics::new(scenario.flows.len(), expected_packets(scenario)));
+    let totals = simulation::run(scenario, &mut observers);
+    let (logs, metrics) = observers;
+    logs.finish().map_err(|e| format!("--out {}: writing the logs failed: {e}", dir.display()))?;
+    Ok(summary(scenario, totals, started, metrics.finish()))
+}
+
+fn summary(scenario: &Scenario, totals: simulation::Totals, started: Instant, flows: Vec<FlowMetrics>) -> Summary {
+    Summary {
+        events: totals.events,
+        wall_s: started.elapsed().as_secs_f64(),
+        sim_s: scenario.runtime_us as f64 / 1e6,
+        flows,
+    }
+}

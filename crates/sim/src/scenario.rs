@@ -1,0 +1,133 @@
+//! What one simulated run is: the path (both directions, validated by pantheon-emu's own option
+//! code, so the simulator accepts and rejects exactly what the emulator does), the flows (each a
+//! crates/cc controller spec with its start and end), and how long the run lasts — the harness's
+//! run (docs/harness.md: flows start at their times and stop at theirs, all within the runtime).
+//!
+//! Times on the command line and in jobs are seconds; inside, microseconds from the run's start,
+//! the link model's unit (`seconds_to_us`).
+
+use pantheon_emu::args::PathPair;
+
+/// One flow: which controller, and when its sender runs (`start_us` ≤ t < `end_us`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowPlan {
+    /// A crates/cc spec (`copa:delta=0.5`); the sender adds `mss_bytes=1464` as pantheon-udp does.
+    pub cc: String,
+    pub start_us: u64,
+    pub end_us: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub flows: Vec<FlowPlan>,
+    pub runtime_us: u64,
+    pub paths: PathPair,
+}
+
+/// Seconds (validated: finite, not negative) to whole microseconds, to the nearest.
+pub fn seconds_to_us(seconds: f64) -> u64 {
+    (seconds * 1e6).round() as u64
+}
+
+fn seconds(what: &str, value: f64, allow_zero: bool) -> Result<u64, String> {
+    let fits = value.is_finite() && (value > 0.0 || (allow_zero && value == 0.0));
+    if !fits {
+        let bound = if allow_zero { "≥ 0" } else { "> 0" };
+        return Err(format!("{what} must be a number of seconds {bound}, got {value}"));
+    }
+    Ok(seconds_to_us(value))
+}
+
+/// Parses a run's length in seconds as given on the command line.
+pub fn parse_runtime_s(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("--runtime-s: expected a positive number of seconds, got '{text}'")),
+    }
+}
+
+impl FlowPlan {
+    /// Flow `number` (from 1) of a run of `runtime_us`: it starts at `start_s` and lasts
+    /// `duration_s`, or to the end of the run. The spec is checked by building its controller, so
+    /// a mistake is the registry's own one-line message.
+    pub fn new(number: usize, cc: &str, start_s: f64, duration_s: Option<f64>, runtime_us: u64) -> Result<FlowPlan, String> {
+        let name = format!("flow {number}");
+        pantheon_transport::controller::build(cc).map_err(|e| format!("{name} ({cc}): {e}"))?;
+        let start_us = seconds(&format!("{name}: the start"), start_s, true)?;
+        if start_us >= runtime_us {
+            return Err(format!(
+                "{name} starts at {start_s} s, not before the run ends at {} s: start it earlier or lengthen the run",
+                runtime_us as f64 / 1e6
+            ));
+        }
+        let end_us = match duration_s {
+            Some(d) => start_us.saturating_add(seconds(&format!("{name}: the duration"), d, false)?).min(runtime_us),
+            None => runtime_us,
+        };
+        Ok(FlowPlan { cc: cc.trim().to_string(), start_us, end_us })
+    }
+
+    /// A `--flow SPEC[@START_S[+DURATION_S]]` argument. A controller spec never holds '@'.
+    pub fn parse(number: usize, text: &str, runtime_us: u64) -> Result<FlowPlan, String> {
+        let (cc, timing) = match text.rsplit_once('@') {
+            Some((cc, timing)) => (cc, Some(timing)),
+            None => (text, None),
+        };
+        let number_of = |what: &str, t: &str| {
+            t.trim().parse::<f64>().map_err(|_| format!("--flow {text}: expected {what} in seconds after the spec, got '{t}'"))
+        };
+        let (start_s, duration_s) = match timing {
+            None => (0.0, None),
+            Some(timing) => match timing.split_once('+') {
+                Some((start, duration)) => (number_of("a start", start)?, Some(number_of("a duration", duration)?)),
+                None => (number_of("a start", timing)?, None),
+            },
+        };
+        FlowPlan::new(number, cc, start_s, duration_s, runtime_us).map_err(|e| format!("--flow {text}: {e}"))
+    }
+}
+
+impl Scenario {
+    pub fn new(flows: Vec<FlowPlan>, runtime_us: u64, paths: PathPair) -> Result<Scenario, String> {
+        if flows.is_empty() {
+            return Err("no flows: give at least one --flow SPEC[@START_S[+DURATION_S]]".into());
+        }
+        if flows.len() > u32::MAX as usize {
+            return Err(format!("{} flows is more than the simulator numbers", flows.len()));
+        }
+        Ok(Scenario { flows, runtime_us, paths })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN_US: u64 = 30_000_000;
+
+    #[test]
+    fn timing_defaults_to_the_whole_run() {
+        let f = FlowPlan::parse(1, "copa:delta=0.5", RUN_US).unwrap();
+        assert_eq!((f.cc.as_str(), f.start_us, f.end_us), ("copa:delta=0.5", 0, RUN_US));
+        let f = FlowPlan::parse(2, "cubic@10", RUN_US).unwrap();
+        assert_eq!((f.start_us, f.end_us), (10_000_000, RUN_US));
+        let f = FlowPlan::parse(3, "vegas@2.5+5", RUN_US).unwrap();
+        assert_eq!((f.start_us, f.end_us), (2_500_000, 7_500_000));
+        // A duration past the end of the run ends with the run.
+        let f = FlowPlan::parse(4, "bbr@20+60", RUN_US).unwrap();
+        assert_eq!(f.end_us, RUN_US);
+    }
+
+    #[test]
+    fn mistakes_are_one_line_naming_the_flow() {
+        let e = FlowPlan::parse(1, "copa:delta=-1", RUN_US).unwrap_err();
+        assert_eq!(e, "--flow copa:delta=-1: flow 1 (copa:delta=-1): copa: delta must be > 0, got -1");
+        let e = FlowPlan::parse(2, "cubic@soon", RUN_US).unwrap_err();
+        assert_eq!(e, "--flow cubic@soon: expected a start in seconds after the spec, got 'soon'");
+        let e = FlowPlan::parse(2, "cubic@40", RUN_US).unwrap_err();
+        assert!(e.contains("flow 2 starts at 40 s, not before the run ends at 30 s"), "{e}");
+        let e = FlowPlan::parse(1, "cubic@1+0", RUN_US).unwrap_err();
+        assert!(e.ends_with("flow 1: the duration must be a number of seconds > 0, got 0"), "{e}");
+        assert!(parse_runtime_s("0").is_err() && parse_runtime_s("x").is_err());
+    }
+}

@@ -1,0 +1,294 @@
+//! The discrete-event simulation of one run, in virtual time: the harness's experiment
+//! (docs/harness.md) with the emulator's link model and pantheon-udp's sender logic, and nothing
+//! real in between.
+//!
+//! ```text
+//!  flow i sender ─ tunnel ingress ─► uplink Path ─► tunnel egress ─ receiver (acknowledges at once)
+//!  (transport::control)  (1464+36 B)   (pantheon_link)                      │
+//!         ▲                                                                  ▼
+//!         └───── tunnel egress ◄── downlink Path ◄── tunnel ingress ◄── ack (60+36 B)
+//! ```
+//!
+//! - Each flow's sender is `pantheon_transport::control::Control`: the same controller
+//!   (`controller::build`, `mss_bytes=1464`), bookkeeping, pacer, timers and send rule as the
+//!   real sender (transport/src/sender.rs), told virtual time instead of reading a clock. Its
+//!   clock starts at the flow's start, as the real sender's does.
+//! - Every data datagram is 1464 bytes inside the tunnel and 1500 on the path (docs/tunnel.md:
+//!   36 bytes of tunnel overhead); every acknowledgement is 60 inside (32 bytes of UDP payload,
+//!   transport/src/wire.rs) and 96 on the path. The tunnel's UIDs count per flow and direction;
+//!   a data datagram's UID is its sequence number, as each data datagram is one tunnel datagram.
+//! - All flows share one uplink and one downlink `pantheon_link::Path`, built from the same
+//!   configuration and seeds (`PathPair::uplink_seed`) as pantheon-emu builds them.
+//! - The receiver acknowledges each data datagram the instant it arrives, stamped with that
+//!   instant (the real one reads the kernel's receive time; its reply leaves some µs later).
+//! - A flow's sender runs from its start to its end; after it, it sends nothing and hears
+//!   nothing, but its datagrams in flight still arrive, are acknowledged and logged. The run ends
+//!   at `runtime_us`: what is still in flight then is never delivered (lost, as in the harness).
+//!
+//! Scheduling: the next event is the earliest of a few candidates — each direction's
+//! `next_wakeup_us` and each flow's wake-up — found by a scan (a run has a handful of flows, and
+//! a scan beats a heap at that size). At one instant the uplink is served first, then the
+//! downlink (so an acknowledgement released at t reaches its sender at t), then the senders;
+//! a send at t into a path with no delay is served at t by the next round. The order is fixed,
+//! so a run is a function of its scenario and seed alone.
+//!
+//! Time: µs (the link model's unit). The pacer counts ns on the flow's clock; a sender asked to
+//! wait until ns `d` is woken at µs ⌈d / 1000⌉, and the pacer, which schedules from due times
+//! rather than send times (transport/src/pacing.rs), keeps the mean rate exact across that
+//! rounding. Nothing is allocated per packet: the paths' and the bookkeeping's queues grow to
+//! their high-water marks and are reused.
+
+use pantheon_link::{Event, Path};
+use pantheon_transport::control::{Control, Verdict};
+use pantheon_transport::wire::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
+use pantheon_tunnel::wire::OVERHEAD_BYTES;
+
+use crate::observer::{Direction, Observer};
+use crate::scenario::Scenario;
+
+/// A data datagram as the sender's tunnel sees it (the IP packet pantheon-udp sends).
+pub const DATA_INNER_BYTES: u32 = PACKET_BYTES as u32;
+/// An acknowledgement as the receiver's tunnel sees it: IPv4 + UDP + 32 bytes.
+pub const ACK_INNER_BYTES: u32 = (IP_UDP_HEADER_BYTES + ACK_BYTES) as u32;
+/// The same datagrams on the path, where the emulator's link model counts them.
+const DATA_PATH_BYTES: u32 = DATA_INNER_BYTES + OVERHEAD_BYTES as u32;
+const ACK_PATH_BYTES: u32 = ACK_INNER_BYTES + OVERHEAD_BYTES as u32;
+
+const NS_PER_US: u64 = 1000;
+/// No wake-up.
+const NEVER: u64 = u64::MAX;
+
+/// A datagram crossing one direction of the path.
+#[derive(Debug, Clone, Copy)]
+struct Packet {
+    flow: u32,
+    /// The tunnel's UID (per flow and direction).
+    uid: u64,
+    /// For an acknowledgement, the sequence number of the data it acknowledges; for data, its own.
+    seq: u64,
+    /// The direction's number for it, in the order datagrams entered (the link log's uid).
+    link_uid: u64,
+    /// When it entered the path: the send time of data; the receive time an acknowledgement
+    /// carries (which is when the receiver sent it).
+    entry_us: u64,
+}
+
+struct FlowState {
+    control: Control,
+    start_us: u64,
+    end_us: u64,
+    /// When the sender must next run (`NEVER`: only an acknowledgement can wake it).
+    wake_us: u64,
+    /// The receiver's tunnel UID of the next acknowledgement.
+    next_ack_uid: u64,
+}
+
+/// How much happened, for the summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Datagrams entering a path, path events (departures, drops and, where recorded, delivery
+    /// opportunities) and sender wake-ups.
+    pub events: u64,
+}
+
+pub struct Simulation<'o, O: Observer> {
+    uplink: Path<Packet>,
+    downlink: Path<Packet>,
+    flows: Vec<FlowState>,
+    observer: &'o mut O,
+    runtime_us: u64,
+    next_uplink_uid: u64,
+    next_downlink_uid: u64,
+    totals: Totals,
+}
+
+/// Runs `scenario` to its end, telling `observer` everything the real experiment would log.
+pub fn run<O: Observer>(scenario: &Scenario, observer: &mut O) -> Totals {
+    let mut sim = Simulation::new(scenario, observer);
+    sim.run();
+    sim.totals
+}
+
+fn wake_time_us(start_us: u64, deadline_ns: u64) -> u64 {
+    start_us.saturating_add(deadline_ns.div_ceil(NS_PER_US))
+}
+
+impl<'o, O: Observer> Simulation<'o, O> {
+    fn new(scenario: &Scenario, observer: &'o mut O) -> Simulation<'o, O> {
+        let recording = observer.records_link();
+        let paths = &scenario.paths;
+        let flows = scenario
+            .flows
+            .iter()
+            .map(|plan| FlowState {
+                control: Control::new(
+                    pantheon_transport::controller::build(&plan.cc).expect("the scenario checked every spec"),
+                ),
+                start_us: plan.start_us,
+                end_us: plan.end_us,
+                wake_us: plan.start_us,
+                next_ack_uid: 0,
+            })
+            .collect();
+        Simulation {
+            uplink: Path::new(&paths.uplink, paths.uplink_seed(), recording),
+            downlink: Path::new(&paths.downlink, paths.downlink_seed(), recording),
+            flows,
+            observer,
+            runtime_us: scenario.runtime_us,
+            next_uplink_uid: 0,
+            next_downlink_uid: 0,
+            totals: Totals::default(),
+        }
+    }
+
+    fn run(&mut self) {
+        loop {
+            let up_us = self.uplink.next_wakeup_us().unwrap_or(NEVER);
+            let down_us = self.downlink.next_wakeup_us().unwrap_or(NEVER);
+            let flows_us = self.flows.iter().map(|f| f.wake_us).min().unwrap_or(NEVER);
+            let t_us = up_us.min(down_us).min(flows_us);
+            if t_us >= self.runtime_us {
+                break;
+            }
+            if up_us <= t_us {
+                self.poll_uplink(t_us);
+            }
+            if down_us <= t_us {
+                self.poll_downlink(t_us);
+            }
+            if flows_us <= t_us {
+                for i in 0..self.flows.len() {
+                    if self.flows[i].wake_us <= t_us {
+                        self.step_sender(i, t_us);
+                    }
+                }
+            }
+        }
+        // An idle link has no wake-ups, but its opportunities up to the end belong in the logs.
+        if let Some(last_us) = self.runtime_us.checked_sub(1) {
+            self.poll_uplink(last_us);
+            self.poll_downlink(last_us);
+        }
+    }
+
+    /// Serves the uplink through `t_us`: data reaches its receiver, which acknowledges it.
+    fn poll_uplink(&mut self, t_us: u64) {
+        let Simulation { uplink, downlink, flows, observer, next_downlink_uid, totals, .. } = self;
+        uplink.poll(t_us, &mut |event| {
+            totals.events += 1;
+            match event {
+                Event::Departure { t_us, packet, size_bytes, .. } => {
+                    observer.link_departure(Direction::Uplink, t_us, packet.link_uid, size_bytes, packet.entry_us);
+                    let f = packet.flow as usize;
+                    observer.data_received(f, packet.uid, t_us, packet.entry_us);
+                    let flow = &mut flows[f];
+                    let ack = Packet {
+                        flow: packet.flow,
+                        uid: flow.next_ack_uid,
+                        seq: packet.uid,
+                        link_uid: *next_downlink_uid,
+                        entry_us: t_us,
+                    };
+                    flow.next_ack_uid += 1;
+                    *next_downlink_uid += 1;
+                    observer.ack_sent(f, ack.uid, t_us);
+                    observer.link_entry(Direction::Downlink, t_us, ack.link_uid, ACK_PATH_BYTES);
+                    downlink.push(t_us, ack, ACK_PATH_BYTES);
+                    totals.events += 1;
+                }
+                Event::Drop { t_us, packet, size_bytes, cause } => {
+                    observer.link_drop(Direction::Uplink, t_us, packet.link_uid, size_bytes, cause)
+                }
+                Event::Opportunity { t_us } => observer.link_opportunity(Direction::Uplink, t_us),
+                Event::LinkArrival { .. } => {}
+            }
+        });
+    }
+
+    /// Serves the downlink through `t_us`: acknowledgements reach their senders.
+    fn poll_downlink(&mut self, t_us: u64) {
+        let Simulation { downlink, flows, observer, totals, .. } = self;
+        downlink.poll(t_us, &mut |event| {
+            totals.events += 1;
+            match event {
+                Event::Departure { t_us, packet, size_bytes, .. } => {
+                    observer.link_departure(Direction::Downlink, t_us, packet.link_uid, size_bytes, packet.entry_us);
+                    let f = packet.flow as usize;
+                    observer.ack_received(f, packet.uid, t_us);
+                    let flow = &mut flows[f];
+                    if flow.start_us <= t_us && t_us < flow.end_us {
+                        let now_us = t_us - flow.start_us;
+                        // The receiver's clock is the run's: only its differences matter.
+                        flow.control.on_ack(now_us, packet.seq, packet.entry_us);
+                        flow.control.detect_losses(now_us);
+                        flow.wake_us = flow.wake_us.min(t_us);
+                    }
+                }
+                Event::Drop { t_us, packet, size_bytes, cause } => {
+                    observer.link_drop(Direction::Downlink, t_us, packet.link_uid, size_bytes, cause)
+                }
+                Event::Opportunity { t_us } => observer.link_opportunity(Direction::Downlink, t_us),
+                Event::LinkArrival { .. } => {}
+            }
+        });
+    }
+
+    /// Runs sender `i` at `t_us`: its timers, then every send the rule allows, then when it
+    /// must run next.
+    fn step_sender(&mut self, i: usize, t_us: u64) {
+        let Simulation { uplink, flows, observer, next_uplink_uid, totals, .. } = self;
+        let flow = &mut flows[i];
+        totals.events += 1;
+        if t_us >= flow.end_us {
+            flow.wake_us = NEVER;
+            return;
+        }
+        let now_us = t_us - flow.start_us;
+        let now_ns = now_us * NS_PER_US;
+        flow.control.run_timers(now_us);
+        let send_at_ns = loop {
+            match flow.control.next_send(now_ns) {
+                Verdict::Send(permit) => {
+                    let seq = flow.control.next_seq();
+                    let packet = Packet { flow: i as u32, uid: seq, seq, link_uid: *next_uplink_uid, entry_us: t_us };
+                    *next_uplink_uid += 1;
+                    observer.data_sent(i, seq, t_us);
+                    observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);
+                    uplink.push(t_us, packet, DATA_PATH_BYTES);
+                    flow.control.on_sent(now_ns, permit);
+                    totals.events += 1;
+                }
+                Verdict::At(due_ns) => break Some(due_ns),
+                Verdict::Closed => break None,
+            }
+        };
+        flow.wake_us = match flow.control.deadline_ns(now_us, send_at_ns) {
+            // Real time always moves on: a deadline already due is met a microsecond later.
+            Some(deadline_ns) => wake_time_us(flow.start_us, deadline_ns).max(t_us + 1),
+            None => NEVER,
+        };
+        if flow.wake_us >= flow.end_us {
+            // Nothing it could do after its end matters; the end itself needs no wake-up.
+            flow.wake_us = NEVER;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datagram_sizes_are_the_tunnels() {
+        assert_eq!((DATA_INNER_BYTES, DATA_PATH_BYTES), (1464, 1500));
+        assert_eq!((ACK_INNER_BYTES, ACK_PATH_BYTES), (60, 96));
+    }
+
+    #[test]
+    fn a_wait_in_nanoseconds_wakes_at_the_next_microsecond() {
+        assert_eq!(wake_time_us(1_000, 11_712), 1_012);
+        assert_eq!(wake_time_us(1_000, 12_000), 1_012);
+        assert_eq!(wake_time_us(0, 0), 0);
+    }
+}
