@@ -106,6 +106,8 @@ def _title(analysis) -> tuple[str, str]:
     plural = lambda n, word: f"{n} {word}" + ("s" if n != 1 else "")  # noqa: E731
     sub = (f"{analysis.data.path.resolve().name} · {plural(len(analysis.runs), 'run')} of {plural(len(labels), 'scheme')}, "
            f"{valid} valid · pantheon analyze {__version__}")
+    if analysis.data.metadata.get("simulated"):
+        sub += f" · simulated by pantheon-sim {analysis.data.metadata.get('simulator', {}).get('version', '')}".rstrip()
     return "Pantheon report", sub
 
 

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -36,11 +34,6 @@ from pathlib import Path
 from pantheon.harness import records
 from pantheon.harness.campaign import Trial
 from pantheon.sim import simulator
-
-STAGING = ".sim"
-"""Where pantheon-sim writes, inside the run dir, before its files get the harness's names."""
-SIM_FLOW_FILE = re.compile(r"^flow(\d+)\.(.+)$")
-
 
 @dataclass(frozen=True)
 class SimRun:
@@ -68,14 +61,6 @@ def seed_of(base_seed: int, repetition: int) -> int:
     return base_seed + repetition - 1
 
 
-def _harness_names(staging: Path, run_dir: Path) -> None:
-    """Moves the simulator's files into the run dir; its flows count from 1, the harness's from 0."""
-    for path in sorted(staging.iterdir()):
-        m = SIM_FLOW_FILE.match(path.name)
-        path.rename(run_dir / (f"flow{int(m[1]) - 1}.{m[2]}" if m else path.name))
-    staging.rmdir()
-
-
 def _failure(done: subprocess.CompletedProcess) -> str:
     if done.returncode < 0:
         name = signal.Signals(-done.returncode).name
@@ -88,10 +73,8 @@ def simulate(run: SimRun) -> RunResult:
     plan = run.trial.plan
     result = RunResult(run.trial)
     run.run_dir.mkdir(parents=True)
-    staging = run.run_dir / STAGING
-    staging.mkdir()
     flows = [simulator.FlowArg(run.cc[f.scheme], f.start_s, f.duration_s) for f in plan.flows]
-    argv = simulator.run_command(staging, flows, run.path_options, plan.runtime_s, run.seed)
+    argv = simulator.run_command(run.run_dir, flows, run.path_options, plan.runtime_s, run.seed)
     child = simulator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = child.communicate()
     done = subprocess.CompletedProcess(argv, child.returncode, stdout, stderr)
@@ -105,15 +88,12 @@ def simulate(run: SimRun) -> RunResult:
         else:
             (run.run_dir / "sim.json").write_text(json.dumps(report, indent=2) + "\n")
             result.events, result.wall_s = report.get("events"), report.get("wall_s")
-            _harness_names(staging, run.run_dir)
             try:
                 summary = records.merge_run(run.run_dir, plan, 0.0)
             except records.RecordsError as e:
                 result.failures.append(str(e))
             else:
                 result.failures += [f"flow {i} ({plan.flows[i].scheme}) moved no data" for i in summary.silent_flows]
-    if staging.exists():
-        shutil.rmtree(staging)
     write_run_json(run, result)
     return result
 
@@ -146,7 +126,7 @@ class Progress:
         trial = result.trial
         if result.ok:
             speed = f", {sim_s / result.wall_s:,.0f}x real time" if result.wall_s else ""
-            status = f"ok: {sim_s:g} s simulated in {result.wall_s or 0:.2f} s{speed}"
+            status = f"ok: {sim_s:g} s simulated in {1e3 * (result.wall_s or 0):.1f} ms{speed}"
         else:
             status = f"FAILED: {result.failures[0]}"
         print(f"[{self.finished}/{self.total}] {trial.plan.label} run {trial.repetition}/{self.run_times} {status}",

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, extras: list[str]) -> int:
     arguments = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     data_dir.mkdir(parents=True, exist_ok=True)
     meta = metadata(arguments, [*path_options, "--seed", str(args.seed)], [known.schemes[s] for s in used], trials, skipped)
-    meta.update(simulated=True, simulator={"program": simulator.PROGRAM, "version": simulator.version(),
+    meta.update(simulated=True, simulator={"program": simulator.PROGRAM, **simulator.version(),
                                            "cc": {s: cc[s] for s in used}, "jobs": args.jobs})
     (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
 

@@ -6,21 +6,24 @@ pantheon-udp's crates/cc controllers under a discrete-event clock. Its path opti
 pantheon-emu's, parsed by the same Rust code, so a bad option gets the emulator's message word for
 word; a user mistake is exit status 2 and one line `pantheon-sim: ...` on stderr.
 
-A flow on its command line is `--flow SPEC@START_S+DURATION_S`, numbered from 1 in the order
-given; times are written with repr() so that no digit of a start or duration is rounded away.
+A flow on its command line is `--flow SPEC@START_S+DURATION_S`; the i-th one's logs are
+flow{i-1}.*, the harness's names. Times are written with repr() so that no digit of a start or
+duration is rounded away.
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import signal
 import subprocess
 import tempfile
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pantheon.binaries import binary
+from pantheon.binaries import REPO, binary
 
 PROGRAM = "pantheon-sim"
 PR_SET_PDEATHSIG = 1
@@ -86,10 +89,12 @@ def check_path_options(path_options: Sequence[str], seed: int) -> None:
         raise SimError(message(done.stderr) or f"{PROGRAM} exited with status {done.returncode}")
 
 
-def version() -> str:
-    """`pantheon-sim --version`'s words after the program's name (the crate's version)."""
-    done = subprocess.run([str(binary(PROGRAM)), "--version"], capture_output=True, text=True)
-    return done.stdout.strip().removeprefix(PROGRAM).strip() or "unknown"
+def version() -> dict:
+    """Which simulator ran: the workspace's version (pantheon-sim has no --version) and the
+    binary's SHA-256, which tells two builds of one version apart."""
+    workspace = tomllib.loads((REPO / "Cargo.toml").read_text()).get("workspace", {}).get("package", {})
+    digest = hashlib.sha256(binary(PROGRAM).read_bytes()).hexdigest()
+    return {"version": str(workspace.get("version", "unknown")), "binary_sha256": digest}
 
 
 def parse_report(stdout: str) -> dict:

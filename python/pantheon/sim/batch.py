@@ -1,0 +1,165 @@
+"""Many simulations from Python, for programs that need thousands of runs (calibration's Bayesian
+optimisation, paper §4; Indigo's training, Yan et al. ATC 2018 §6): each job is a path and its
+flows, each result the flows' Pantheon metrics, and no files are written.
+
+    from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
+    jobs = [Job([FlowSpec("copa:delta=0.5")], link_options(rate_mbps=12, delay_ms=20, queue_bytes=q), runtime_s=30)
+            for q in (15_000, 30_000, 60_000)]
+    for r in run_batch(jobs):
+        print(r.error or r.flows[0].throughput_mbps)
+
+All jobs go through one `pantheon-sim batch` subprocess (docs/sim.md): JSON lines in on stdin, one
+result line out per job, in completion order, simulated on every core by the Rust side. A
+subprocess rather than a PyO3 extension module, because:
+- no build coupling: a PyO3 module is compiled against one Python's ABI and must be rebuilt with
+  it (maturin, a second build system beside cargo); the binary is the one `cargo build` makes;
+- parallel without the GIL: the Rust side runs jobs on its own threads, and the Python caller is
+  free while they run (results stream back as they finish);
+- isolation: a panic or abort in one simulation ends a process that is not the caller's, so a long
+  calibration keeps its state and gets an error for the jobs that were lost.
+What it costs: JSON encoding of a job (a few hundred bytes) and of its result, and one process
+start per batch, not per job. Measured on this project's 2-core machine (bench/sim_speed.py's
+`--batch-overhead`): see the figure in bench/README.md; it is small against a job's own
+simulation (milliseconds for 30 s at 12 Mbit/s).
+
+Jobs that are wrong (an unknown controller, a bad path option) come back as results with `error`
+set, the simulator's one line; the others run. Determinism: the same job and seed give the same
+metrics, whatever the batch around it and however many jobs run at once.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from pantheon.binaries import binary
+from pantheon.sim import simulator
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    cc: str
+    """A crates/cc spec, e.g. `copa:delta=0.5` (docs/cc.md); packets are 1464-byte datagrams."""
+    start_s: float = 0.0
+    duration_s: float | None = None
+    """None: until the end of the run."""
+
+
+@dataclass(frozen=True)
+class Job:
+    flows: Sequence[FlowSpec]
+    path_options: Sequence[str] = ()
+    """pantheon-emu's options (`pantheon emulate --help`); link_options() builds the common ones."""
+    runtime_s: float = 30.0
+    seed: int = 0
+
+    def line(self, job_id: int) -> str:
+        flows = [{"cc": f.cc, "start_s": f.start_s, **({"duration_s": f.duration_s} if f.duration_s is not None else {})}
+                 for f in self.flows]
+        return json.dumps({"id": job_id, "flows": flows, "path": list(self.path_options),
+                           "runtime_s": self.runtime_s, "seed": self.seed})
+
+
+def link_options(*, rate_mbps: float = 12.0, delay_ms: float = 0.0, queue_bytes: int | None = None,
+                 loss: float = 0.0, downlink_rate_mbps: float | None = None) -> list[str]:
+    """The path of most experiments: a constant-rate uplink with a DropTail buffer of `queue_bytes`
+    (None: infinite) and i.i.d. loss, `delay_ms` one way each way; the downlink (acknowledgements)
+    at `downlink_rate_mbps`, by default the uplink's rate."""
+    options = ["--delay", f"{delay_ms!r}", "--uplink-rate", f"{rate_mbps!r}",
+               "--downlink-rate", f"{(rate_mbps if downlink_rate_mbps is None else downlink_rate_mbps)!r}"]
+    if queue_bytes is not None:
+        options += ["--uplink-queue", "droptail", "--uplink-queue-bytes", str(queue_bytes)]
+    if loss:
+        options += ["--uplink-loss", f"{loss!r}"]
+    return options
+
+
+@dataclass(frozen=True)
+class FlowMetrics:
+    """One flow's data direction, as `pantheon analyze` defines them (docs/analysis.md)."""
+    throughput_mbps: float
+    p95_delay_ms: float | None
+    mean_delay_ms: float | None
+    loss: float
+    sent_packets: int
+    delivered_packets: int
+
+
+@dataclass
+class Result:
+    job: Job
+    flows: list[FlowMetrics] = field(default_factory=list)
+    events: int | None = None
+    wall_s: float | None = None
+    """The simulator's own time for this job, not counting the batch's overheads."""
+    error: str | None = None
+    """Why the job did not run, in one line; None when it did."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _result(job: Job, reply: dict) -> Result:
+    if not reply.get("ok"):
+        return Result(job, error=str(reply.get("error") or "pantheon-sim gave no reason"))
+    flows = [FlowMetrics(**{k: f.get(k) for k in FlowMetrics.__dataclass_fields__}) for f in reply["flows"]]
+    return Result(job, flows, events=reply.get("events"), wall_s=reply.get("wall_s"))
+
+
+def iter_batch(jobs: Iterable[Job], jobs_parallel: int | None = None) -> Iterator[tuple[int, Result]]:
+    """(index of the job, its result), in completion order, while the batch runs."""
+    jobs = list(jobs)
+    argv = [str(binary(simulator.PROGRAM)), "batch", *(["--jobs", str(jobs_parallel)] if jobs_parallel else [])]
+    # stderr to a file: a pipe nobody reads while results stream could fill and stall the simulator.
+    errors = tempfile.TemporaryFile(mode="w+")
+    child = simulator.spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True, bufsize=1)
+
+    def feed() -> None:
+        # A thread, so that a batch larger than the pipe's buffer cannot block on results unread.
+        try:
+            for i, job in enumerate(jobs):
+                child.stdin.write(job.line(i) + "\n")
+            child.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass  # the simulator ended early; its missing results are reported below
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    answered: set[int] = set()
+    try:
+        for line in child.stdout:
+            reply = json.loads(line)
+            index = reply.get("id")
+            if isinstance(index, int) and 0 <= index < len(jobs) and index not in answered:
+                answered.add(index)
+                yield index, _result(jobs[index], reply)
+        child.wait()
+        writer.join()
+        if len(answered) < len(jobs):
+            errors.seek(0)
+            why = simulator.message(errors.read()) or f"exited with status {child.returncode}"
+            for index in (i for i in range(len(jobs)) if i not in answered):
+                yield index, Result(jobs[index], error=f"{simulator.PROGRAM} batch ended before this job: {why}")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        errors.close()
+
+
+def run_batch(jobs: Iterable[Job], jobs_parallel: int | None = None,
+              on_result: Callable[[int, Result], None] | None = None) -> list[Result]:
+    """Every job's result, in the jobs' order; `jobs_parallel` jobs at once (default: every core).
+    `on_result(index, result)` is called as each finishes (a progress bar, an early stop)."""
+    jobs = list(jobs)
+    results: list[Result | None] = [None] * len(jobs)
+    for index, result in iter_batch(jobs, jobs_parallel):
+        results[index] = result
+        if on_result:
+            on_result(index, result)
+    return results  # type: ignore[return-value]  # every index is filled by iter_batch
