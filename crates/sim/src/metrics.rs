@@ -10,14 +10,14 @@
 //! Sizes are the tunnel logs' (inner datagrams). A delivery is always matched to its send here
 //! (the simulation hands over both times), so nothing is left out as the log reader must.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::observer::Observer;
 use crate::simulation::DATA_INNER_BYTES;
 
 /// One flow's numbers, as `pantheon-sim` prints them (FLOW_METRICS of docs/sim.md). A delay is
 /// `None` when nothing was delivered, the loss when nothing was sent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowMetrics {
     pub throughput_mbps: f64,
     pub p95_delay_ms: Option<f64>,

@@ -1,0 +1,111 @@
+//! The command line's contract (docs/sim.md): determinism, the emulator's messages for bad path
+//! options, the registry's for bad controller specs, and the files' formats.
+
+mod common;
+
+use clap::Parser;
+use common::{body, run_ok, sim, Scratch};
+use pantheon_emu::args::EmulateArgs;
+
+const PATH: &[&str] = &["--delay", "20", "--uplink-queue-bytes", "60000", "--runtime-s", "5"];
+
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names.into_iter().map(|n| (n.clone(), std::fs::read(dir.join(&n)).unwrap())).collect()
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_files_and_another_seed_other_losses() {
+    let scratch = Scratch::new("determinism");
+    let lossy: Vec<&str> = [PATH, &["--flow", "cubic", "--flow", "bbr@1", "--uplink-loss", "0.02"]].concat();
+    let run = |name: &str, seed: &str| {
+        let dir = scratch.join(name);
+        let summary = run_ok(&dir, &[&lossy[..], &["--seed", seed]].concat());
+        (files(&dir), summary["flows"].clone())
+    };
+    let (a, metrics_a) = run("a", "1");
+    let (b, metrics_b) = run("b", "1");
+    let (c, metrics_c) = run("c", "2");
+    assert_eq!(a.len(), 10, "four tunnel logs per flow and two link logs");
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{name} differs between two runs with the same seed");
+    }
+    assert_eq!(metrics_a, metrics_b);
+    let uplink = |f: &[(String, Vec<u8>)]| f.iter().find(|(n, _)| n == "uplink.log").unwrap().1.clone();
+    assert_ne!(uplink(&a), uplink(&c), "another seed must drop other packets");
+    assert_ne!(metrics_a, metrics_c);
+}
+
+/// What pantheon-emu says of the same options, after its own prefix.
+fn emulator_message(args: &[&str]) -> String {
+    let argv = [&["pantheon-emu"], args, &["--", "true"]].concat();
+    EmulateArgs::try_parse_from(argv).expect("clap accepts").path.to_paths().unwrap_err().to_string()
+}
+
+#[test]
+fn a_bad_path_option_is_the_emulators_one_line() {
+    let scratch = Scratch::new("bad-path");
+    let out_dir = scratch.join("run");
+    let cases: &[&[&str]] = &[
+        &["--uplink-rate", "0"],
+        &["--downlink-rate", "fast"],
+        &["--uplink-loss", "1.5"],
+        &["--delay", "-1"],
+        &["--uplink-queue", "droptail"],
+        &["--uplink-policer", "12"],
+        &["--uplink-trace", "/nonexistent/x.trace"],
+        &["--seed", "x"],
+    ];
+    for args in cases {
+        let argv = [&["run", "--out", out_dir.to_str().unwrap(), "--flow", "cubic"], *args].concat();
+        let out = sim(&argv);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr, format!("pantheon-sim: {}\n", emulator_message(args)), "{args:?}");
+    }
+    assert!(!out_dir.exists(), "a refused run creates nothing");
+}
+
+#[test]
+fn a_bad_spec_is_the_registrys_one_line() {
+    let scratch = Scratch::new("bad-spec");
+    let out_dir = scratch.join("run");
+    for spec in ["copa:delta=-1", "foo", "cubic:beta=2,beta=3"] {
+        let registry = pantheon_transport::controller::build(spec).err().expect("a bad spec").0;
+        let out = sim(&["run", "--out", out_dir.to_str().unwrap(), "--flow", "cubic", "--flow", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with(&format!("pantheon-sim: --flow {spec}: flow 2")), "{stderr}");
+        assert!(stderr.trim_end().ends_with(&registry), "{stderr} should end with {registry}");
+    }
+    let out = sim(&["run", "--out", out_dir.to_str().unwrap(), "--flow", "cubic@31"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out_dir.exists());
+}
+
+#[test]
+fn logs_are_the_tunnels_and_the_emulators_formats() {
+    let scratch = Scratch::new("formats");
+    let dir = scratch.join("run");
+    run_ok(&dir, &[PATH, &["--flow", "cubic"]].concat());
+    let header = std::fs::read_to_string(dir.join("flow0.sender.ingress.log")).unwrap();
+    assert!(header.contains("# base: t_us 0 is 0000000000000000 us since the Unix epoch"));
+    // IW10: ten 1464-byte datagrams at time 0, uids 0..9. They reach the link after 20 ms and
+    // leave at its opportunities, one per 1500 bytes at 12 Mbit/s: 20 000, 21 000, ... µs. Each
+    // is acknowledged (60 bytes) as it arrives.
+    let sent = body(&dir.join("flow0.sender.ingress.log"));
+    assert_eq!(sent[..2], ["0 0 1464", "0 1 1464"]);
+    let received = body(&dir.join("flow0.receiver.egress.log"));
+    assert_eq!(received[..2], ["20000 0 1464", "21000 1 1464"]);
+    let acks = body(&dir.join("flow0.receiver.ingress.log"));
+    assert_eq!(acks[0], "20000 0 60");
+    // The acknowledgement (96 bytes on the path) meets the downlink's opportunity at 40 000 µs.
+    let acked = body(&dir.join("flow0.sender.egress.log"));
+    assert_eq!(acked[0], "40000 0 60");
+    let uplink = body(&dir.join("uplink.log"));
+    assert_eq!(uplink[0], "0 + 0 1500");
+    assert!(uplink.contains(&"20000 - 0 1500 20000 0".to_string()), "departure line with delay and lateness");
+    assert!(uplink.contains(&"1000 # 1500".to_string()), "idle opportunities are logged");
+}
