@@ -9,33 +9,35 @@
 //! and backs off on queueing before the bottleneck buffer fills.
 //!
 //! Sections implemented (RFC 8298):
-//! - §4.1.2.1/§4.1.2.2 qdelay: the one-way delay of each acknowledged packet, peer_recv_us −
+//! - §4.1.2 qdelay: the one-way delay of each acknowledged packet, peer_recv_us −
 //!   sent_us on two unsynchronised clocks, minus the base one-way delay, as RFC 6817 §2.4.2 says
 //!   (RFC 8298 points there): the minimum of per-minute minima over BASE_HISTORY = 10 minutes.
 //!   No smoothing ("No smoothing of the qdelay is performed").
-//! - §4.1.2.2 update_variables, sampled every 50 ms: qdelay_fraction = qdelay/qdelay_target, its
+//! - §4.1.2 update_variables, sampled every 50 ms: qdelay_fraction = qdelay/qdelay_target, its
 //!   EWMA qdelay_fraction_avg (QDELAY_WEIGHT), the last 20 fractions, qdelay_trend =
 //!   clamp(R(1)/R(0) · qdelay_fraction_avg, 0, 1) with R the autocorrelation of those 20 at lag
 //!   1 and 0, and the peak-hold qdelay_trend_mem = max(0.99·qdelay_trend_mem, qdelay_trend).
-//! - §4.1.2.2 update_cwnd, per acknowledgement: in fast increase mode cwnd += bytes_newly_acked
+//! - §4.1.2.1 update_cwnd, per acknowledgement: in fast increase mode cwnd += bytes_newly_acked
 //!   while bytes_in_flight·1.5 + bytes_newly_acked > cwnd, left when qdelay_trend ≥
 //!   QDELAY_TREND_TH; otherwise the LEDBAT rule off_target = (qdelay_target − qdelay)/
 //!   qdelay_target, cwnd += GAIN·off_target·bytes_newly_acked·MSS/cwnd, no increase while
 //!   bytes_in_flight·1.25 + bytes_newly_acked ≤ cwnd, then cwnd ≤ max_bytes_in_flight ·
 //!   MAX_BYTES_IN_FLIGHT_HEAD_ROOM (the largest flight of the last 5 s) and cwnd ≥ MIN_CWND.
-//!   bytes_newly_acked counts lost packets too (§4.1.2.2: the highest acknowledged sequence
+//!   bytes_newly_acked counts lost packets too (§4.1.2: the highest acknowledged sequence
 //!   number moves past them).
-//! - §4.1.2.2 loss: a loss event (one or more losses within s_rtt) sets cwnd = max(MIN_CWND,
+//! - §4.1.2.1 loss: a loss event (one or more losses within s_rtt) sets cwnd = max(MIN_CWND,
 //!   BETA_LOSS·cwnd), leaves fast increase mode, and (§4.1.3, promptly) target_bitrate =
 //!   max(BETA_R·target_bitrate, TARGET_BITRATE_MIN).
-//! - §4.1.2.3 competing flows: qdelay_target moves between QDELAY_TARGET_LO and _HI from the
+//! - §4.1.2.2 competing flows: qdelay_target moves between QDELAY_TARGET_LO and _HI from the
 //!   average (last 50) and variance (all 100) of qdelay/QDELAY_TARGET_LO samples, 1.5× when
 //!   loss_event_rate > 0.002, halved or ×0.9 back down when the variance says it is unsafe.
-//! - §4.1.2.5 send window: cwnd + MSS − bytes_in_flight while qdelay ≤ qdelay_target, cwnd −
+//! - §4.1.2.3 lost packet detection is the shared `Sender`'s (RFC 9002 §6.1: packet and time
+//!   thresholds), which plays the part of the RFC's RACK-like reordering window.
+//! - §4.1.2.4 send window: cwnd + MSS − bytes_in_flight while qdelay ≤ qdelay_target, cwnd −
 //!   bytes_in_flight above it; the driver's window is cwnd + MSS or cwnd accordingly.
-//! - §4.1.2.6 packet pacing: pace_bitrate = max(RATE_PACE_MIN, cwnd·8/s_rtt), used while the
+//! - §4.1.2.5 packet pacing: pace_bitrate = max(RATE_PACE_MIN, cwnd·8/s_rtt), used while the
 //!   RTP queue holds a backlog (see the encoder model below).
-//! - §4.1.2.7 fast increase resumes once qdelay_trend has stayed below QDELAY_TREND_LO for
+//! - §4.1.2.6 fast increase resumes once qdelay_trend has stayed below QDELAY_TREND_LO for
 //!   T_RESUME_FAST_INCREASE.
 //! - §4.1.3 media rate control every RATE_ADJUST_INTERVAL: ramp_up_speed = min(RAMP_UP_SPEED,
 //!   target_bitrate/2), scaled by scale = clamp((4·(target − target_last_max)/target_last_max)²,
@@ -71,7 +73,7 @@
 //! Other deviations, each a choice where the RFC is silent or per-packet feedback changes a
 //! meaning: (1) the driver acknowledges every packet (the RFC's feedback arrives every 20–400 ms)
 //! so cwnd updates per acknowledgement with that packet's bytes, which sums to the same growth.
-//! (2) §4.1.2.3 runs on the 50 ms samples rather than per feedback message, so its 100-sample
+//! (2) §4.1.2.2 runs on the 50 ms samples rather than per feedback message, so its 100-sample
 //! history spans 5 s whatever the packet rate; the RFC's pseudocode takes the variance over
 //! "200" samples of a 100-sample history: all 100 are used. (3) loss_event_rate is an EWMA over
 //! round trips with weight 1/500, so that 0.002 means "more than one loss event in about the last
@@ -86,13 +88,15 @@
 //! earlier drafts and to the SCReAMv2 draft, and are not modelled.
 //!
 //! What RFC 8298 leads one to expect on 12 Mbit/s, 20 ms each way, a 1-BDP DropTail buffer, 30 s:
-//! the target climbs ×1.1 per 200 ms from 0.1 Mbit/s until ramp_up_speed reaches RAMP_UP_SPEED
-//! (0.4 Mbit/s, after 3 s), then 200 kbit/s per second: about 5.8 Mbit/s at 30 s, so the link is
+//! the target climbs ×1.1 per 200 ms from 0.1 Mbit/s (ramp_up_speed = target/2) until it reaches
+//! 0.4 Mbit/s, where target/2 = RAMP_UP_SPEED (after 3 s), then 200 kbit/s per second: about 5.8 Mbit/s at 30 s, so the link is
 //! never filled, utilization over 5–30 s is about 28% (the mean target 3.3 Mbit/s over
 //! 12 Mbit/s), 80% of the link (9.6 Mbit/s) would take about 49 s, and since the flow stays below
 //! the link rate there is no standing queue: queueing delay far below the 100 ms target, no loss.
 //! Tests below check those numbers over the link model; on a link slower than the ramp the window
-//! holds queueing delay near qdelay_target and the RTP queue pulls the target down to the link.
+//! holds queueing delay near qdelay_target and the RTP queue pulls the target down to the link —
+//! with §4.1.2.2 on, the flow's own steady queue raises qdelay_target (the false positive the
+//! RFC warns of), so there the queue settles above 100 ms (about 170 ms on 2 Mbit/s).
 //!
 //! Driver: window (the send window) and pacing rate, and a timer for the 200 ms rate control.
 
@@ -132,21 +136,21 @@ const RTP_QDELAY_TH_S: f64 = 0.02;
 const TARGET_RATE_SCALE_RTP_QDELAY: f64 = 0.95;
 /// §4.1.1.1 RATE_PACE_MIN, bit/s.
 const RATE_PACE_MIN_BPS: f64 = 50_000.0;
-/// §4.1.2.2: qdelay_fraction is sampled this often; §4.1.2.3 uses the same samples.
+/// §4.1.2: qdelay_fraction is sampled this often; §4.1.2.2 uses the same samples.
 const SAMPLE_INTERVAL_US: u64 = 50_000;
-/// §4.1.2.2: qdelay_fraction_hist holds the last 20 samples.
+/// §4.1.2: qdelay_fraction_hist holds the last 20 samples.
 const FRACTION_HISTORY: usize = 20;
-/// §4.1.2.3: qdelay_norm_hist holds the last 100 samples; the average uses the last 50.
+/// §4.1.2.2: qdelay_norm_hist holds the last 100 samples; the average uses the last 50.
 const NORM_HISTORY: usize = 100;
 const NORM_AVERAGE_SAMPLES: usize = 50;
-/// §4.1.2.3: loss_event_rate above which a competing flow is assumed.
+/// §4.1.2.2: loss_event_rate above which a competing flow is assumed.
 const LOSS_EVENT_RATE_TH: f64 = 0.002;
 /// Round trips the loss_event_rate EWMA spans (deviation 3 in the header).
 const LOSS_EVENT_RATE_ROUNDS: f64 = 500.0;
-/// RFC 6817 §2.5 BASE_HISTORY, minutes (RFC 8298 §4.1.2.2 computes qdelay as RFC 6817 does).
+/// RFC 6817 §2.5 BASE_HISTORY, minutes (RFC 8298 §4.1.2 computes qdelay as RFC 6817 does).
 const BASE_HISTORY: usize = 10;
 const MINUTE_US: u64 = 60_000_000;
-/// §4.1.2.2: max_bytes_in_flight spans about 5 s (deviation 7).
+/// §4.1.2.1: max_bytes_in_flight spans about 5 s (deviation 7).
 const FLIGHT_BUCKETS: usize = 5;
 const FLIGHT_BUCKET_US: u64 = 1_000_000;
 
@@ -160,7 +164,7 @@ pub struct ScreamConfig {
     pub max_rate_bps: f64,
     /// RAMP_UP_SPEED, bit/s per second.
     pub ramp_up_bps_per_s: f64,
-    /// §4.1.2.3 qdelay_target adjustment for competing flows ("MAY be turned off").
+    /// §4.1.2.2 qdelay_target adjustment for competing flows ("MAY be turned off").
     pub competing_flows: bool,
 }
 
@@ -255,7 +259,7 @@ impl<const N: usize> History<N> {
 #[derive(Debug, Clone)]
 pub struct Scream {
     config: ScreamConfig,
-    // One-way delay (§4.1.2.2 via RFC 6817): i64 because the clock offset may make it negative.
+    // One-way delay (§4.1.2 via RFC 6817): i64 because the clock offset may make it negative.
     base_owd: Buckets<BASE_HISTORY>,
     qdelay_us: u64,
     srtt_us: Option<u64>,
@@ -266,7 +270,7 @@ pub struct Scream {
     /// Bytes of lost packets not yet counted in a bytes_newly_acked.
     lost_bytes_pending: u64,
     last_loss_event_us: Option<u64>,
-    // qdelay trend (§4.1.2.2), sampled every SAMPLE_INTERVAL_US.
+    // qdelay trend (§4.1.2), sampled every SAMPLE_INTERVAL_US.
     next_sample_us: u64,
     qdelay_fraction_avg: f64,
     qdelay_fraction_hist: History<FRACTION_HISTORY>,
@@ -274,7 +278,7 @@ pub struct Scream {
     qdelay_trend_mem: f64,
     /// Start of the current calm period for resuming fast increase (deviation 4).
     calm_since_us: u64,
-    // Competing flows (§4.1.2.3).
+    // Competing flows (§4.1.2.2).
     qdelay_target_s: f64,
     qdelay_norm_hist: History<NORM_HISTORY>,
     loss_event_rate: f64,
@@ -426,7 +430,7 @@ impl Scream {
             target.min(rate_media_limit).clamp(self.config.min_rate_bps, self.config.max_rate_bps);
     }
 
-    /// §4.1.2.2 update_variables and §4.1.2.3 adjust_qdelay_target, every SAMPLE_INTERVAL_US.
+    /// §4.1.2 update_variables and §4.1.2.2 adjust_qdelay_target, every SAMPLE_INTERVAL_US.
     fn sample_qdelay(&mut self, now_us: u64) {
         let qdelay_s = self.qdelay_us as f64 / 1e6;
         let fraction = qdelay_s / self.qdelay_target_s;
@@ -462,7 +466,7 @@ impl Scream {
         self.qdelay_target_s = self.qdelay_target_s.clamp(lo_s, QDELAY_TARGET_HI_S);
     }
 
-    /// §4.1.2.2 update_cwnd.
+    /// §4.1.2.1 update_cwnd.
     fn update_cwnd(&mut self, bytes_newly_acked: f64, bytes_in_flight: f64) {
         if self.in_fast_increase {
             if self.qdelay_trend >= QDELAY_TREND_TH {
@@ -619,7 +623,7 @@ mod tests {
         assert_eq!(s.qdelay_us(), 0);
         s.on_ack(&ack_owd(1_001_000, 1, 55_000, 0));
         assert_eq!(s.qdelay_us(), 35_000);
-        // No smoothing (§4.1.2.2): one low sample is the new qdelay at once.
+        // No smoothing (§4.1.2): one low sample is the new qdelay at once.
         s.on_ack(&ack_owd(1_002_000, 2, 21_000, 0));
         assert_eq!(s.qdelay_us(), 1_000);
     }
@@ -635,7 +639,7 @@ mod tests {
         // Nothing left in flight: 0·1.5 + 1500 ≤ 4500, no growth.
         s.on_ack(&ack_owd(1_001_000, 1, 20_000, 0));
         assert_eq!(s.cwnd_bytes(), 4500.0);
-        // A lost packet counts in the next bytes_newly_acked (§4.1.2.2).
+        // A lost packet counts in the next bytes_newly_acked (§4.1.2).
         s.on_loss(&loss(1_001_500, 2, 960_000));
         let after_loss = s.cwnd_bytes();
         assert_eq!(after_loss, 4500.0 * 0.8);
@@ -671,7 +675,7 @@ mod tests {
         assert_eq!(s.qdelay_us(), 150_000);
         let expected = before - 0.5 * 1500.0 * 1500.0 / before;
         assert!((s.cwnd_bytes() - expected).abs() < 1e-9, "{} vs {expected}", s.cwnd_bytes());
-        // Above target the send window loses its MSS of slack (§4.1.2.5).
+        // Above target the send window loses its MSS of slack (§4.1.2.4).
         assert_eq!(s.decision().cwnd_bytes, Some(s.cwnd_bytes() as u64));
         s.on_ack(&ack_owd(1_002_000, 2, 60_000, 30 * MSS));
         assert_eq!(s.decision().cwnd_bytes, Some((s.cwnd_bytes() + 1500.0) as u64));
@@ -755,7 +759,7 @@ mod tests {
 
     #[test]
     fn a_steady_queue_raises_qdelay_target_unless_competing_flows_is_off() {
-        // §4.1.2.3: 100 samples of a stable 250 ms: average 2.5, variance 0 → target 0.25 s.
+        // §4.1.2.2: 100 samples of a stable 250 ms: average 2.5, variance 0 → target 0.25 s.
         for (competing_flows, expected_s) in [(true, 0.25), (false, 0.1)] {
             let mut s = Scream::new(ScreamConfig { competing_flows, ..ScreamConfig::default() });
             s.on_ack(&ack_owd(40_000, 0, 20_000, 0));
@@ -987,7 +991,7 @@ mod tests {
         // 2 Mbit/s, 20 ms each way, a deep 300-packet (1.8 s) buffer, 60 s: the target passes
         // 2 Mbit/s near 11 s; from then on the window steers qdelay toward qdelay_target and the
         // backlog in the RTP queue pulls the target back to what the window lets through. With
-        // §4.1.2.3 off the target stays QDELAY_TARGET_LO = 100 ms.
+        // §4.1.2.2 off the target stays QDELAY_TARGET_LO = 100 ms.
         let fixed = ScreamConfig { competing_flows: false, ..ScreamConfig::default() };
         let run = run_config_over_link(fixed, 2.0, 20, 300, 60);
         let late_p95_ms = late_queue_p95_ms(&run);
@@ -999,7 +1003,7 @@ mod tests {
         assert!((80.0..=115.0).contains(&late_p95_ms), "late p95 queue {late_p95_ms} ms");
         assert_eq!(run.dropped, 0);
         assert_eq!(run.final_qdelay_target_s, 0.1);
-        // With §4.1.2.3 on (the default) SCReAM's own steady queue looks like a competing flow's
+        // With §4.1.2.2 on (the default) SCReAM's own steady queue looks like a competing flow's
         // — the false positive the RFC warns of: a low variance lets qdelay_target follow the
         // queue's average plus its standard deviation upward, bounded by QDELAY_TARGET_HI.
         let run = run_over_link(2.0, 20, 300, 60);
