@@ -16,9 +16,11 @@ random numbers make a paired comparison sharper), and the whole campaign is repr
 
 Parallelism: a pool of worker processes, one per job; each runs one pantheon-sim and then the
 records merge (Python, as costly as the simulation itself at high rates), so both use every core.
-Workers ignore Ctrl-C; the simulators do not, so Ctrl-C ends the runs in flight at once, their
-run.json says so, runs not yet started are never started, and finished runs are kept. Every
-worker and simulator dies with its parent (PR_SET_PDEATHSIG), so a SIGKILL leaves nothing running.
+Ctrl-C (SIGINT to the process group from a terminal, or to `pantheon sim` alone) ends the runs
+in flight at once: the parent tells the workers through an event and each kills its own
+simulator by pid; their run.json says so, runs not yet started never start, finished runs are
+kept. Every worker and simulator dies with its parent (PR_SET_PDEATHSIG), so a SIGKILL of
+`pantheon sim` leaves nothing running.
 """
 from __future__ import annotations
 
@@ -28,12 +30,18 @@ import signal
 import subprocess
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing.synchronize import Event as EventType
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pantheon.harness import records
 from pantheon.harness.campaign import Trial
 from pantheon.sim import simulator
+
+POLL_S = 0.05
+"""How often a worker checks, while its simulator runs, whether the campaign was interrupted."""
+_stop: EventType | None = None
+"""Set by the parent on Ctrl-C; each worker process gets it at start-up."""
 
 @dataclass(frozen=True)
 class SimRun:
@@ -63,8 +71,7 @@ def seed_of(base_seed: int, repetition: int) -> int:
 
 def _failure(done: subprocess.CompletedProcess) -> str:
     if done.returncode < 0:
-        name = signal.Signals(-done.returncode).name
-        return "interrupted (Ctrl-C)" if -done.returncode == signal.SIGINT else f"{simulator.PROGRAM} was killed by {name}"
+        return f"{simulator.PROGRAM} was killed by {signal.Signals(-done.returncode).name}"
     return f"{simulator.PROGRAM}: {simulator.message(done.stderr) or f'exited with status {done.returncode}'}"
 
 
@@ -72,13 +79,26 @@ def simulate(run: SimRun) -> RunResult:
     """One run, in a worker process: the simulation, the records, run.json."""
     plan = run.trial.plan
     result = RunResult(run.trial)
+    if _stop is not None and _stop.is_set():
+        result.failures.append("not started: interrupted (Ctrl-C)")
+        return result
     run.run_dir.mkdir(parents=True)
     flows = [simulator.FlowArg(run.cc[f.scheme], f.start_s, f.duration_s) for f in plan.flows]
     argv = simulator.run_command(run.run_dir, flows, run.path_options, plan.runtime_s, run.seed)
     child = simulator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stdout, stderr = child.communicate()
+    interrupted = False
+    while True:
+        try:
+            stdout, stderr = child.communicate(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            if _stop is not None and _stop.is_set() and not interrupted:
+                child.kill()
+                interrupted = True
     done = subprocess.CompletedProcess(argv, child.returncode, stdout, stderr)
-    if done.returncode != 0:
+    if interrupted or done.returncode == -signal.SIGINT:
+        result.failures.append("interrupted (Ctrl-C)")
+    elif done.returncode != 0:
         result.failures.append(_failure(done))
     else:
         try:
@@ -108,7 +128,9 @@ def write_run_json(run: SimRun, result: RunResult) -> None:
     }, indent=2) + "\n")
 
 
-def _worker_setup() -> None:
+def _worker_setup(stop: EventType) -> None:
+    global _stop
+    _stop = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     simulator.die_with_parent()
 
@@ -138,7 +160,9 @@ def run_all(runs: list[SimRun], jobs: int, progress: Progress) -> int:
     Ctrl-C)."""
     failed = 0
     context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(runs)), mp_context=context, initializer=_worker_setup)
+    stop = context.Event()
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(runs)), mp_context=context, initializer=_worker_setup,
+                               initargs=(stop,))
     pending: dict[Future, SimRun] = {}
     try:
         pending = {pool.submit(simulate, run): run for run in runs}
@@ -156,6 +180,7 @@ def run_all(runs: list[SimRun], jobs: int, progress: Progress) -> int:
                 failed += not result.ok
                 progress.run_ended(result, run.trial.plan.runtime_s)
     except KeyboardInterrupt:
+        stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
         return 130
     finally:
