@@ -49,6 +49,39 @@ pub fn describe(config: &PathConfig) -> String {
     )
 }
 
+/// One log line assembled in a reused buffer, integers formatted by `itoa`: several times faster
+/// than `core::fmt`, which matters at 1 Gbit/s, where each direction logs hundreds of thousands
+/// of lines a second (the simulator writes its tunnel lines with it too).
+#[derive(Default)]
+pub struct LineBuffer {
+    bytes: Vec<u8>,
+    digits: itoa::Buffer,
+}
+
+impl LineBuffer {
+    /// Starts a new line.
+    pub fn start(&mut self) -> &mut Self {
+        self.bytes.clear();
+        self
+    }
+
+    pub fn int(&mut self, n: impl itoa::Integer) -> &mut Self {
+        self.bytes.extend_from_slice(self.digits.format(n).as_bytes());
+        self
+    }
+
+    pub fn text(&mut self, text: &str) -> &mut Self {
+        self.bytes.extend_from_slice(text.as_bytes());
+        self
+    }
+
+    /// The line, newline included.
+    pub fn end(&mut self) -> &[u8] {
+        self.bytes.push(b'\n');
+        &self.bytes
+    }
+}
+
 fn create(path: &FsPath) -> io::Result<BufWriter<File>> {
     Ok(BufWriter::with_capacity(BUFFER_BYTES, File::create(path)?))
 }
@@ -60,6 +93,7 @@ pub struct NativeLog {
     /// stays in time order although entries are read before the events that precede them are
     /// computed.
     pending_entries: VecDeque<(u64, u64, u32)>,
+    line: LineBuffer,
 }
 
 impl NativeLog {
@@ -70,7 +104,7 @@ impl NativeLog {
             writeln!(out, "# {line}")?;
         }
         writeln!(out, "# columns: t_us + uid bytes | t_us - uid bytes delay_us lateness_us | t_us d uid bytes cause | t_us # bytes")?;
-        Ok(NativeLog { out, pending_entries: VecDeque::new() })
+        Ok(NativeLog { out, pending_entries: VecDeque::new(), line: LineBuffer::default() })
     }
 
     pub fn entry(&mut self, t_us: u64, uid: u64, bytes: u32) {
@@ -83,7 +117,7 @@ impl NativeLog {
             if t > t_us {
                 break;
             }
-            writeln!(self.out, "{t} + {uid} {bytes}")?;
+            self.out.write_all(self.line.start().int(t).text(" + ").int(uid).text(" ").int(bytes).end())?;
             self.pending_entries.pop_front();
         }
         Ok(())
@@ -91,17 +125,19 @@ impl NativeLog {
 
     pub fn departure(&mut self, t_us: u64, uid: u64, bytes: u32, delay_us: u64, lateness_us: u64) -> io::Result<()> {
         self.catch_up(t_us)?;
-        writeln!(self.out, "{t_us} - {uid} {bytes} {delay_us} {lateness_us}")
+        let line = self.line.start().int(t_us).text(" - ").int(uid).text(" ").int(bytes);
+        self.out.write_all(line.text(" ").int(delay_us).text(" ").int(lateness_us).end())
     }
 
     pub fn drop(&mut self, t_us: u64, uid: u64, bytes: u32, cause: DropCause) -> io::Result<()> {
         self.catch_up(t_us)?;
-        writeln!(self.out, "{t_us} d {uid} {bytes} {}", cause.as_str())
+        let line = self.line.start().int(t_us).text(" d ").int(uid).text(" ").int(bytes);
+        self.out.write_all(line.text(" ").text(cause.as_str()).end())
     }
 
     pub fn opportunity(&mut self, t_us: u64) -> io::Result<()> {
         self.catch_up(t_us)?;
-        writeln!(self.out, "{t_us} # {OPPORTUNITY_BYTES}")
+        self.out.write_all(self.line.start().int(t_us).text(" # ").int(OPPORTUNITY_BYTES).end())
     }
 
     /// Called once all model events up to now are written.
@@ -147,5 +183,38 @@ impl MahimahiLog {
 
     pub fn finish(mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_lines_in_time_order() {
+        let path = std::env::temp_dir().join(format!("pantheon-emu-log-test-{}", std::process::id()));
+        let mut log = NativeLog::create(&path, &["direction: uplink".to_string()]).unwrap();
+        log.entry(0, 0, 1500);
+        log.entry(5, 1, 40);
+        log.opportunity(3).unwrap();
+        log.departure(20_000, 0, 1500, 20_000, 7).unwrap();
+        log.drop(20_001, 1, 40, DropCause::Queue).unwrap();
+        log.entry(u64::MAX - 1, u64::MAX, u32::MAX);
+        log.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            body,
+            [
+                "0 + 0 1500",
+                "3 # 1500",
+                "5 + 1 40",
+                "20000 - 0 1500 20000 7",
+                "20001 d 1 40 queue",
+                "18446744073709551614 + 18446744073709551615 4294967295",
+            ]
+        );
+        assert!(text.starts_with("# pantheon-emu link log v1\n# direction: uplink\n# columns: t_us + uid bytes"));
     }
 }

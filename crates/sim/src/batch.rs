@@ -146,6 +146,6 @@ pub fn run<R: BufRead + Send, W: Write + Send>(input: R, output: W, jobs: usize)
     };
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs.max(1)).map(|_| scope.spawn(worker)).collect();
-        workers.into_iter().map(|w| w.join().expect("workers catch panics")).collect::<io::Result<()>>()
+        workers.into_iter().try_for_each(|w| w.join().expect("workers catch panics"))
     })
 }

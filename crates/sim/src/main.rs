@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// One run, writing the tunnel and link logs of the real experiment and printing a JSON summary.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Many runs: JSON-line jobs on standard input, JSON-line results on standard output.
     Batch(BatchArgs),
 }
