@@ -1,0 +1,460 @@
+//! PCC Allegro (Dong, Li, Zarchy, Godfrey & Schapira, "PCC: Re-architecting Congestion Control
+//! for Consistent High Performance", NSDI 2015).
+//!
+//! The idea: no hard-wired reaction to packet-level events. The sender runs experiments — it
+//! sends at a rate for one monitor interval (MI, `monitor.rs`), observes what that rate earned
+//! (throughput, loss) as a number, the utility, and moves toward the rates that earned more.
+//! Allegro's utility rewards throughput and punishes loss sharply once it passes 5%, so random
+//! loss below that does not stop it (where TCP halves its window on every loss).
+//!
+//! Sections implemented:
+//! - §2.2 (and §4's evaluation utility) the utility of an MI with sending rate x, loss rate L and
+//!   throughput T = x·(1 − L):  u = T·Sigmoid_α(L − 0.05) − x·L,  Sigmoid_α(y) = 1/(1 + e^(α·y)),
+//!   α = 100. Rates in Mbit/s (u is linear in x, so the unit does not change any decision).
+//! - §2.3 control algorithm, three states:
+//!   - Starting: begin at a low rate and double it every MI until an MI's utility is lower than
+//!     the previous one's; then return to that previous rate and decide.
+//!   - Decision making: randomized controlled trials — four MIs in two pairs, each pair one MI
+//!     at r(1 + ε) and one at r(1 − ε) in random order. If the higher rate earned more in both
+//!     pairs, move to r(1 + ε); the lower in both, to r(1 − ε); otherwise stay at r and try again
+//!     with ε + ε_min. ε runs from ε_min = 1% to ε_max = 5%.
+//!   - Rate adjusting: with the direction dir = ±1 just decided and r_0 the new rate, the n-th
+//!     MI runs at r_n = r_(n−1)·(1 + n·ε_min·dir) while each MI's utility is at least the
+//!     previous one's; when it falls, go back to r_(n−1) and decide again (ε = ε_min).
+//! - §3 MIs are pipelined: the next MI starts without waiting for the results of the last, so
+//!   by the time a result arrives one more MI is under way; when a result changes the state,
+//!   that MI is abandoned (its results ignored) and the new state starts a fresh MI at once.
+//!   After the four trials of a decision, the sender holds r until their results are in.
+//!
+//! Constants: α = 100 and the 5% loss threshold (§2.2); ε_min = 0.01, ε_max = 0.05 (§2.3);
+//! MI length uniform over 1.7–2.2 SRTT, at least 10 packets (see `monitor.rs` for why).
+//!
+//! Deviations and choices, with reasons:
+//! 1. Starting rate: the paper starts at 2·MSS/RTT. Before the first acknowledgement there is
+//!    no RTT, so we start at the rate that sends RFC 6928's initial window of 10 packets per
+//!    100 ms (1.2 Mbit/s at 1500 bytes) — about what TCP sends in its first round trip on a
+//!    100 ms path.
+//! 2. x in the utility is the MI's target rate (the pacing rate; see `monitor.rs` for why not a
+//!    packet count), L the MI's lost fraction of packets, and the throughput T = x·(1 − L)·D,
+//!    where D ≤ 1 is the MI's delivery ratio (`monitor.rs`: how much longer its packets took
+//!    to be acknowledged than to be sent). Without D, T would be x·(1 − L) however slowly the
+//!    bottleneck delivered, and over an unbounded buffer with a little random loss the rate
+//!    would grow without end; with D, a growing queue shows as throughput below x.
+//! 3. An MI none of whose packets was acknowledged or lost (a stalled path) has utility −∞:
+//!    it counts as a fall, never as a success.
+//! 4. Safety window: the sender is paced at the MI's rate, and a window of 2 × rate × min RTT
+//!    (at least 4 packets; 100 ms before the first RTT sample) bounds what it can pile up: in
+//!    flight are rate × RTT, so the window binds only once the queue holds more than one min
+//!    RTT's worth of the rate — on a DropTail buffer of one BDP, about when the buffer fills.
+//!    It stops an unbounded flight when acknowledgements stop coming, and over a deep buffer it
+//!    bounds the queue that Allegro's loss-only utility cannot see. (A window of 2 × rate ×
+//!    SRTT would not: it grows with the queue it permits.)
+//! 5. The rate never goes below 20 packets per second, so that an MI keeps producing results.
+//!
+//! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
+
+use crate::monitor::{Interval, Monitor, INITIAL_RTT_US};
+use crate::spec::{Params, SpecError};
+use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
+
+/// §2.2: the sigmoid's steepness α.
+const SIGMOID_ALPHA: f64 = 100.0;
+/// §2.2: the loss rate past which the utility collapses.
+const LOSS_THRESHOLD: f64 = 0.05;
+/// §2.3: ε starts here and grows by this much per inconclusive decision.
+pub const EPSILON_MIN: f64 = 0.01;
+/// §2.3: ε never exceeds this.
+pub const EPSILON_MAX: f64 = 0.05;
+/// Deviation 1: the starting rate sends this many packets per `INITIAL_RTT_US`.
+const INITIAL_PACKETS_PER_RTT: f64 = 10.0;
+/// Deviation 4: the safety window, in SRTTs of flight at the current rate.
+const SAFETY_WINDOW_RTTS: f64 = 2.0;
+const MIN_SAFETY_WINDOW_PACKETS: f64 = 4.0;
+/// Deviation 5.
+const MIN_RATE_PACKETS_PER_S: f64 = 20.0;
+/// A ceiling that keeps the arithmetic finite (100 Gbit/s).
+const MAX_RATE_BPS: f64 = 1e11;
+
+/// §2.2's utility of an MI sent at `rate_mbps` that lost the fraction `loss_rate` of its packets
+/// and whose acknowledged packets arrived `delivery_ratio` (≤ 1) as fast as they left.
+pub fn utility(rate_mbps: f64, loss_rate: f64, delivery_ratio: f64) -> f64 {
+    let throughput_mbps = rate_mbps * (1.0 - loss_rate) * delivery_ratio;
+    let sigmoid = 1.0 / (1.0 + (SIGMOID_ALPHA * (loss_rate - LOSS_THRESHOLD)).exp());
+    throughput_mbps * sigmoid - rate_mbps * loss_rate
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllegroConfig {
+    pub mss_bytes: u64,
+    /// Seeds the trial orders and MI lengths.
+    pub seed: u64,
+}
+
+impl Default for AllegroConfig {
+    fn default() -> Self {
+        AllegroConfig { mss_bytes: DEFAULT_MSS_BYTES, seed: 1 }
+    }
+}
+
+impl AllegroConfig {
+    pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
+        let d = AllegroConfig::default();
+        Ok(AllegroConfig {
+            mss_bytes: p.u64_at_least("mss_bytes", 1, d.mss_bytes)?,
+            seed: p.u64_at_least("seed", 0, d.seed)?,
+        })
+    }
+}
+
+/// What an MI was sent for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Role {
+    #[default]
+    Starting,
+    /// Trial `i` of a decision: pair i / 2, position i % 2 in the pair.
+    Trial(u8),
+    /// Sent at r while a decision's trial results are awaited; its results are not used.
+    Hold,
+    Adjusting,
+}
+
+/// The state of §2.3's control algorithm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum State {
+    Starting {
+        /// (rate in bit/s, utility) of the last MI whose results came in.
+        last: Option<(f64, f64)>,
+    },
+    Deciding {
+        epsilon: f64,
+        /// Per pair: whether its r(1 + ε) trial goes first.
+        upper_first: [bool; 2],
+        /// Trials launched so far (0..=4).
+        launched: u8,
+        utilities: [Option<f64>; 4],
+    },
+    Adjusting {
+        /// +1 or −1.
+        dir: f64,
+        /// Index of the next MI to launch: r_n = r_(n−1)·(1 + n·ε_min·dir).
+        n: u32,
+        last: Option<(f64, f64)>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Allegro {
+    config: AllegroConfig,
+    monitor: Monitor<Role>,
+    state: State,
+    /// r: the rate a decision is made around; in Starting and Adjusting, the rate of the last
+    /// MI launched.
+    base_bps: f64,
+    /// The pacing rate of the MI under way, bit/s.
+    rate_bps: f64,
+    /// MIs with a smaller id belong to an abandoned state; their results are ignored.
+    epoch_id: u64,
+    /// When the MI under way ends; `None` before the first packet.
+    interval_end_us: Option<u64>,
+    /// Latest smoothed RTT (RFC 6298, from the driver); `None` before the first sample.
+    srtt_us: Option<u64>,
+    /// Smallest RTT sample of the flow; `None` before the first.
+    min_rtt_us: Option<u64>,
+}
+
+impl Allegro {
+    pub fn new(config: AllegroConfig) -> Self {
+        let initial_bps = INITIAL_PACKETS_PER_RTT * (config.mss_bytes * 8) as f64 * 1e6 / INITIAL_RTT_US as f64;
+        Allegro {
+            config,
+            monitor: Monitor::new(config.mss_bytes, config.seed),
+            state: State::Starting { last: None },
+            base_bps: initial_bps,
+            rate_bps: initial_bps,
+            epoch_id: 0,
+            interval_end_us: None,
+            srtt_us: None,
+            min_rtt_us: None,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The rate decisions are made around, bit/s.
+    pub fn base_rate_bps(&self) -> f64 {
+        self.base_bps
+    }
+
+    fn clamp_rate(&self, rate_bps: f64) -> f64 {
+        let min_bps = MIN_RATE_PACKETS_PER_S * (self.config.mss_bytes * 8) as f64;
+        rate_bps.clamp(min_bps, MAX_RATE_BPS)
+    }
+
+    /// Starts the next MI at `now_us`, at the rate the state calls for.
+    fn begin_interval(&mut self, now_us: u64) {
+        let first_of_state = self.monitor.next_id() == self.epoch_id;
+        let (rate_bps, role) = match &mut self.state {
+            State::Starting { .. } => {
+                let rate = if first_of_state { self.base_bps } else { 2.0 * self.base_bps };
+                (rate, Role::Starting)
+            }
+            State::Deciding { epsilon, upper_first, launched, .. } if *launched < 4 => {
+                let i = *launched;
+                *launched += 1;
+                let upper = (i % 2 == 0) == upper_first[usize::from(i / 2)];
+                let factor = if upper { 1.0 + *epsilon } else { 1.0 - *epsilon };
+                (self.base_bps * factor, Role::Trial(i))
+            }
+            State::Deciding { .. } => (self.base_bps, Role::Hold),
+            State::Adjusting { dir, n, .. } => {
+                let rate = self.base_bps * (1.0 + f64::from(*n) * EPSILON_MIN * *dir);
+                *n += 1;
+                (rate, Role::Adjusting)
+            }
+        };
+        let rate_bps = self.clamp_rate(rate_bps);
+        if matches!(role, Role::Starting | Role::Adjusting) {
+            self.base_bps = rate_bps;
+        }
+        self.rate_bps = rate_bps;
+        let length_us = self.monitor.draw_length_us(rate_bps, self.srtt_us);
+        self.monitor.start(now_us, length_us, rate_bps, role);
+        self.interval_end_us = Some(now_us + length_us);
+    }
+
+    /// Enters `state` around `base_bps` and starts its first MI now, abandoning the one under way.
+    fn enter(&mut self, now_us: u64, state: State, base_bps: f64) {
+        self.state = state;
+        self.base_bps = self.clamp_rate(base_bps);
+        self.epoch_id = self.monitor.next_id();
+        self.begin_interval(now_us);
+    }
+
+    fn enter_deciding(&mut self, now_us: u64, base_bps: f64, epsilon: f64) {
+        let upper_first = [self.monitor.rng.coin(), self.monitor.rng.coin()];
+        let state = State::Deciding { epsilon, upper_first, launched: 0, utilities: [None; 4] };
+        self.enter(now_us, state, base_bps);
+    }
+
+    /// Starts the next MI if the one under way has ended.
+    fn advance(&mut self, now_us: u64) {
+        if self.interval_end_us.map_or(true, |end_us| now_us >= end_us) {
+            self.begin_interval(now_us);
+        }
+    }
+
+    fn process_results(&mut self, now_us: u64) {
+        while let Some(mi) = self.monitor.pop_complete() {
+            if mi.id >= self.epoch_id {
+                self.on_result(now_us, &mi);
+            }
+        }
+    }
+
+    fn on_result(&mut self, now_us: u64, mi: &Interval<Role>) {
+        let u = if mi.resolved_packets() == 0 {
+            f64::NEG_INFINITY
+        } else {
+            utility(mi.rate_mbps(), mi.loss_rate(), mi.delivery_ratio())
+        };
+        match (&mut self.state, mi.role) {
+            (State::Starting { last }, Role::Starting) | (State::Adjusting { last, .. }, Role::Adjusting) => {
+                match *last {
+                    Some((previous_bps, previous_u)) if u < previous_u => {
+                        self.enter_deciding(now_us, previous_bps, EPSILON_MIN);
+                    }
+                    _ => *last = Some((mi.rate_bps, u)),
+                }
+            }
+            (State::Deciding { utilities, .. }, Role::Trial(i)) => {
+                utilities[usize::from(i)] = Some(u);
+                self.decide(now_us);
+            }
+            _ => {}
+        }
+    }
+
+    /// Once all four trials are in: move if both pairs agree, else widen ε and try again.
+    fn decide(&mut self, now_us: u64) {
+        let State::Deciding { epsilon, upper_first, utilities, .. } = self.state else { return };
+        let [Some(u0), Some(u1), Some(u2), Some(u3)] = utilities else { return };
+        let pairs = [(u0, u1), (u2, u3)];
+        let votes = [0, 1].map(|p| {
+            let (first, second) = pairs[p];
+            let (up, down) = if upper_first[p] { (first, second) } else { (second, first) };
+            if up > down {
+                1
+            } else if up < down {
+                -1
+            } else {
+                0
+            }
+        });
+        match votes {
+            [1, 1] => {
+                let state = State::Adjusting { dir: 1.0, n: 0, last: None };
+                self.enter(now_us, state, self.base_bps * (1.0 + epsilon));
+            }
+            [-1, -1] => {
+                let state = State::Adjusting { dir: -1.0, n: 0, last: None };
+                self.enter(now_us, state, self.base_bps * (1.0 - epsilon));
+            }
+            _ => self.enter_deciding(now_us, self.base_bps, (epsilon + EPSILON_MIN).min(EPSILON_MAX)),
+        }
+    }
+}
+
+impl CongestionControl for Allegro {
+    fn name(&self) -> &'static str {
+        "allegro"
+    }
+
+    fn on_sent(&mut self, e: &Sent) {
+        self.advance(e.now_us);
+        self.monitor.on_sent(e);
+    }
+
+    fn on_ack(&mut self, e: &Acked) {
+        self.srtt_us = Some(e.srtt_us);
+        self.min_rtt_us = Some(e.min_rtt_us);
+        self.monitor.on_ack(e);
+        self.process_results(e.now_us);
+        self.advance(e.now_us);
+    }
+
+    fn on_loss(&mut self, e: &Lost) {
+        self.monitor.on_loss(e);
+        self.process_results(e.now_us);
+        self.advance(e.now_us);
+    }
+
+    fn on_timer(&mut self, now_us: u64) {
+        self.advance(now_us);
+    }
+
+    fn decision(&self) -> Decision {
+        let min_rtt_s = self.min_rtt_us.unwrap_or(INITIAL_RTT_US) as f64 / 1e6;
+        let mss = self.config.mss_bytes as f64;
+        let window_bytes = (SAFETY_WINDOW_RTTS * self.rate_bps / 8.0 * min_rtt_s).max(MIN_SAFETY_WINDOW_PACKETS * mss);
+        Decision {
+            cwnd_bytes: Some(window_bytes as u64),
+            pacing_rate_bps: Some(self.rate_bps as u64),
+            wake_at_us: self.interval_end_us,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::tests::run_scripted;
+
+    /// Every MI the controller launches, in order: (rate in Mbit/s, state when it launched).
+    fn launched(a: &mut Allegro, capacity_mbps: f64, stop: impl Fn(&Allegro) -> bool) -> Vec<(f64, State)> {
+        let mut mis = Vec::new();
+        let mut last_id = None;
+        run_scripted(
+            a,
+            40_000,
+            60_000_000,
+            |rate_mbps| (1.0 - capacity_mbps / rate_mbps).max(0.0),
+            |_, a| {
+                let id = a.monitor.current().map(|mi| mi.id);
+                if id != last_id {
+                    last_id = id;
+                    mis.push((a.rate_bps / 1e6, a.state));
+                }
+                !stop(a)
+            },
+        );
+        mis
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn utility_is_throughput_times_a_sigmoid_of_loss_minus_the_lost_rate() {
+        // No loss: 10·1/(1 + e^(−5)) = 9.93307.
+        assert!((utility(10.0, 0.0, 1.0) - 9.933_071).abs() < 1e-6);
+        // At the 5% threshold the sigmoid is 1/2: 9.5·0.5 − 10·0.05 = 4.25.
+        assert!(close(utility(10.0, 0.05, 1.0), 4.25));
+        // 10% loss: 9·1/(1 + e^5) − 1 = −0.939764.
+        assert!((utility(10.0, 0.1, 1.0) - (-0.939_764)).abs() < 1e-6);
+        // 1% random loss costs little: 9.9·1/(1 + e^(−4)) − 0.1 = 9.621937.
+        assert!((utility(10.0, 0.01, 1.0) - 9.621_937).abs() < 1e-6);
+        // Sending at 10 over a 5 Mbit/s bottleneck that drops nothing (yet): T = 5, u = 4.966536.
+        assert!((utility(10.0, 0.0, 0.5) - 4.966_536).abs() < 1e-6);
+    }
+
+    #[test]
+    fn starting_doubles_the_rate_until_the_utility_falls_then_decides_around_the_last_good_rate() {
+        let mut a = Allegro::new(AllegroConfig::default());
+        // A 10 Mbit/s bottleneck: 1.2, 2.4, 4.8 and 9.6 Mbit/s lose nothing; 19.2 loses 48%.
+        let mis = launched(&mut a, 10.0, |a| !matches!(a.state, State::Starting { .. }));
+        let starting: Vec<f64> =
+            mis.iter().filter(|(_, s)| matches!(s, State::Starting { .. })).map(|&(r, _)| r).collect();
+        assert!(starting.len() >= 5 && starting.len() <= 6, "{starting:?}");
+        for (i, rate) in starting.iter().enumerate() {
+            assert!(close(*rate, 1.2 * f64::from(1 << i)), "{starting:?}");
+        }
+        // 19.2's utility is the first to fall: decide around 9.6 Mbit/s with ε = ε_min.
+        assert!(matches!(a.state, State::Deciding { epsilon, launched: 1, .. } if epsilon == EPSILON_MIN));
+        assert!(close(a.base_rate_bps(), 9.6e6));
+    }
+
+    fn deciding_at(rate_bps: f64) -> Allegro {
+        let mut a = Allegro::new(AllegroConfig::default());
+        a.srtt_us = Some(40_000);
+        a.enter_deciding(0, rate_bps, EPSILON_MIN);
+        a
+    }
+
+    #[test]
+    fn a_trial_the_higher_rate_wins_twice_moves_the_rate_up_by_epsilon() {
+        // An idle 100 Mbit/s path: more rate, more utility.
+        let mut a = deciding_at(5e6);
+        let mis = launched(&mut a, 100.0, |a| !matches!(a.state, State::Deciding { .. }));
+        let mut trials: Vec<f64> = mis.iter().take(4).map(|&(r, _)| r).collect();
+        trials.sort_by(f64::total_cmp);
+        assert!(close(trials[0], 4.95) && close(trials[1], 4.95), "{trials:?}");
+        assert!(close(trials[2], 5.05) && close(trials[3], 5.05), "{trials:?}");
+        assert!(matches!(a.state, State::Adjusting { dir, .. } if dir == 1.0));
+        assert!(close(a.base_rate_bps(), 5.05e6));
+    }
+
+    #[test]
+    fn a_trial_the_lower_rate_wins_twice_moves_the_rate_down_by_epsilon() {
+        // A 4 Mbit/s bottleneck: at 5.05 Mbit/s 20.8% is lost, at 4.95 19.2%; both utilities
+        // are negative, the lower one less so.
+        let mut a = deciding_at(5e6);
+        launched(&mut a, 4.0, |a| !matches!(a.state, State::Deciding { .. }));
+        assert!(matches!(a.state, State::Adjusting { dir, .. } if dir == -1.0));
+        assert!(close(a.base_rate_bps(), 4.95e6));
+    }
+
+    #[test]
+    fn rate_adjusting_grows_its_step_by_epsilon_min_each_interval_until_the_utility_falls() {
+        // From 50 Mbit/s on a 52.5 Mbit/s bottleneck: the trials move the rate to r0 = 50.5, then
+        // r1 = r0·1.01 = 51.005, r2 = r1·1.02 = 52.0251, r3 = r2·1.03 = 53.5859, which loses 2%
+        // (about 7 of its 350 packets): its utility 52.5·0.951 − 1.09 = 48.8 is below r2's
+        // 52.0251·0.9933 = 51.7, so the sender returns to r2 and decides again.
+        let mut a = deciding_at(50e6);
+        let adjusted = std::cell::Cell::new(false);
+        let mis = launched(&mut a, 52.5, |a| {
+            adjusted.set(adjusted.get() || matches!(a.state, State::Adjusting { .. }));
+            adjusted.get() && matches!(a.state, State::Deciding { .. })
+        });
+        let adjusting: Vec<f64> =
+            mis.iter().filter(|(_, s)| matches!(s, State::Adjusting { .. })).map(|&(r, _)| r).collect();
+        let expected = [50.5, 51.005, 52.0251, 53.585_853];
+        assert!(adjusting.len() >= 4, "{adjusting:?}");
+        for (got, want) in adjusting.iter().zip(expected) {
+            assert!((got - want).abs() < 1e-6, "{adjusting:?}");
+        }
+        assert!(close(a.base_rate_bps(), 52.0251e6), "{mis:?}");
+    }
+}
