@@ -109,7 +109,10 @@ pub fn answer(line: &[u8]) -> String {
     let result = (|| {
         let text = std::str::from_utf8(line).map_err(|_| "the job is not UTF-8 text".to_string())?;
         let mut raw: Value = serde_json::from_str(text).map_err(|e| format!("the job is not valid JSON: {e}"))?;
-        if let Some(given) = raw.as_object_mut().and_then(|job| job.remove("id")) {
+        let Some(object) = raw.as_object_mut() else {
+            return Err("a job must be a JSON object: {\"id\": ..., \"flows\": [{\"cc\": ...}], ...}".to_string());
+        };
+        if let Some(given) = object.remove("id") {
             id = given;
         }
         let job: Job = serde_json::from_value(raw).map_err(|e| format!("bad job: {e}"))?;

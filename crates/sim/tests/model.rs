@@ -116,19 +116,22 @@ fn run_and_batch_metrics_are_those_of_the_logs() {
         "path": path, "runtime_s": 30, "seed": 5,
     });
     let input = format!(
-        "{{\"id\": 1, \"flows\": [{{\"cc\": \"cubic\"}}], \"path\": [\"--uplink-rate\", \"0\"]}}\n\nnot json\n{job}\n{{\"id\": 3, \"flows\": [{{\"cc\": \"foo\"}}], \"runtime\": 3}}\n"
+        "{{\"id\": 1, \"flows\": [{{\"cc\": \"cubic\"}}], \"path\": [\"--uplink-rate\", \"0\"]}}\n\nnot json\n{job}\n{{\"id\": 3, \"flows\": [{{\"cc\": \"foo\"}}], \"runtime\": 3}}\n[1]\n"
     );
     let mut output = Vec::new();
     batch::run(Cursor::new(input), &mut output, 2).unwrap();
     let replies: Vec<serde_json::Value> =
         String::from_utf8(output).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(replies.len(), 4, "{replies:?}");
+    assert_eq!(replies.len(), 5, "{replies:?}");
     let by_id = |id: serde_json::Value| replies.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}: {replies:?}"));
     let good = by_id(serde_json::json!({"name": "good"}));
     assert_eq!(good["ok"], true);
     assert_eq!(good["flows"], summary["flows"], "batch and run agree");
     assert_eq!(by_id(serde_json::json!(1))["error"], "--uplink-rate: rate must be positive, got '0'");
-    assert!(by_id(serde_json::Value::Null)["error"].as_str().unwrap().starts_with("the job is not valid JSON"));
+    let anonymous: Vec<&str> = replies.iter().filter(|r| r["id"].is_null()).map(|r| r["error"].as_str().unwrap()).collect();
+    assert_eq!(anonymous.len(), 2, "{anonymous:?}");
+    assert!(anonymous.iter().any(|e| e.starts_with("the job is not valid JSON")), "{anonymous:?}");
+    assert!(anonymous.iter().any(|e| e.starts_with("a job must be a JSON object")), "{anonymous:?}");
     let bad_field = by_id(serde_json::json!(3))["error"].as_str().unwrap().to_string();
     assert!(bad_field.contains("unknown field `runtime`"), "{bad_field}");
 }
