@@ -161,9 +161,7 @@ impl LinkModel {
                     cdf[(h * n + i) * width + c] = current[i * width + c].min(1.0) as f32;
                 }
             }
-            for i in 0..n {
-                previous_mean[i] = self.mean_deliveries[h * n + i];
-            }
+            previous_mean.copy_from_slice(&self.mean_deliveries[h * n..(h + 1) * n]);
             previous = current;
         }
         self.cdf = cdf.into_boxed_slice();
@@ -178,9 +176,10 @@ impl LinkModel {
             if p < 1e-300 {
                 continue;
             }
-            let row = &self.transition[i * n..(i + 1) * n];
-            for j in self.band_lo[i]..self.band_hi[i] {
-                self.scratch[j] += p * row[j];
+            let (lo, hi) = (self.band_lo[i], self.band_hi[i]);
+            let row = &self.transition[i * n + lo..i * n + hi];
+            for (slot, t) in self.scratch[lo..hi].iter_mut().zip(row) {
+                *slot += p * t;
             }
         }
         self.posterior.copy_from_slice(&self.scratch);
@@ -334,8 +333,8 @@ fn normal_cdf(z: f64) -> f64 {
     }
     let x = z.abs() / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let poly =
+        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-x * x).exp();
     if z >= 0.0 {
         0.5 * (1.0 + erf)

@@ -68,6 +68,13 @@
 //! the top bin), Sprout under-uses the link: throughput is at most the window over the RTT,
 //! about 83 ms worth of the rate per RTT. Sprout does not aim to fill a wired pipe.
 //!
+//! Measured over pantheon-emu (20 s, one flow, 1464-byte packets): 12 Mbit/s, 20 ms each way,
+//! 60 kB buffers: 97% utilization, p95 one-way delay 60 ms, 0.3% loss (the ~40-packet buffer is
+//! shallower than the queue Sprout's window allows, so it stays full). Verizon-LTE-short trace,
+//! 20 ms, 1000-packet buffers: 5.5 Mbit/s (84% of the trace's capacity), p95 109 ms, where the
+//! userspace Cubic gets 5.7 Mbit/s at p95 867 ms — the paper's claim (§5): comparable
+//! throughput at a fraction of the delay.
+//!
 //! Driver: window only, and a timer (tick closing and re-evaluation).
 
 use crate::forecast::{LinkModel, LinkModelConfig, FORECAST_TICKS};
@@ -330,10 +337,7 @@ mod tests {
             if s.decision().wake_at_us.is_some_and(|w| w <= now) {
                 s.on_timer(now);
             }
-            s.on_ack(&Acked {
-                peer_recv_us: recv,
-                ..crate::reno::tests::ack(now, first + i, t_us, MSS)
-            });
+            s.on_ack(&Acked { peer_recv_us: recv, ..crate::reno::tests::ack(now, first + i, t_us, MSS) });
         }
         *seq += packets;
     }
