@@ -118,7 +118,7 @@ pub fn answer(line: &[u8]) -> String {
         let job: Job = serde_json::from_value(raw).map_err(|e| format!("bad job: {e}"))?;
         let scenario = scenario(&job)?;
         catch_unwind(AssertUnwindSafe(|| outcome::metrics_only(&scenario)))
-            .map_err(|_| "internal error: the simulation panicked (a bug; please report the job)".to_string())
+            .map_err(|_| "internal error: the simulation panicked (a bug; please report the job)".to_string())?
     })();
     let text = match &result {
         Ok(s) => serde_json::to_string(&Done { id: &id, ok: true, flows: &s.flows, events: s.events, wall_s: s.wall_s }),

@@ -95,6 +95,8 @@ fn link_header(name: &str, towards: &str, config: &PathConfig, seed: u64, scenar
 /// The observer that writes the files. A write error stops nothing; the first is reported at
 /// the end, and the run fails then.
 pub struct Logs {
+    /// Every file created, to remove them if the run fails.
+    files: Vec<PathBuf>,
     flows: Vec<FlowLogs>,
     uplink: NativeLog,
     downlink: NativeLog,
@@ -106,7 +108,11 @@ impl Logs {
     /// Creates every file of `scenario` in `dir` (which must exist).
     pub fn create(dir: &FsPath, scenario: &Scenario) -> io::Result<Logs> {
         let line = scenario_line(scenario);
-        let file = |name: String| -> PathBuf { dir.join(name) };
+        let mut files = Vec::new();
+        let mut file = |name: String| -> PathBuf {
+            files.push(dir.join(&name));
+            dir.join(name)
+        };
         let mut flows = Vec::with_capacity(scenario.flows.len());
         for i in 0..scenario.flows.len() {
             let sender = format!("sender of flow {}", i + 1);
@@ -132,7 +138,7 @@ impl Logs {
             &link_header("downlink", "acknowledgements, towards the senders", &paths.downlink, paths.downlink_seed(), &line),
         )
         .map_err(|e| with_name(e, "downlink.log"))?;
-        Ok(Logs { flows, uplink, downlink, line: LineBuffer::default(), error: None })
+        Ok(Logs { files, flows, uplink, downlink, line: LineBuffer::default(), error: None })
     }
 
     fn note(&mut self, result: io::Result<()>) {
@@ -151,6 +157,15 @@ impl Logs {
         match direction {
             Direction::Uplink => &mut self.uplink,
             Direction::Downlink => &mut self.downlink,
+        }
+    }
+
+    /// Removes every file: the run failed, and half a run's logs would pass for a whole one.
+    pub fn discard(self) {
+        let files = self.files.clone();
+        drop(self);
+        for file in files {
+            let _ = std::fs::remove_file(file);
         }
     }
 

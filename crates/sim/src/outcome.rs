@@ -35,22 +35,34 @@ fn expected_packets(scenario: &Scenario) -> usize {
 }
 
 /// Simulates `scenario` keeping only the metrics.
-pub fn metrics_only(scenario: &Scenario) -> Summary {
+pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
     let started = Instant::now();
     let mut metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
-    let totals = simulation::run(scenario, &mut metrics);
+    let totals = simulation::run(scenario, &mut metrics)?;
     let flows = metrics.finish();
-    summary(scenario, totals, started, flows)
+    Ok(summary(scenario, totals, started, flows))
 }
 
-/// Simulates `scenario` writing every log into `dir` (created if missing).
+/// Simulates `scenario` writing every log into `dir` (created if missing). A run that fails
+/// leaves no files behind.
 pub fn with_logs(scenario: &Scenario, dir: &FsPath) -> Result<Summary, String> {
     let started = Instant::now();
+    let existed = dir.exists();
     std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: cannot create the directory: {e}", dir.display()))?;
     let logs = Logs::create(dir, scenario).map_err(|e| format!("--out: cannot create a log: {e}"))?;
     let mut observers = (logs, Metrics::new(scenario.flows.len(), expected_packets(scenario)));
-    let totals = simulation::run(scenario, &mut observers);
+    let simulated = simulation::run(scenario, &mut observers);
     let (logs, metrics) = observers;
+    let totals = match simulated {
+        Ok(totals) => totals,
+        Err(e) => {
+            logs.discard();
+            if !existed {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
+    };
     logs.finish().map_err(|e| format!("--out {}: writing the logs failed: {e}", dir.display()))?;
     Ok(summary(scenario, totals, started, metrics.finish()))
 }

@@ -55,6 +55,13 @@ const DATA_PATH_BYTES: u32 = DATA_INNER_BYTES + OVERHEAD_BYTES as u32;
 const ACK_PATH_BYTES: u32 = ACK_INNER_BYTES + OVERHEAD_BYTES as u32;
 
 const NS_PER_US: u64 = 1000;
+/// More datagrams than this inside the two directions (1.5 GB of data in flight: a second's
+/// worth at 12 Gbit/s) means a sender whose window grows without bound on a path with no rate or
+/// queue limit: the run stops with an error instead of exhausting memory.
+const MAX_PACKETS_INSIDE: usize = 1_000_000;
+/// More rounds than this at one instant means datagrams cross an unlimited path with no delay
+/// and come back in no time, so virtual time would never advance.
+const MAX_ROUNDS_PER_INSTANT: u64 = 10_000;
 /// No wake-up.
 const NEVER: u64 = u64::MAX;
 
@@ -102,11 +109,12 @@ pub struct Simulation<'o, O: Observer> {
     totals: Totals,
 }
 
-/// Runs `scenario` to its end, telling `observer` everything the real experiment would log.
-pub fn run<O: Observer>(scenario: &Scenario, observer: &mut O) -> Totals {
+/// Runs `scenario` to its end, telling `observer` everything the real experiment would log; an
+/// error when the path lets a sender grow without bound (see `MAX_PACKETS_INSIDE`).
+pub fn run<O: Observer>(scenario: &Scenario, observer: &mut O) -> Result<Totals, String> {
     let mut sim = Simulation::new(scenario, observer);
-    sim.run();
-    sim.totals
+    sim.run()?;
+    Ok(sim.totals)
 }
 
 fn wake_time_us(start_us: u64, deadline_ns: u64) -> u64 {
@@ -142,7 +150,9 @@ impl<'o, O: Observer> Simulation<'o, O> {
         }
     }
 
-    fn run(&mut self) {
+    fn run(&mut self) -> Result<(), String> {
+        let mut last_us = 0;
+        let mut rounds_at_last = 0;
         loop {
             let up_us = self.uplink.next_wakeup_us().unwrap_or(NEVER);
             let down_us = self.downlink.next_wakeup_us().unwrap_or(NEVER);
@@ -150,6 +160,18 @@ impl<'o, O: Observer> Simulation<'o, O> {
             let t_us = up_us.min(down_us).min(flows_us);
             if t_us >= self.runtime_us {
                 break;
+            }
+            rounds_at_last = if t_us == last_us { rounds_at_last + 1 } else { 0 };
+            last_us = t_us;
+            if rounds_at_last > MAX_ROUNDS_PER_INSTANT {
+                return Err(format!(
+                    "simulated time stands still at {t_us} us: datagrams cross an unlimited path without delay in no time; give --delay or a rate"
+                ));
+            }
+            if self.uplink.packets_inside() + self.downlink.packets_inside() > MAX_PACKETS_INSIDE {
+                return Err(format!(
+                    "more than {MAX_PACKETS_INSIDE} datagrams inside the path at {t_us} us: a window grows without bound on a path without a rate or queue limit; give a rate or a queue limit"
+                ));
             }
             if up_us <= t_us {
                 self.poll_uplink(t_us);
@@ -170,6 +192,7 @@ impl<'o, O: Observer> Simulation<'o, O> {
             self.poll_uplink(last_us);
             self.poll_downlink(last_us);
         }
+        Ok(())
     }
 
     /// Serves the uplink through `t_us`: data reaches its receiver, which acknowledges it.

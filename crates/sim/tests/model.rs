@@ -21,7 +21,7 @@ fn scenario(flows: &[(&str, f64, Option<f64>)], path: &[&str]) -> Scenario {
 }
 
 fn one_flow(cc: &str, path: &[&str]) -> FlowMetrics {
-    outcome::metrics_only(&scenario(&[(cc, 0.0, None)], path)).flows.remove(0)
+    outcome::metrics_only(&scenario(&[(cc, 0.0, None)], path)).unwrap().flows.remove(0)
 }
 
 #[test]
@@ -134,4 +134,12 @@ fn run_and_batch_metrics_are_those_of_the_logs() {
     assert!(anonymous.iter().any(|e| e.starts_with("a job must be a JSON object")), "{anonymous:?}");
     let bad_field = by_id(serde_json::json!(3))["error"].as_str().unwrap().to_string();
     assert!(bad_field.contains("unknown field `runtime`"), "{bad_field}");
+}
+
+#[test]
+fn a_window_growing_without_bound_stops_the_run_with_a_message() {
+    // Nothing limits Cubic's slow start here: no rate, no queue limit, no loss.
+    let path = ["--uplink-rate", "unlimited", "--downlink-rate", "unlimited", "--delay", "10"];
+    let e = outcome::metrics_only(&scenario(&[("cubic", 0.0, None)], &path)).unwrap_err();
+    assert!(e.starts_with("more than 1000000 datagrams inside the path at "), "{e}");
 }
