@@ -115,6 +115,7 @@ pub struct Interval<R> {
     sum_rtt_s: f64,
     sum_tt_s2: f64,
     sum_t_rtt_s2: f64,
+    sum_rtt_rtt_s2: f64,
 }
 
 impl<R> Interval<R> {
@@ -171,6 +172,20 @@ impl<R> Interval<R> {
             return 0.0;
         }
         (n * self.sum_t_rtt_s2 - self.sum_t_s * self.sum_rtt_s) / spread
+    }
+
+    /// The standard error of `rtt_gradient`: how far the slope could be off given how far the
+    /// samples scatter around the fitted line; infinite with fewer than three samples.
+    pub fn rtt_gradient_stderr(&self) -> f64 {
+        let n = self.rtt_samples as f64;
+        let s_tt = self.sum_tt_s2 - self.sum_t_s * self.sum_t_s / n;
+        let s_yy = self.sum_rtt_rtt_s2 - self.sum_rtt_s * self.sum_rtt_s / n;
+        if self.rtt_samples < 3 || s_tt <= 1e-18 {
+            return f64::INFINITY;
+        }
+        let slope = self.rtt_gradient();
+        let residual_variance = ((s_yy - slope * slope * s_tt) / (n - 2.0)).max(0.0);
+        (residual_variance / s_tt).sqrt()
     }
 }
 
@@ -293,6 +308,7 @@ impl<R: Copy + Default> Monitor<R> {
         mi.sum_rtt_s += rtt_s;
         mi.sum_tt_s2 += t_s * t_s;
         mi.sum_t_rtt_s2 += t_s * rtt_s;
+        mi.sum_rtt_rtt_s2 += rtt_s * rtt_s;
     }
 
     pub fn on_loss(&mut self, e: &Lost) {
@@ -440,6 +456,10 @@ pub(crate) mod tests {
         // e − ē = ±0.5 ms that is −2.5·10⁻⁵/8.25·10⁻³ = −1/330, so the slope is 0.1 − 1/330.
         assert!((mi.rtt_gradient() - (0.1 - 1.0 / 330.0)).abs() < 1e-9, "{}", mi.rtt_gradient());
         assert!((mi.mean_rtt_us().unwrap() - (40_000.0 + 4_500.0 + 500.0)).abs() < 1e-6);
+        // Residual sum of squares: 10·(0.5 ms)² less what the tilt explains, (1/330)²·8.25·10⁻³,
+        // is 2.4242·10⁻⁶ s²; over n − 2 = 8 and S_tt = 8.25·10⁻³ s², the stderr is 1/165.
+        let stderr = mi.rtt_gradient_stderr();
+        assert!((stderr - 1.0 / 165.0).abs() < 1e-9, "{stderr}");
     }
 
     #[test]
