@@ -42,13 +42,14 @@
 //!    would grow without end; with D, a growing queue shows as throughput below x.
 //! 3. An MI none of whose packets was acknowledged or lost (a stalled path) has utility −∞:
 //!    it counts as a fall, never as a success.
-//! 4. Safety window: the sender is paced at the MI's rate, and a window of 2 × rate × min RTT
-//!    (at least 4 packets; 100 ms before the first RTT sample) bounds what it can pile up: in
-//!    flight are rate × RTT, so the window binds only once the queue holds more than one min
-//!    RTT's worth of the rate — on a DropTail buffer of one BDP, about when the buffer fills.
-//!    It stops an unbounded flight when acknowledgements stop coming, and over a deep buffer it
-//!    bounds the queue that Allegro's loss-only utility cannot see. (A window of 2 × rate ×
-//!    SRTT would not: it grows with the queue it permits.)
+//! 4. Safety window: the sender is paced at the MI's rate, and a window of 4 × rate × min RTT
+//!    (at least 4 packets; 100 ms before the first RTT sample) bounds what it can pile up. In
+//!    flight are rate × RTT, so the window binds only once the queue holds three min RTTs'
+//!    worth of the rate. It stops an unbounded flight when acknowledgements stop coming, and
+//!    over a deep buffer it bounds the queue that Allegro's loss-only utility cannot see. (A
+//!    window in SRTTs would not: it grows with the queue it permits.) Why not 2 × min RTT:
+//!    that binds as soon as a one-BDP buffer is full, and a window-bound sender is ack-clocked
+//!    and bursty, so its MIs no longer measure their rates (see `vivace.rs`, which it misled).
 //! 5. The rate never goes below 20 packets per second, so that an MI keeps producing results.
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
@@ -68,7 +69,7 @@ pub const EPSILON_MAX: f64 = 0.05;
 /// Deviation 1: the starting rate sends this many packets per `INITIAL_RTT_US`.
 const INITIAL_PACKETS_PER_RTT: f64 = 10.0;
 /// Deviation 4: the safety window, in SRTTs of flight at the current rate.
-const SAFETY_WINDOW_RTTS: f64 = 2.0;
+const SAFETY_WINDOW_RTTS: f64 = 4.0;
 const MIN_SAFETY_WINDOW_PACKETS: f64 = 4.0;
 /// Deviation 5.
 const MIN_RATE_PACKETS_PER_S: f64 = 20.0;

@@ -2,8 +2,8 @@
 //! (Allegro NSDI 2015 §4.1.3, Vivace NSDI 2018 §5) that a utility-driven sender keeps using a
 //! link that loses packets at random, where TCP's loss-driven window halves on every loss.
 //!
-//! One full-throttle flow over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a 100-packet
-//! DropTail buffer, and 1% of packets lost at random before the queue (the emulator's
+//! One full-throttle flow over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a DropTail buffer
+//! of 100 or 40 packets, and 1% of packets lost at random before the queue (the emulator's
 //! `--uplink-loss 0.01`); acknowledgements return over a pure delay. Utilization is what left
 //! the bottleneck over 25 s after a 5 s warm-up, over the link's capacity.
 
@@ -13,7 +13,6 @@ use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
 const PACKET_BYTES: u64 = 1500;
 const RATE_MBPS: f64 = 12.0;
 const ONE_WAY_DELAY_US: u64 = 20_000;
-const QUEUE_PACKETS: u64 = 100;
 const DURATION_US: u64 = 30_000_000;
 const WARMUP_US: u64 = 5_000_000;
 
@@ -21,16 +20,18 @@ struct Outcome {
     utilization: f64,
     /// 95th percentile of the time packets spent in the bottleneck queue, ms.
     p95_queue_ms: f64,
+    /// Bytes sent after the warm-up over the link's capacity.
+    sent_over_capacity: f64,
 }
 
-fn run(spec: &str, loss_probability: f64, seed: u64) -> Outcome {
+fn run(spec: &str, loss_probability: f64, queue_packets: u64, seed: u64) -> Outcome {
     let mut cc = build(spec).unwrap();
     let mut sender = Sender::new();
     let mut forward: Path<u64> = Path::new(
         &PathConfig {
             delay_us: ONE_WAY_DELAY_US,
             loss_probability,
-            queue: QueueLimit::Packets(QUEUE_PACKETS),
+            queue: QueueLimit::Packets(queue_packets),
             delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
             policer: None,
         },
@@ -48,7 +49,7 @@ fn run(spec: &str, loss_probability: f64, seed: u64) -> Outcome {
         seed + 1,
         false,
     );
-    let (mut now_us, mut next_send_us, mut delivered_bytes) = (0u64, 0u64, 0u64);
+    let (mut now_us, mut next_send_us, mut delivered_bytes, mut sent_bytes) = (0u64, 0u64, 0u64, 0u64);
     let mut queue_us: Vec<u64> = Vec::new();
     let mut arrivals: Vec<(u64, u64)> = Vec::new();
     let mut acks: Vec<(u64, u64, u64)> = Vec::new();
@@ -62,6 +63,9 @@ fn run(spec: &str, loss_probability: f64, seed: u64) -> Outcome {
             let sent = sender.on_sent(now_us, PACKET_BYTES);
             cc.on_sent(&sent);
             forward.push(now_us, sent.seq, PACKET_BYTES as u32);
+            if now_us >= WARMUP_US {
+                sent_bytes += PACKET_BYTES;
+            }
             if let Some(rate_bps) = d.pacing_rate_bps {
                 next_send_us = now_us + PACKET_BYTES * 8 * 1_000_000 / rate_bps.max(1);
             }
@@ -114,11 +118,14 @@ fn run(spec: &str, loss_probability: f64, seed: u64) -> Outcome {
     let outcome = Outcome {
         utilization: delivered_bytes as f64 / capacity_bytes,
         p95_queue_ms: queue_us[queue_us.len() * 95 / 100] as f64 / 1000.0,
+        sent_over_capacity: sent_bytes as f64 / capacity_bytes,
     };
     eprintln!(
-        "{spec:>8}, {:.0}% random loss: utilization {:.1}%, p95 queueing delay {:.1} ms",
+        "{spec:>8}, {:.0}% random loss, {queue_packets}-packet buffer: utilization {:.1}%, sent {:.1}% of \
+         capacity, p95 queueing delay {:.1} ms",
         loss_probability * 100.0,
         outcome.utilization * 100.0,
+        outcome.sent_over_capacity * 100.0,
         outcome.p95_queue_ms
     );
     outcome
@@ -128,14 +135,14 @@ fn run(spec: &str, loss_probability: f64, seed: u64) -> Outcome {
 fn pcc_keeps_using_a_link_with_one_percent_random_loss_where_tcp_does_not() {
     let mut tcp = Vec::new();
     for spec in ["reno", "cubic"] {
-        let o = run(spec, 0.01, 7);
+        let o = run(spec, 0.01, 100, 7);
         // Halving on every loss, one loss per 100 packets: the window stays near the
         // Mathis et al. bound of 1.22/√p ≈ 12 packets, a third of the 40-packet BDP.
         assert!(o.utilization < 0.6, "{spec}: {:.3}", o.utilization);
         tcp.push(o.utilization);
     }
     for spec in ["allegro", "vivace"] {
-        let o = run(spec, 0.01, 7);
+        let o = run(spec, 0.01, 100, 7);
         assert!(o.utilization >= 0.8, "{spec}: {:.3}", o.utilization);
         assert!(tcp.iter().all(|&u| o.utilization > u + 0.25), "{spec}: {:.3} vs {tcp:?}", o.utilization);
     }
@@ -145,10 +152,23 @@ fn pcc_keeps_using_a_link_with_one_percent_random_loss_where_tcp_does_not() {
 fn vivace_keeps_the_queue_short_where_allegro_fills_it() {
     // Without random loss, Allegro's only signal is loss, which a DropTail queue gives only
     // when full; Vivace's RTT-gradient term stops it while the queue is still short.
-    let allegro = run("allegro", 0.0, 7);
-    let vivace = run("vivace", 0.0, 7);
+    let allegro = run("allegro", 0.0, 100, 7);
+    let vivace = run("vivace", 0.0, 100, 7);
     assert!(allegro.utilization >= 0.9 && vivace.utilization >= 0.85);
     assert!(allegro.p95_queue_ms > 50.0, "allegro p95 {:.1} ms", allegro.p95_queue_ms);
     assert!(vivace.p95_queue_ms < allegro.p95_queue_ms / 2.0, "vivace p95 {:.1} ms", vivace.p95_queue_ms);
 }
 
+
+#[test]
+fn vivace_over_a_one_bdp_buffer_with_random_loss_sends_about_what_the_link_carries() {
+    // The emulator's 60 kB buffer (40 datagrams of 1464 bytes plus tunnel overhead) with 1%
+    // loss. A safety window of 2 × rate × min RTT used to bind here once the queue was full: the
+    // sender went ack-clocked and bursty, its MIs' RTT slopes stopped reflecting their rates,
+    // and it settled at over twice the link rate with half its packets dropped.
+    for seed in [1, 7] {
+        let o = run("vivace:mss_bytes=1464", 0.01, 40, seed);
+        assert!(o.utilization >= 0.8, "{:.3}", o.utilization);
+        assert!(o.sent_over_capacity < 1.1, "sent {:.3} of capacity", o.sent_over_capacity);
+    }
+}
