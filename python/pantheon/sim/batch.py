@@ -18,9 +18,10 @@ subprocess rather than a PyO3 extension module, because:
 - isolation: a panic or abort in one simulation ends a process that is not the caller's, so a long
   calibration keeps its state and gets an error for the jobs that were lost.
 What it costs: JSON encoding of a job (a few hundred bytes) and of its result, and one process
-start per batch, not per job. Measured on this project's 2-core machine (bench/sim_speed.py's
-`--batch-overhead`): see the figure in bench/README.md; it is small against a job's own
-simulation (milliseconds for 30 s at 12 Mbit/s).
+start per batch, not per job. bench/sim_speed.py measures it (200 jobs of 0.2 simulated seconds
+at 12 Mbit/s, one at a time): 0.07 to 0.1 ms per job beyond the simulations themselves, against
+0.9 to 2.3 ms per job for one `pantheon-sim run` process each (shared 2-core machine); a 30 s job
+at 12 Mbit/s itself takes about 13 ms.
 
 Jobs that are wrong (an unknown controller, a bad path option) come back as results with `error`
 set, the simulator's one line; the others run. Determinism: the same job and seed give the same

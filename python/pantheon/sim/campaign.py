@@ -30,8 +30,8 @@ import signal
 import subprocess
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from multiprocessing.synchronize import Event as EventType
 from dataclasses import asdict, dataclass, field
+from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 from pantheon.harness import records
@@ -42,6 +42,7 @@ POLL_S = 0.05
 """How often a worker checks, while its simulator runs, whether the campaign was interrupted."""
 _stop: EventType | None = None
 """Set by the parent on Ctrl-C; each worker process gets it at start-up."""
+
 
 @dataclass(frozen=True)
 class SimRun:

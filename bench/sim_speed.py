@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""How much faster than real time pantheon-sim is, against ns-3 on the same path, in one invocation.
+
+What is measured
+    1. Speed. One flow of the userspace Cubic (cubic-user's controller, crates/cc spec `cubic`)
+       for 30 simulated seconds over a path of 12, 100 and 1000 Mbit/s each way, 20 ms one-way
+       delay each way (40 ms RTT), a DropTail buffer of one bandwidth-delay product on the data
+       direction (60 000, 500 000 and 5 000 000 bytes), each case twice: "logs", `pantheon-sim
+       run` writing every log `pantheon sim` needs (4 tunnel logs, 2 link logs: about 100 bytes
+       per packet), and "metrics", the same simulation as one `pantheon-sim batch` job, which
+       writes nothing (what calibration and training use). Per case:
+         wall s        the process's wall time, start to exit (everything included)
+         x real time   simulated seconds / wall seconds
+         Mevents/s     the simulator's event count (its JSON) / its own wall time
+         peak MiB      the process's maximum resident set (its wait4 rusage, read by GNU time)
+         us/packet     wall time / data packets sent: the cost of one packet
+    2. Cost against packets: the 100 Mbit/s case for 10, 30 and 300 simulated seconds, both ways. A
+       discrete-event simulator's cost is linear in events, so us/packet should stay about constant
+       (the 10 s case carries the process start and the slow start in fewer packets).
+    3. ns-3 (Debian 12's ns-3.37, libns3-dev) on the same path: bench/ns3/dumbbell.cc, BulkSend over
+       ns-3's TcpCubic across a dumbbell whose bottleneck has the same rate, RTT and DropTail buffer,
+       every segment acknowledged; its x real time is of Simulator::Run alone and is printed beside
+       ours with the ratios and the targets. ns-3 at 1 Gbit/s runs --ns3-gbit-seconds simulated seconds (default 5;
+       30 take about 4 minutes on a 2-core machine): the ratio is per simulated second, and the
+       slow start is over in the first 0.4 s.
+    4. The batch API's overhead per job (pantheon.sim.batch): 200 jobs of 0.2 simulated seconds at
+       12 Mbit/s through one `pantheon-sim batch --jobs 1`, wall time minus the jobs' own, per job;
+       and, for comparison, one `pantheon-sim run` process per job (files written) for 20 of them.
+
+Why
+    Calibration (paper §4) and Indigo's training need thousands of runs; the issue's targets are
+    >= 1000x real time at 12 Mbit/s, >= 100x at 100 Mbit/s, >= 10x at 1 Gbit/s. Figures measured
+    for ns-3 before this bench existed, for reference: 19x at 12, 2.9x at 100, 0.026x at 1000.
+
+ns-3 is not part of ./setup.sh (benches are not); when pkg-config does not find it, this script
+installs libns3-dev with apt-get (as root; it says so first) and builds dumbbell.cc into
+target/ns3/. --no-ns3 skips it. Timings depend on the machine and its load: on a shared 2-core
+machine run it when it is otherwise idle; --repeat N keeps the fastest of N runs of each of our
+cases (ns-3's run once).
+
+    cargo build --release                               # builds target/release/pantheon-sim
+    .venv/bin/python bench/sim_speed.py                 # ~2 minutes here, ns-3 most of it
+    .venv/bin/python bench/sim_speed.py --no-ns3 --repeat 5
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "python"))
+
+from pantheon.binaries import MissingBinary, binary  # noqa: E402
+from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch  # noqa: E402
+from pantheon.sim.simulator import PROGRAM  # noqa: E402
+
+GNU_TIME = "/usr/bin/time"
+NS3_SOURCE = REPO_ROOT / "bench" / "ns3" / "dumbbell.cc"
+NS3_BINARY = REPO_ROOT / "target" / "ns3" / "dumbbell"
+NS3_MODULES = ("ns3-core", "ns3-network", "ns3-internet", "ns3-point-to-point", "ns3-applications", "ns3-traffic-control")
+CC = "cubic"
+DELAY_MS = 20
+RATES_MBPS = (12, 100, 1000)
+SIM_S = 30.0
+LINEAR_RATE_MBPS = 100
+LINEAR_SIM_S = (10.0, 30.0, 300.0)
+TARGET_X = {12: 1000, 100: 100, 1000: 10}
+NS3_BEFORE_X = {12: 19, 100: 2.9, 1000: 0.026}
+BATCH_JOBS = 200
+BATCH_JOB_S = 0.2
+PROCESS_JOBS = 20
+
+
+def bdp_bytes(rate_mbps: float) -> int:
+    return round(rate_mbps * 1e6 / 8 * 2 * DELAY_MS / 1e3)
+
+
+@dataclass(frozen=True)
+class Timed:
+    wall_s: float
+    peak_mib: float
+    report: dict
+
+
+def timed(argv: list[str], stdin: str | None = None) -> Timed:
+    """Runs argv alone (`stdin` written to it) under GNU time: its wall time, its peak RSS and its
+    last JSON line. A failure ends the bench with the program's message.
+
+    The peak is wait4's rusage of the program, read by GNU time rather than by this script: a
+    child's ru_maxrss counts the memory of the process it was forked from at its exec (the kernel
+    keeps the larger of the old and new image's high-water mark), which from this Python process
+    adds 12 to 20 MiB; GNU time's own image adds about 1 MiB."""
+    with tempfile.NamedTemporaryFile("r", prefix="sim-speed-rss-") as rss:
+        started = time.perf_counter()
+        done = subprocess.run([GNU_TIME, "-f", "%M", "-o", rss.name, *argv], input=stdin, capture_output=True, text=True)
+        wall_s = time.perf_counter() - started
+        peak_kib = int(rss.read().split()[-1]) if done.returncode == 0 else 0
+    if done.returncode != 0:
+        sys.exit(f"sim_speed: {Path(argv[0]).name} failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    if report.get("ok") is False:
+        sys.exit(f"sim_speed: the batch job failed: {report.get('error')}")
+    return Timed(wall_s, peak_kib / 1024, report)
+
+
+def best(argv: list[str], repeat: int, stdin: str | None = None) -> Timed:
+    return min((timed(argv, stdin) for _ in range(repeat)), key=lambda t: t.wall_s)
+
+
+def path_options(rate_mbps: float) -> list[str]:
+    return link_options(rate_mbps=rate_mbps, delay_ms=DELAY_MS, queue_bytes=bdp_bytes(rate_mbps))
+
+
+def simulate_logs(sim: Path, rate_mbps: float, sim_s: float, repeat: int, scratch: Path) -> Timed:
+    """`pantheon-sim run`, every log written (what `pantheon sim` runs for each run)."""
+    out = scratch / f"{rate_mbps:g}-{sim_s:g}"
+    out.mkdir()
+    try:
+        return best([str(sim), "run", "--out", str(out), "--seed", "0", "--runtime-s", f"{sim_s:g}", "--flow", CC,
+                     *path_options(rate_mbps)], repeat)
+    finally:
+        shutil.rmtree(out)
+
+
+def simulate_metrics(sim: Path, rate_mbps: float, sim_s: float, repeat: int) -> Timed:
+    """The same simulation as one job of `pantheon-sim batch`: metrics only, no files."""
+    job = Job([FlowSpec(CC)], path_options(rate_mbps), runtime_s=sim_s, seed=0)
+    return best([str(sim), "batch", "--jobs", "1"], repeat, stdin=job.line(0) + "\n")
+
+
+def install(packages: list[str], why: str) -> str | None:
+    """apt-get installs `packages`, saying so first; None on success, else why not."""
+    if os.geteuid() != 0:
+        return f"{why}, and installing {' '.join(packages)} needs root: apt-get install {' '.join(packages)}"
+    print(f"sim_speed: {why}; installing Debian's {' '.join(packages)} (apt-get update && apt-get install -y "
+          f"{' '.join(packages)}) ...", file=sys.stderr, flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+        if subprocess.run(step, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+            return f"{' '.join(step)} failed"
+    return None
+
+
+def ns3_ready() -> str | None:
+    """Builds dumbbell.cc (installing libns3-dev first if needed); None when ready, else why not."""
+    if subprocess.run(["pkg-config", "--exists", *NS3_MODULES]).returncode != 0:
+        if why := install(["libns3-dev"], "ns-3 is not installed"):
+            return why
+    if not NS3_BINARY.exists() or NS3_BINARY.stat().st_mtime < NS3_SOURCE.stat().st_mtime:
+        NS3_BINARY.parent.mkdir(parents=True, exist_ok=True)
+        # --libs-only-l: Debian's .pc files also name libgsl.so by path, which only libgsl-dev
+        # provides and which dumbbell.cc does not use.
+        libs = subprocess.run(["pkg-config", "--libs-only-l", *NS3_MODULES], capture_output=True, text=True, check=True).stdout.split()
+        print(f"sim_speed: building {NS3_BINARY.relative_to(REPO_ROOT)} ...", file=sys.stderr, flush=True)
+        done = subprocess.run(["g++", "-O2", "-std=c++17", str(NS3_SOURCE), "-o", str(NS3_BINARY), *libs], capture_output=True, text=True)
+        if done.returncode != 0:
+            return f"building dumbbell.cc failed: {done.stderr.strip()[-300:]}"
+    return None
+
+
+def ns3(rate_mbps: float, sim_s: float) -> Timed:
+    """Once: its runs last seconds to minutes, long enough that a best-of adds little but time."""
+    return best([str(NS3_BINARY), f"--rate-mbps={rate_mbps:g}", f"--delay-ms={DELAY_MS}",
+                 f"--queue-bytes={bdp_bytes(rate_mbps)}", f"--seconds={sim_s:g}"], 1)
+
+
+def row(label: str, t: Timed, sim_s: float) -> str:
+    n = sum(f["sent_packets"] for f in t.report["flows"])
+    return (f"{label:<28} {t.wall_s:8.3f} {sim_s / t.wall_s:11,.0f} {t.report['events'] / t.report['wall_s'] / 1e6:9.2f} "
+            f"{t.peak_mib:8.1f} {n:>10,} {t.wall_s / n * 1e6:9.3f}")
+
+
+def verdict(speed_x: float, target_x: float) -> str:
+    return "ok" if speed_x >= target_x else "MISSED"
+
+
+def batch_overhead() -> tuple[float, float]:
+    """Per-job overhead of the batch API and of one `pantheon-sim run` process per job, in ms."""
+    path = path_options(12)
+    jobs = [Job([FlowSpec(CC)], path, runtime_s=BATCH_JOB_S, seed=i) for i in range(BATCH_JOBS)]
+    started = time.perf_counter()
+    results = run_batch(jobs, jobs_parallel=1)
+    total_s = time.perf_counter() - started
+    if failed := [r.error for r in results if not r.ok]:
+        sys.exit(f"sim_speed: a batch job failed: {failed[0]}")
+    batch_ms = (total_s - sum(r.wall_s for r in results)) / BATCH_JOBS * 1e3
+    per_process = []
+    with tempfile.TemporaryDirectory(prefix="sim-speed-", dir=REPO_ROOT / "target") as scratch:
+        for i in range(PROCESS_JOBS):
+            out = Path(scratch) / str(i)
+            out.mkdir()
+            t = timed([str(binary(PROGRAM)), "run", "--out", str(out), "--seed", str(i), "--runtime-s", f"{BATCH_JOB_S:g}",
+                       "--flow", CC, *path])
+            per_process.append(t.wall_s - t.report["wall_s"])
+    return batch_ms, sum(per_process) / PROCESS_JOBS * 1e3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="run each of our cases this many times, keep the fastest (default 3)")
+    parser.add_argument("--no-ns3", action="store_true", help="skip ns-3")
+    parser.add_argument("--ns3-gbit-seconds", type=float, default=5.0, help="simulated seconds of ns-3 at 1 Gbit/s (default 5)")
+    args = parser.parse_args()
+    try:
+        sim = binary(PROGRAM)
+    except MissingBinary as e:
+        sys.exit(f"sim_speed: {e}")
+    if not Path(GNU_TIME).exists() and (why := install(["time"], f"{GNU_TIME} (GNU time, for peak memory) is missing")):
+        sys.exit(f"sim_speed: {why}")
+    why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3_ready()
+
+    header = f"{'case':<28} {'wall s':>8} {'x real time':>11} {'Mevents/s':>9} {'peak MiB':>8} {'packets':>10} {'us/packet':>9}"
+    logs_x, metrics_x = {}, {}
+    print(f"pantheon-sim ({sim}): one flow of {CC} (crates/cc), {DELAY_MS} ms each way, DropTail 1 BDP")
+    print("logs: pantheon-sim run writing every log (as pantheon sim does); metrics: one batch job, no files")
+    with tempfile.TemporaryDirectory(prefix="sim-speed-", dir=REPO_ROOT / "target") as scratch:
+        print(header)
+        for rate in RATES_MBPS:
+            t = simulate_logs(sim, rate, SIM_S, args.repeat, Path(scratch))
+            logs_x[rate] = SIM_S / t.wall_s
+            print(row(f"{rate} Mbit/s, {SIM_S:g} s, logs", t, SIM_S), flush=True)
+            t = simulate_metrics(sim, rate, SIM_S, args.repeat)
+            metrics_x[rate] = SIM_S / t.wall_s
+            print(row(f"{rate} Mbit/s, {SIM_S:g} s, metrics", t, SIM_S), flush=True)
+        print(f"\ncost against packets at {LINEAR_RATE_MBPS} Mbit/s: us/packet should stay about constant")
+        print(header)
+        for sim_s in LINEAR_SIM_S:
+            t = simulate_logs(sim, LINEAR_RATE_MBPS, sim_s, args.repeat, Path(scratch))
+            print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, logs", t, sim_s), flush=True)
+        for sim_s in LINEAR_SIM_S:
+            t = simulate_metrics(sim, LINEAR_RATE_MBPS, sim_s, args.repeat)
+            print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, metrics", t, sim_s), flush=True)
+
+    print("\nns-3 (bench/ns3/dumbbell.cc: TcpCubic, same rate, RTT and buffer; x real time of Simulator::Run) "
+          "and pantheon-sim, x real time")
+    if why_no_ns3:
+        print(f"ns-3: {why_no_ns3}")
+    print(f"{'Mbit/s':<7} {'ns-3 sim s':>10} {'ns-3 wall s':>11} {'ns-3':>8} {'ns-3 Mbit/s':>11} {'ours logs':>10} "
+          f"{'ours metrics':>12} {'logs/ns-3':>10} {'metrics/ns-3':>12} {'target':>7} {'logs':>6} {'metrics':>7} {'ns-3 before':>11}")
+    for rate in RATES_MBPS:
+        ours = f"{logs_x[rate]:10,.0f} {metrics_x[rate]:12,.0f}"
+        goal = (f"{TARGET_X[rate]:>7} {verdict(logs_x[rate], TARGET_X[rate]):>6} {verdict(metrics_x[rate], TARGET_X[rate]):>7} "
+                f"{NS3_BEFORE_X[rate]:>11}")
+        if why_no_ns3:
+            print(f"{rate:<7} {'-':>10} {'-':>11} {'-':>8} {'-':>11} {ours} {'-':>10} {'-':>12} {goal}")
+            continue
+        sim_s = args.ns3_gbit_seconds if rate >= 1000 else SIM_S
+        t = ns3(rate, sim_s)
+        ns3_x = sim_s / t.report["wall_s"]
+        print(f"{rate:<7} {sim_s:10g} {t.report['wall_s']:11.2f} {ns3_x:8.3f} {t.report['throughput_mbps']:11.2f} {ours} "
+              f"{logs_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
+
+    batch_ms, process_ms = batch_overhead()
+    print(f"\nbatch API overhead ({BATCH_JOBS} jobs of {BATCH_JOB_S:g} s at 12 Mbit/s, --jobs 1): {batch_ms:.3f} ms per job; "
+          f"one pantheon-sim run process per job: {process_ms:.2f} ms per job")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
