@@ -6,7 +6,7 @@
 //! single-threaded per run, and thousands of times faster than real time at modest rates.
 //!
 //! - [`scenario`]: the run (path, flows, runtime) and its validation;
-//! - [`simulation`]: the event loop;
+//! - [`simulation`]: the event loop; [`host`]: the hosts' wake-up latencies around it;
 //! - [`observer`]: what the simulation reports; [`logs`] (the real experiment's files) and
 //!   [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
 //! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel.
@@ -14,6 +14,7 @@
 //! docs/sim.md describes the model, how it differs from the emulator, and the command line.
 
 pub mod batch;
+pub mod host;
 pub mod logs;
 pub mod metrics;
 pub mod observer;

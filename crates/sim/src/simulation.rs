@@ -19,8 +19,12 @@
 //!   a data datagram's UID is its sequence number, as each data datagram is one tunnel datagram.
 //! - All flows share one uplink and one downlink `pantheon_link::Path`, built from the same
 //!   configuration and seeds (`PathPair::uplink_seed`) as pantheon-emu builds them.
-//! - The receiver acknowledges each data datagram the instant it arrives, stamped with that
-//!   instant (the real one reads the kernel's receive time; its reply leaves some µs later).
+//! - The receiver acknowledges each data datagram, stamped with the instant it arrived (the
+//!   kernel's receive time, as the real receiver reads it); the acknowledgement enters the path a
+//!   host's wake-up latency later, and the sender reads it a wake-up latency after it leaves the
+//!   path (host.rs: seeded, measured on pantheon-emu runs; without it delay-based and
+//!   rate-filtering controllers see a cleaner world than the emulator's). Acknowledgements enter
+//!   the downlink in the order they were made.
 //! - A flow's sender runs from its start to its end; after it, it sends nothing and hears
 //!   nothing, but its datagrams in flight still arrive, are acknowledged and logged. The run ends
 //!   at `runtime_us`: what is still in flight then is never delivered (lost, as in the harness).
@@ -38,11 +42,14 @@
 //! rounding. Nothing is allocated per packet: the paths' and the bookkeeping's queues grow to
 //! their high-water marks and are reused.
 
+use std::collections::VecDeque;
+
 use pantheon_link::{Event, Path};
 use pantheon_transport::control::{Control, Verdict};
 use pantheon_transport::wire::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_tunnel::wire::OVERHEAD_BYTES;
 
+use crate::host::HostLatency;
 use crate::observer::{Direction, Observer};
 use crate::scenario::Scenario;
 
@@ -75,9 +82,18 @@ struct Packet {
     seq: u64,
     /// The direction's number for it, in the order datagrams entered (the link log's uid).
     link_uid: u64,
-    /// When it entered the path: the send time of data; the receive time an acknowledgement
-    /// carries (which is when the receiver sent it).
+    /// When it entered the path.
     entry_us: u64,
+    /// For an acknowledgement, when the receiver got the data (the stamp it carries).
+    peer_recv_us: u64,
+}
+
+/// An acknowledgement that left the path, waiting for its sender to read it.
+#[derive(Debug, Clone, Copy)]
+struct Unread {
+    read_us: u64,
+    seq: u64,
+    peer_recv_us: u64,
 }
 
 struct FlowState {
@@ -88,6 +104,10 @@ struct FlowState {
     wake_us: u64,
     /// The receiver's tunnel UID of the next acknowledgement.
     next_ack_uid: u64,
+    /// Wake-up latencies of this flow's receiver and sender.
+    host: HostLatency,
+    /// Acknowledgements arrived but not yet read, in reading order.
+    unread: VecDeque<Unread>,
 }
 
 /// How much happened, for the summary.
@@ -106,6 +126,8 @@ pub struct Simulation<'o, O: Observer> {
     runtime_us: u64,
     next_uplink_uid: u64,
     next_downlink_uid: u64,
+    /// When the last acknowledgement entered the downlink (pushes must not go back in time).
+    last_ack_entry_us: u64,
     totals: Totals,
 }
 
@@ -128,7 +150,8 @@ impl<'o, O: Observer> Simulation<'o, O> {
         let flows = scenario
             .flows
             .iter()
-            .map(|plan| FlowState {
+            .enumerate()
+            .map(|(i, plan)| FlowState {
                 control: Control::new(
                     pantheon_transport::controller::build(&plan.cc).expect("the scenario checked every spec"),
                 ),
@@ -136,6 +159,8 @@ impl<'o, O: Observer> Simulation<'o, O> {
                 end_us: plan.end_us,
                 wake_us: plan.start_us,
                 next_ack_uid: 0,
+                host: HostLatency::new(paths.seed, i),
+                unread: VecDeque::with_capacity(1024),
             })
             .collect();
         Simulation {
@@ -146,6 +171,7 @@ impl<'o, O: Observer> Simulation<'o, O> {
             runtime_us: scenario.runtime_us,
             next_uplink_uid: 0,
             next_downlink_uid: 0,
+            last_ack_entry_us: 0,
             totals: Totals::default(),
         }
     }
@@ -197,7 +223,7 @@ impl<'o, O: Observer> Simulation<'o, O> {
 
     /// Serves the uplink through `t_us`: data reaches its receiver, which acknowledges it.
     fn poll_uplink(&mut self, t_us: u64) {
-        let Simulation { uplink, downlink, flows, observer, next_downlink_uid, totals, .. } = self;
+        let Simulation { uplink, downlink, flows, observer, next_downlink_uid, last_ack_entry_us, totals, .. } = self;
         uplink.poll(t_us, &mut |event| {
             totals.events += 1;
             match event {
@@ -206,18 +232,21 @@ impl<'o, O: Observer> Simulation<'o, O> {
                     let f = packet.flow as usize;
                     observer.data_received(f, packet.uid, t_us, packet.entry_us);
                     let flow = &mut flows[f];
+                    let sent_us = (t_us + flow.host.next_us()).max(*last_ack_entry_us);
+                    *last_ack_entry_us = sent_us;
                     let ack = Packet {
                         flow: packet.flow,
                         uid: flow.next_ack_uid,
                         seq: packet.uid,
                         link_uid: *next_downlink_uid,
-                        entry_us: t_us,
+                        entry_us: sent_us,
+                        peer_recv_us: t_us,
                     };
                     flow.next_ack_uid += 1;
                     *next_downlink_uid += 1;
-                    observer.ack_sent(f, ack.uid, t_us);
-                    observer.link_entry(Direction::Downlink, t_us, ack.link_uid, ACK_PATH_BYTES);
-                    downlink.push(t_us, ack, ACK_PATH_BYTES);
+                    observer.ack_sent(f, ack.uid, sent_us);
+                    observer.link_entry(Direction::Downlink, sent_us, ack.link_uid, ACK_PATH_BYTES);
+                    downlink.push(sent_us, ack, ACK_PATH_BYTES);
                     totals.events += 1;
                 }
                 Event::Drop { t_us, packet, size_bytes, cause } => {
@@ -241,11 +270,10 @@ impl<'o, O: Observer> Simulation<'o, O> {
                     observer.ack_received(f, packet.uid, t_us);
                     let flow = &mut flows[f];
                     if flow.start_us <= t_us && t_us < flow.end_us {
-                        let now_us = t_us - flow.start_us;
-                        // The receiver's clock is the run's: only its differences matter.
-                        flow.control.on_ack(now_us, packet.seq, packet.entry_us);
-                        flow.control.detect_losses(now_us);
-                        flow.wake_us = flow.wake_us.min(t_us);
+                        let after_us = flow.unread.back().map_or(0, |u| u.read_us);
+                        let read_us = (t_us + flow.host.next_us()).max(after_us);
+                        flow.unread.push_back(Unread { read_us, seq: packet.seq, peer_recv_us: packet.peer_recv_us });
+                        flow.wake_us = flow.wake_us.min(read_us);
                     }
                 }
                 Event::Drop { t_us, packet, size_bytes, cause } => {
@@ -269,12 +297,19 @@ impl<'o, O: Observer> Simulation<'o, O> {
         }
         let now_us = t_us - flow.start_us;
         let now_ns = now_us * NS_PER_US;
+        while let Some(ack) = flow.unread.front().copied().filter(|u| u.read_us <= t_us) {
+            flow.unread.pop_front();
+            // The receiver's clock is the run's: only its differences matter.
+            flow.control.on_ack(now_us, ack.seq, ack.peer_recv_us);
+            flow.control.detect_losses(now_us);
+        }
         flow.control.run_timers(now_us);
         let send_at_ns = loop {
             match flow.control.next_send(now_ns) {
                 Verdict::Send(permit) => {
                     let seq = flow.control.next_seq();
-                    let packet = Packet { flow: i as u32, uid: seq, seq, link_uid: *next_uplink_uid, entry_us: t_us };
+                    let packet =
+                        Packet { flow: i as u32, uid: seq, seq, link_uid: *next_uplink_uid, entry_us: t_us, peer_recv_us: 0 };
                     *next_uplink_uid += 1;
                     observer.data_sent(i, seq, t_us);
                     observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);
@@ -291,6 +326,9 @@ impl<'o, O: Observer> Simulation<'o, O> {
             Some(deadline_ns) => wake_time_us(flow.start_us, deadline_ns).max(t_us + 1),
             None => NEVER,
         };
+        if let Some(ack) = flow.unread.front() {
+            flow.wake_us = flow.wake_us.min(ack.read_us);
+        }
         if flow.wake_us >= flow.end_us {
             // Nothing it could do after its end matters; the end itself needs no wake-up.
             flow.wake_us = NEVER;
