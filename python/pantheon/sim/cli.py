@@ -45,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--seed", type=int, default=0, help="seed of the path's randomness (loss, Poisson deliveries; default 0)")
     sim.add_argument("--data-dir", type=Path, help="where results go (default data/sim-DATE-TIME)")
     sim.add_argument("--emulator", help="one of Pantheon's emulated paths (pantheon emulators)")
-    sim.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help=f"runs simulated at once (default: all {os.cpu_count()} cores)")
+    sim.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                     help=f"runs simulated at once (default: all {len(os.sched_getaffinity(0))} cores this process may use)")
     sim.add_argument("--quiet", action="store_true", help="no progress lines")
     sim.add_argument("--no-analyze", action="store_true", help="skip the analysis at the end (pantheon analyze DATA_DIR)")
 
