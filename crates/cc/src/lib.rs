@@ -14,17 +14,25 @@
 //! (the simulator and the transport count IP datagram bytes, as the link model does); rates are
 //! bits per second (`*_bps`).
 
+pub mod allegro;
 pub mod bbr;
 pub mod copa;
+pub mod delay_profile;
 pub mod cubic;
 pub mod filter;
+pub mod forecast;
 pub mod ledbat;
+pub mod monitor;
 pub mod reno;
+pub mod scream;
 pub mod sender;
 pub mod spec;
+pub mod sprout;
 #[cfg(test)]
 mod test_path;
 pub mod vegas;
+pub mod verus;
+pub mod vivace;
 
 pub use sender::Sender;
 pub use spec::{build, SpecError, KNOWN};

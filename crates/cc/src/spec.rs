@@ -6,22 +6,32 @@
 
 use std::fmt;
 
+use crate::allegro::{Allegro, AllegroConfig};
 use crate::bbr::{Bbr, BbrConfig};
 use crate::copa::{Copa, CopaConfig};
 use crate::cubic::{Cubic, CubicConfig};
 use crate::ledbat::{Ledbat, LedbatConfig};
 use crate::reno::{Reno, RenoConfig};
+use crate::scream::{Scream, ScreamConfig};
+use crate::sprout::{Sprout, SproutConfig};
 use crate::vegas::{Vegas, VegasConfig};
+use crate::verus::{Verus, VerusConfig};
+use crate::vivace::{Vivace, VivaceConfig};
 use crate::CongestionControl;
 
 /// Every name `build` accepts.
 pub const KNOWN: &[&str] = &[
+    "allegro",
     "bbr",
     "copa",
     "cubic",
     "ledbat",
     "reno",
+    "scream",
+    "sprout",
     "vegas",
+    "verus",
+    "vivace",
 ];
 
 /// A user's mistake in a controller spec, as one line.
@@ -116,12 +126,17 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
     let name = name.trim();
     let mut p = Params::parse(name, params)?;
     let cc: Box<dyn CongestionControl + Send> = match name {
+        "allegro" => Box::new(Allegro::new(AllegroConfig::from_params(&mut p)?)),
         "bbr" => Box::new(Bbr::new(BbrConfig::from_params(&mut p)?)),
         "copa" => Box::new(Copa::new(CopaConfig::from_params(&mut p)?)),
         "cubic" => Box::new(Cubic::new(CubicConfig::from_params(&mut p)?)),
         "ledbat" => Box::new(Ledbat::new(LedbatConfig::from_params(&mut p)?)),
         "reno" => Box::new(Reno::new(RenoConfig::from_params(&mut p)?)),
+        "scream" => Box::new(Scream::new(ScreamConfig::from_params(&mut p)?)),
+        "sprout" => Box::new(Sprout::new(SproutConfig::from_params(&mut p)?)),
         "vegas" => Box::new(Vegas::new(VegasConfig::from_params(&mut p)?)),
+        "verus" => Box::new(Verus::new(VerusConfig::from_params(&mut p)?)),
+        "vivace" => Box::new(Vivace::new(VivaceConfig::from_params(&mut p)?)),
         _ => return Err(SpecError(format!("unknown cc '{name}'; known: {}", KNOWN.join(", ")))),
     };
     p.finish()?;

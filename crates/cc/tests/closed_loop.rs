@@ -221,7 +221,11 @@ fn every_controller_uses_at_least_70_percent_of_a_faster_longer_path() {
     // 48 Mbit/s, 50 ms each way (a 400-packet BDP), one BDP of buffer. LEDBAT is left out: its
     // one-packet-per-RTT growth needs 40 s to fill this pipe (checked in its own test).
     let s = Scenario { rate_mbps: 48.0, one_way_delay_ms: 50, queue_packets: 400, duration_s: 30, warmup_s: 10 };
-    for spec in pantheon_cc::KNOWN.iter().copied().filter(|&name| name != "ledbat") {
+    // SCReAM too: RFC 8298's media rate ramps at most 200 kbit/s per second (scream.rs tests
+    // its ramp-limited ~8% here).
+    // Sprout too: its rate model tops out at 1000 packets/s (12 Mbit/s) and its window at
+    // ~100 ms of forecast deliveries, a quarter of this BDP (sprout.rs tests both regimes).
+    for spec in pantheon_cc::KNOWN.iter().copied().filter(|&name| !["ledbat", "scream", "sprout"].contains(&name)) {
         let o = run(spec, &s);
         assert!(o.utilization >= 0.7, "{spec}: {o:?}");
     }
