@@ -27,7 +27,7 @@
 //!   After the four trials of a decision, the sender holds r until their results are in.
 //!
 //! Constants: α = 100 and the 5% loss threshold (§2.2); ε_min = 0.01, ε_max = 0.05 (§2.3);
-//! MI length uniform over 1.7–2.2 SRTT, at least 10 packets (see `monitor.rs` for why).
+//! MI length uniform over 1.7–2.2 SRTT, at least 40 packets (see `monitor.rs` for why).
 //!
 //! Deviations and choices, with reasons:
 //! 1. Starting rate: the paper starts at 2·MSS/RTT. Before the first acknowledgement there is
@@ -429,12 +429,12 @@ mod tests {
 
     #[test]
     fn a_trial_the_lower_rate_wins_twice_moves_the_rate_down_by_epsilon() {
-        // A 4 Mbit/s bottleneck: at 5.05 Mbit/s 20.8% is lost, at 4.95 19.2%; both utilities
-        // are negative, the lower one less so.
-        let mut a = deciding_at(5e6);
-        launched(&mut a, 4.0, |a| !matches!(a.state, State::Deciding { .. }));
+        // A 40 Mbit/s bottleneck: at 50.5 Mbit/s 20.8% is lost, at 49.5 19.2%; both utilities
+        // are negative (−10.5 and −9.5), the lower one less so.
+        let mut a = deciding_at(50e6);
+        launched(&mut a, 40.0, |a| !matches!(a.state, State::Deciding { .. }));
         assert!(matches!(a.state, State::Adjusting { dir, .. } if dir == -1.0));
-        assert!(close(a.base_rate_bps(), 4.95e6));
+        assert!(close(a.base_rate_bps(), 49.5e6));
     }
 
     #[test]
