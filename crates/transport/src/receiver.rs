@@ -15,7 +15,7 @@ use std::io;
 use crate::clock::{monotonic_us, RealtimeOffset};
 use crate::socket::{RecvBatch, SendBatch, UdpSocket};
 use crate::stop::Stop;
-use crate::wait::wait;
+use crate::wait::{wait, SPIN_NS};
 use crate::wire::{Ack, Data, ACK_BYTES, HEADER_BYTES};
 
 /// Datagrams read (and acknowledgements sent) per system call.
@@ -53,7 +53,7 @@ pub fn run(socket: &UdpSocket, stop: &Stop, report: &mut dyn FnMut(&Totals)) -> 
         }
         let n = data.receive(socket)?;
         if n == 0 {
-            wait(socket.fd(), false, stop.fd(), None)?;
+            wait(socket.fd(), false, stop.fd(), None, SPIN_NS)?;
             continue;
         }
         let offset = RealtimeOffset::now();

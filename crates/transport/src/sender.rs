@@ -19,7 +19,8 @@
 //!    the acknowledgements, so that RTT samples stay fresh while a large window opens.
 //! 4. Sleep (wait.rs) until the earliest of: the next paced send, the controller's wake-up, the
 //!    loss deadline, the start of silence, an acknowledgement arriving, the socket accepting
-//!    datagrams again, or a stop request; the last 50 µs before a deadline are spun, not slept.
+//!    datagrams again, or a stop request; the last 50 µs before a deadline are spun, not slept, unless datagrams
+//!    are paced closer together than that (wait.rs).
 //!
 //! Silence: when nothing has been acknowledged for `SILENCE_US` (control.rs) (the receiver is gone, or not
 //! there yet, or the path is cut), the sender stops following the controller and sends one
@@ -42,7 +43,8 @@ use crate::control::{Control, Permit, Verdict};
 use crate::log::AckLog;
 use crate::socket::{is_unreachable, RecvBatch, UdpSocket};
 use crate::stop::Stop;
-use crate::wait::{wait, Ready};
+use crate::pacing::gap_ns;
+use crate::wait::{spin_ns, wait, Ready};
 use crate::wire::{Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
 
 /// Acknowledgements read per system call.
@@ -159,7 +161,8 @@ impl Flow {
             let send_at_ns = self.send_due(socket)?;
             let deadline_ns =
                 self.control.deadline_ns(self.clock.now_us(), send_at_ns).map(|t| self.clock.to_monotonic_ns(t));
-            ready = wait(socket.fd(), self.blocked, stop.fd(), deadline_ns)?;
+            let gap_ns = self.control.decision().pacing_rate_bps.map(|rate_bps| gap_ns(PACKET_BYTES, rate_bps));
+            ready = wait(socket.fd(), self.blocked, stop.fd(), deadline_ns, spin_ns(gap_ns))?;
         }
         Ok(())
     }
