@@ -42,6 +42,10 @@ EXPECTED_UTILIZATION = {
     # Google Congestion Control paces a video encoder: it starts at 300 kbit/s and raises its
     # estimate by at most 8% a second (draft-ietf-rmcat-gcc-02 §5.5), and the encoder, not the
     # link, caps the rate: measured 67% over 30 s (docs/adding-a-scheme.md).
+    "scream": 0.07,
+    # RFC 8298's media rate ramps up by at most 200 kbit/s per second (§4.1.2.x, RAMP_UP_SPEED)
+    # from 0.1 Mbit/s, so a 15 s run averages ~1.3 Mbit/s (11%); it reaches 80% of this link
+    # only after ~49 s (crates/cc/src/scream.rs).
 }
 """Schemes whose design does not aim at 70% of this path in a short run, and what they reach."""
 
