@@ -27,6 +27,13 @@
 //! (3) No slow start: growth is the §2.4.2 rule alone, from INIT_CWND, so on a long fat path the
 //! window takes one RTT per packet of BDP to fill the pipe (about 40 s at 48 Mbit/s × 100 ms).
 //! Deployed LEDBATs (libutp, LEDBAT++) add slow starts of their own; this file models the RFC.
+//! (4) flightsize is the data in flight when the sender last sent, not after this
+//! acknowledgement: a sender that reads acknowledgements in batches (pantheon-udp reads up to 64
+//! per system call) has its flight shrink by one packet per acknowledgement before it can send
+//! again, and the cap then cut the window back each batch. Over the emulator at 100 Mbit/s that
+//! held the window to 0.4 packets of growth per RTT (2–3 Mbit/s after 10 s, where the simulator,
+//! acknowledging one packet at a time, reached 14.6). The cap's purpose — no growth while the
+//! sender does not use its window (§2.4.2) — is kept.
 //!
 //! Driver: window only (no pacing rate, no timer).
 
@@ -81,6 +88,8 @@ pub struct Ledbat {
     base_delay: Buckets<BASE_HISTORY>,
     current_delays: [i64; CURRENT_FILTER],
     current_samples: usize,
+    /// Bytes in flight right after the latest send: flightsize for the cap (deviation 4).
+    flight_at_last_send_bytes: u64,
     recovery_start_us: Option<u64>,
 }
 
@@ -92,6 +101,7 @@ impl Ledbat {
             base_delay: Buckets::new(Extremum::Min),
             current_delays: [0; CURRENT_FILTER],
             current_samples: 0,
+            flight_at_last_send_bytes: 0,
             recovery_start_us: None,
         }
     }
@@ -113,7 +123,9 @@ impl CongestionControl for Ledbat {
         "ledbat"
     }
 
-    fn on_sent(&mut self, _e: &Sent) {}
+    fn on_sent(&mut self, e: &Sent) {
+        self.flight_at_last_send_bytes = e.inflight_bytes;
+    }
 
     fn on_ack(&mut self, e: &Acked) {
         let one_way_delay_us = e.peer_recv_us.wrapping_sub(e.sent_us) as i64;
@@ -125,7 +137,7 @@ impl CongestionControl for Ledbat {
         let target_us = self.config.target_us as f64;
         let off_target = (target_us - self.queuing_delay_us() as f64) / target_us;
         self.cwnd_bytes += self.config.gain * off_target * e.bytes as f64 * mss / self.cwnd_bytes;
-        let flightsize_bytes = (e.inflight_bytes + e.bytes) as f64;
+        let flightsize_bytes = self.flight_at_last_send_bytes.max(e.inflight_bytes + e.bytes) as f64;
         self.cwnd_bytes =
             self.cwnd_bytes.min(flightsize_bytes + ALLOWED_INCREASE_PACKETS * mss).max(MIN_CWND_PACKETS * mss);
     }
@@ -208,6 +220,18 @@ mod tests {
         // Never below MIN_CWND = 2 packets.
         l.on_loss(&loss(3_000_000, 8, 2_900_000));
         assert_eq!(l.cwnd_bytes(), 2.0 * 1500.0);
+    }
+
+    #[test]
+    fn a_batch_of_acknowledgements_does_not_shrink_a_used_window() {
+        // The sender filled its 20-packet window, then read 10 acknowledgements in one batch
+        // before it could send again: in flight falls to 10 packets, yet the window was in use.
+        let mut l = at_cwnd(20.0);
+        l.on_sent(&Sent { now_us: 0, seq: 19, bytes: MSS, inflight_bytes: 20 * MSS });
+        for seq in 0..10 {
+            l.on_ack(&ack_owd(40_000, seq, 20_000, (19 - seq) * MSS));
+        }
+        assert!(l.cwnd_bytes() > 20.0 * 1500.0, "{}", l.cwnd_bytes());
     }
 
     #[test]
