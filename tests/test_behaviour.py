@@ -118,7 +118,7 @@ def test_pcc_keeps_the_link_busy_under_random_loss(tmp_path: Path) -> None:
     if not pcc:
         pytest.skip("no PCC scheme is ready")
     # 30 s: Vivace's gradient steps are small against loss noise (crates/cc/src/vivace.rs), so a
-    # short run weighs its start too much (measured 81–84% over 20 s runs, 85% over 30 s).
+    # short run weighs its start too much (emulator: 81–84% over 20 s runs; simulator: 85% over 30 s).
     perf = campaign(tmp_path, [*pcc, "cubic-user"], *one_bdp_options(), "--uplink-loss", "0.01", runtime_s=30)
     cubic = run_of(perf, "cubic-user")["utilization"]
     # Mathis et al. (CCR 1997): a loss-driven window sustains 1.22·MSS/(RTT·√p) = 3.6 Mbit/s here.
