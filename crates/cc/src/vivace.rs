@@ -78,7 +78,7 @@
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
-use crate::monitor::{Interval, Monitor, INITIAL_RTT_US};
+use crate::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
 use crate::spec::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 
@@ -119,8 +119,6 @@ pub const OMEGA_STEP: f64 = 0.1;
 pub const DEFAULT_THETA0: f64 = 0.1;
 /// As in `allegro.rs`: the starting rate sends this many packets per `INITIAL_RTT_US`.
 const INITIAL_PACKETS_PER_RTT: f64 = 10.0;
-const SAFETY_WINDOW_RTTS: f64 = 4.0;
-const MIN_SAFETY_WINDOW_PACKETS: f64 = 4.0;
 const MIN_RATE_PACKETS_PER_S: f64 = 20.0;
 const MAX_RATE_BPS: f64 = 1e11;
 
@@ -446,14 +444,7 @@ impl CongestionControl for Vivace {
     }
 
     fn decision(&self) -> Decision {
-        let min_rtt_s = self.min_rtt_us.unwrap_or(INITIAL_RTT_US) as f64 / 1e6;
-        let mss = self.config.mss_bytes as f64;
-        let window_bytes = (SAFETY_WINDOW_RTTS * self.rate_bps / 8.0 * min_rtt_s).max(MIN_SAFETY_WINDOW_PACKETS * mss);
-        Decision {
-            cwnd_bytes: Some(window_bytes as u64),
-            pacing_rate_bps: Some(self.rate_bps as u64),
-            wake_at_us: self.interval_end_us,
-        }
+        monitor::decision(self.rate_bps, self.min_rtt_us, self.config.mss_bytes, self.interval_end_us)
     }
 }
 
