@@ -22,6 +22,7 @@ pub mod cubic;
 pub mod filter;
 pub mod forecast;
 pub mod ledbat;
+pub mod link_loop;
 pub mod monitor;
 pub mod reno;
 pub mod scream;

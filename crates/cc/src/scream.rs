@@ -588,8 +588,8 @@ mod tests {
     use super::*;
     use crate::reno::tests::{ack, loss};
     use crate::test_path::MSS;
-    use crate::Sender;
-    use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
+    use crate::link_loop::{self, Seen};
+    use pantheon_link::{Delivery, PathConfig, QueueLimit};
 
     /// An acknowledgement at `now_us` of a packet sent 40 ms earlier whose one-way delay is
     /// `owd_us`, stamped on a receiver clock 7 s behind ours.
@@ -864,12 +864,14 @@ mod tests {
         duration_s: u64,
     ) -> Run {
         let mut cc = Scream::new(config);
-        let mut sender = Sender::new();
         let delay_us = one_way_delay_ms * 1000;
-        let path = |queue, delivery| PathConfig { delay_us, loss_probability: 0.0, queue, delivery, policer: None };
-        let mut forward: Path<u64> =
-            Path::new(&path(QueueLimit::Packets(queue_packets), Delivery::Constant { rate_mbps }), 1, false);
-        let mut reverse: Path<(u64, u64)> = Path::new(&path(QueueLimit::Infinite, Delivery::Unlimited), 2, false);
+        let forward = PathConfig {
+            delay_us,
+            loss_probability: 0.0,
+            queue: QueueLimit::Packets(queue_packets),
+            delivery: Delivery::Constant { rate_mbps },
+            policer: None,
+        };
         let end_us = duration_s * 1_000_000;
         let mut run = Run {
             delivered_per_s: vec![0; duration_s as usize],
@@ -878,66 +880,14 @@ mod tests {
             final_target_bps: 0.0,
             final_qdelay_target_s: 0.0,
         };
-        let (mut now_us, mut next_send_us) = (0u64, 0u64);
-        let mut arrived: Vec<(u64, u64)> = Vec::new();
-        let mut acks: Vec<(u64, u64, u64)> = Vec::new();
-        while now_us < end_us {
-            loop {
-                let d = cc.decision();
-                let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + MSS <= c);
-                if !window_open || now_us < next_send_us {
-                    break;
-                }
-                let s = sender.on_sent(now_us, MSS);
-                cc.on_sent(&s);
-                forward.push(now_us, s.seq, MSS as u32);
-                next_send_us = now_us + MSS * 8 * 1_000_000 / d.pacing_rate_bps.unwrap().max(1);
+        link_loop::run(&mut cc, &forward, 1, delay_us, MSS, end_us, &mut |seen| match seen {
+            Seen::Departure { t_us, size_bytes, queued_at_us } if t_us < end_us => {
+                run.delivered_per_s[(t_us / 1_000_000) as usize] += u64::from(size_bytes);
+                run.queue_us.push(t_us - queued_at_us);
             }
-            let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + MSS <= c);
-            now_us = [
-                forward.next_wakeup_us(),
-                reverse.next_wakeup_us(),
-                (window_open && next_send_us > now_us).then_some(next_send_us),
-                sender.loss_deadline_us(),
-                d.wake_at_us,
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("SCReAM always asks for its rate-control timer")
-            .max(now_us);
-            forward.poll(now_us, &mut |e| match e {
-                Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
-                    if t_us < end_us {
-                        run.delivered_per_s[(t_us / 1_000_000) as usize] += u64::from(size_bytes);
-                        run.queue_us.push(t_us - queued_at_us);
-                    }
-                    arrived.push((packet, t_us));
-                }
-                Event::Drop { .. } => run.dropped += 1,
-                Event::LinkArrival { .. } | Event::Opportunity { .. } => {}
-            });
-            for &(seq, t_us) in &arrived {
-                reverse.push(t_us, (seq, t_us), 40);
-            }
-            arrived.clear();
-            reverse.poll(now_us, &mut |e| {
-                if let Event::Departure { t_us, packet: (seq, peer_recv_us), .. } = e {
-                    acks.push((t_us, seq, peer_recv_us));
-                }
-            });
-            for &(t_us, seq, peer_recv_us) in &acks {
-                if let Some(a) = sender.on_ack(t_us, seq, peer_recv_us) {
-                    cc.on_ack(&a);
-                }
-            }
-            acks.clear();
-            sender.detect_losses(now_us, &mut |lost| cc.on_loss(lost));
-            if cc.decision().wake_at_us.is_some_and(|w| w <= now_us) {
-                cc.on_timer(now_us);
-            }
-        }
+            Seen::Drop => run.dropped += 1,
+            _ => {}
+        });
         run.final_target_bps = cc.target_bitrate_bps();
         run.final_qdelay_target_s = cc.qdelay_target_s();
         run

@@ -4,13 +4,13 @@
 //! over a pure delay. The numbers checked are what a researcher would look at in Pantheon's
 //! report: utilization of the bottleneck and the queueing delay packets met there.
 //!
-//! This is a small test driver, not the simulator: one flow, no cross traffic.
+//! The loop is `pantheon_cc::link_loop`: one flow, no cross traffic.
 
-use pantheon_cc::{build, Sender};
-use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
+use pantheon_cc::build;
+use pantheon_cc::link_loop::{self, Seen};
+use pantheon_link::{Delivery, PathConfig, QueueLimit};
 
 const PACKET_BYTES: u64 = 1500;
-const ACK_BYTES: u32 = 40;
 
 #[derive(Debug)]
 struct Outcome {
@@ -37,102 +37,27 @@ const BASE: Scenario =
 
 fn run(spec: &str, s: &Scenario) -> Outcome {
     let mut cc = build(spec).unwrap();
-    let mut sender = Sender::new();
     let delay_us = s.one_way_delay_ms * 1000;
-    let mut forward: Path<u64> = Path::new(
-        &PathConfig {
-            delay_us,
-            loss_probability: 0.0,
-            queue: QueueLimit::Packets(s.queue_packets),
-            delivery: Delivery::Constant { rate_mbps: s.rate_mbps },
-            policer: None,
-        },
-        1,
-        false,
-    );
-    // Acknowledgements carry (seq, the receiver's clock at arrival) back over a pure delay.
-    let mut reverse: Path<(u64, u64)> = Path::new(
-        &PathConfig {
-            delay_us,
-            loss_probability: 0.0,
-            queue: QueueLimit::Infinite,
-            delivery: Delivery::Unlimited,
-            policer: None,
-        },
-        2,
-        false,
-    );
+    let forward = PathConfig {
+        delay_us,
+        loss_probability: 0.0,
+        queue: QueueLimit::Packets(s.queue_packets),
+        delivery: Delivery::Constant { rate_mbps: s.rate_mbps },
+        policer: None,
+    };
     let end_us = s.duration_s * 1_000_000;
     let warmup_us = s.warmup_s * 1_000_000;
-    let mut now_us = 0;
-    let mut next_send_us = 0;
     let mut delivered_bytes = 0u64;
     let mut dropped = 0u64;
     let mut queue_us: Vec<u64> = Vec::new();
-    let mut arrived: Vec<u64> = Vec::new();
-    let mut acks: Vec<(u64, u64, u64)> = Vec::new();
-    while now_us <= end_us {
-        // Send what the controller allows now.
-        loop {
-            let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
-            if !window_open || now_us < next_send_us {
-                break;
-            }
-            let sent = sender.on_sent(now_us, PACKET_BYTES);
-            cc.on_sent(&sent);
-            forward.push(now_us, sent.seq, PACKET_BYTES as u32);
-            if let Some(rate_bps) = d.pacing_rate_bps {
-                next_send_us = now_us + PACKET_BYTES * 8 * 1_000_000 / rate_bps.max(1);
-            }
+    link_loop::run(cc.as_mut(), &forward, 1, delay_us, PACKET_BYTES, end_us, &mut |seen| match seen {
+        Seen::Departure { t_us, size_bytes, queued_at_us } if t_us >= warmup_us && t_us <= end_us => {
+            delivered_bytes += u64::from(size_bytes);
+            queue_us.push(t_us - queued_at_us);
         }
-        let d = cc.decision();
-        let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
-        let next_us = [
-            forward.next_wakeup_us(),
-            reverse.next_wakeup_us(),
-            (window_open && next_send_us > now_us).then_some(next_send_us),
-            sender.loss_deadline_us(),
-            d.wake_at_us,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .expect("a full-throttle flow always has something pending");
-        now_us = next_us.max(now_us);
-
-        forward.poll(now_us, &mut |e| match e {
-            Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
-                if t_us >= warmup_us && t_us <= end_us {
-                    delivered_bytes += u64::from(size_bytes);
-                    queue_us.push(t_us - queued_at_us);
-                }
-                arrived.push(packet);
-                arrived.push(t_us);
-            }
-            Event::Drop { .. } => dropped += 1,
-            Event::LinkArrival { .. } | Event::Opportunity { .. } => {}
-        });
-        for pair in arrived.chunks(2) {
-            reverse.push(pair[1], (pair[0], pair[1]), ACK_BYTES);
-        }
-        arrived.clear();
-        reverse.poll(now_us, &mut |e| {
-            if let Event::Departure { t_us, packet: (seq, peer_recv_us), .. } = e {
-                acks.push((t_us, seq, peer_recv_us));
-            }
-        });
-        for &(t_us, seq, peer_recv_us) in &acks {
-            if let Some(acked) = sender.on_ack(t_us, seq, peer_recv_us) {
-                cc.on_ack(&acked);
-            }
-        }
-        acks.clear();
-        sender.detect_losses(now_us, &mut |lost| cc.on_loss(lost));
-        if cc.decision().wake_at_us.is_some_and(|w| w <= now_us) {
-            cc.on_timer(now_us);
-        }
-    }
+        Seen::Drop => dropped += 1,
+        _ => {}
+    });
     queue_us.sort_unstable();
     let capacity_bytes = s.rate_mbps * 1e6 / 8.0 * (s.duration_s - s.warmup_s) as f64;
     let outcome = Outcome {

@@ -4,11 +4,12 @@
 //!
 //! One full-throttle flow over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a DropTail buffer
 //! of 100 or 40 packets, and 1% of packets lost at random before the queue (the emulator's
-//! `--uplink-loss 0.01`); acknowledgements return over a pure delay. Utilization is what left
+//! `--uplink-loss 0.01`); acknowledgements return over a pure delay (`pantheon_cc::link_loop`). Utilization is what left
 //! the bottleneck over 25 s after a 5 s warm-up, over the link's capacity.
 
-use pantheon_cc::{build, Sender};
-use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
+use pantheon_cc::build;
+use pantheon_cc::link_loop::{self, Seen};
+use pantheon_link::{Delivery, PathConfig, QueueLimit};
 
 const PACKET_BYTES: u64 = 1500;
 const RATE_MBPS: f64 = 12.0;
@@ -26,93 +27,23 @@ struct Outcome {
 
 fn run(spec: &str, loss_probability: f64, queue_packets: u64, seed: u64) -> Outcome {
     let mut cc = build(spec).unwrap();
-    let mut sender = Sender::new();
-    let mut forward: Path<u64> = Path::new(
-        &PathConfig {
-            delay_us: ONE_WAY_DELAY_US,
-            loss_probability,
-            queue: QueueLimit::Packets(queue_packets),
-            delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
-            policer: None,
-        },
-        seed,
-        false,
-    );
-    let mut reverse: Path<(u64, u64)> = Path::new(
-        &PathConfig {
-            delay_us: ONE_WAY_DELAY_US,
-            loss_probability: 0.0,
-            queue: QueueLimit::Infinite,
-            delivery: Delivery::Unlimited,
-            policer: None,
-        },
-        seed + 1,
-        false,
-    );
-    let (mut now_us, mut next_send_us, mut delivered_bytes, mut sent_bytes) = (0u64, 0u64, 0u64, 0u64);
+    let forward = PathConfig {
+        delay_us: ONE_WAY_DELAY_US,
+        loss_probability,
+        queue: QueueLimit::Packets(queue_packets),
+        delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
+        policer: None,
+    };
+    let (mut delivered_bytes, mut sent_bytes) = (0u64, 0u64);
     let mut queue_us: Vec<u64> = Vec::new();
-    let mut arrivals: Vec<(u64, u64)> = Vec::new();
-    let mut acks: Vec<(u64, u64, u64)> = Vec::new();
-    while now_us <= DURATION_US {
-        loop {
-            let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
-            if !window_open || now_us < next_send_us {
-                break;
-            }
-            let sent = sender.on_sent(now_us, PACKET_BYTES);
-            cc.on_sent(&sent);
-            forward.push(now_us, sent.seq, PACKET_BYTES as u32);
-            if now_us >= WARMUP_US {
-                sent_bytes += PACKET_BYTES;
-            }
-            if let Some(rate_bps) = d.pacing_rate_bps {
-                next_send_us = now_us + PACKET_BYTES * 8 * 1_000_000 / rate_bps.max(1);
-            }
+    link_loop::run(cc.as_mut(), &forward, seed, ONE_WAY_DELAY_US, PACKET_BYTES, DURATION_US, &mut |seen| match seen {
+        Seen::Sent { t_us, bytes } if t_us >= WARMUP_US => sent_bytes += bytes,
+        Seen::Departure { t_us, size_bytes, queued_at_us } if t_us >= WARMUP_US && t_us <= DURATION_US => {
+            delivered_bytes += u64::from(size_bytes);
+            queue_us.push(t_us - queued_at_us);
         }
-        let d = cc.decision();
-        let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
-        now_us = [
-            forward.next_wakeup_us(),
-            reverse.next_wakeup_us(),
-            (window_open && next_send_us > now_us).then_some(next_send_us),
-            sender.loss_deadline_us(),
-            d.wake_at_us,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .expect("a full-throttle flow always has something pending")
-        .max(now_us);
-        forward.poll(now_us, &mut |e| {
-            if let Event::Departure { t_us, packet, size_bytes, queued_at_us } = e {
-                if t_us >= WARMUP_US && t_us <= DURATION_US {
-                    delivered_bytes += u64::from(size_bytes);
-                    queue_us.push(t_us - queued_at_us);
-                }
-                arrivals.push((packet, t_us));
-            }
-        });
-        for &(seq, t_us) in &arrivals {
-            reverse.push(t_us, (seq, t_us), 40);
-        }
-        arrivals.clear();
-        reverse.poll(now_us, &mut |e| {
-            if let Event::Departure { t_us, packet: (seq, peer_recv_us), .. } = e {
-                acks.push((t_us, seq, peer_recv_us));
-            }
-        });
-        for &(t_us, seq, peer_recv_us) in &acks {
-            if let Some(acked) = sender.on_ack(t_us, seq, peer_recv_us) {
-                cc.on_ack(&acked);
-            }
-        }
-        acks.clear();
-        sender.detect_losses(now_us, &mut |lost| cc.on_loss(lost));
-        if cc.decision().wake_at_us.is_some_and(|w| w <= now_us) {
-            cc.on_timer(now_us);
-        }
-    }
+        _ => {}
+    });
     queue_us.sort_unstable();
     let capacity_bytes = RATE_MBPS * 1e6 / 8.0 * (DURATION_US - WARMUP_US) as f64 / 1e6;
     let outcome = Outcome {
