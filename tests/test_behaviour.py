@@ -61,11 +61,11 @@ def every_ready_scheme() -> list[str]:
     return sorted(n for n in registry.schemes if registry.problem(n) is None)
 
 
-def campaign(data_dir: Path, names: list[str], *options: str, runtime_s: int = RUNTIME_S) -> dict:
-    """Runs `names` once each over the path `options` describe; perf.json's schemes."""
+def campaign(data_dir: Path, names: list[str], *options: str, runtime_s: int = RUNTIME_S, runs: int = 1) -> dict:
+    """Runs `names` `runs` times each over the path `options` describe; perf.json's schemes."""
     done = pantheon("test", "local", "--schemes", ",".join(names), "--runtime", str(runtime_s),
-                    "--data-dir", str(data_dir), "--quiet", *options,
-                    timeout=len(names) * (runtime_s + 30) + 120)
+                    "--run-times", str(runs), "--data-dir", str(data_dir), "--quiet", *options,
+                    timeout=runs * len(names) * (runtime_s + 30) + 120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads((data_dir / "perf.json").read_text())["schemes"]
 
@@ -74,6 +74,13 @@ def run_of(perf: dict, name: str) -> dict:
     run = perf[name]["runs"]["1"]
     assert run["valid"], f"{name}: the run is flagged: {run['flags']}"
     return run
+
+
+def mean_utilization(perf: dict, name: str) -> float:
+    """Over all the scheme's runs, each of which must be valid."""
+    runs = perf[name]["runs"]
+    assert all(run["valid"] for run in runs.values()), f"{name}: a run is flagged: {runs}"
+    return sum(run["utilization"] for run in runs.values()) / len(runs)
 
 
 def queueing_p95_ms(perf: dict, name: str) -> float:
@@ -112,19 +119,22 @@ def test_delay_based_schemes_keep_a_deep_buffer_nearly_empty(tmp_path: Path) -> 
         assert run_of(perf, name)["utilization"] >= 0.7, name
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_pcc_keeps_the_link_busy_under_random_loss(tmp_path: Path) -> None:
     pcc = ready(["pcc-allegro", "pcc-vivace"])
     if not pcc:
         pytest.skip("no PCC scheme is ready")
-    # 30 s: Vivace's gradient steps are small against loss noise (crates/cc/src/vivace.rs), so a
-    # short run weighs its start too much (emulator: 81–84% over 20 s runs; simulator: 85% over 30 s).
-    perf = campaign(tmp_path, [*pcc, "cubic-user"], *one_bdp_options(), "--uplink-loss", "0.01", runtime_s=30)
-    cubic = run_of(perf, "cubic-user")["utilization"]
+    # Two 30 s runs, judged by their mean, as Pantheon's report does. Vivace's rate is a random
+    # walk under loss noise with a drift towards the link (crates/cc/src/vivace.rs, deviations
+    # 3 and 8): one run's utilization varies by a few percent around its mean (emulator: 81.6,
+    # 86.1, 86.4%; simulator, 20 seeds: 81–88%, mean 86%), and one 30 s run fell to 78.5% in CI.
+    perf = campaign(tmp_path, [*pcc, "cubic-user"], *one_bdp_options(), "--uplink-loss", "0.01",
+                    runtime_s=30, runs=2)
+    cubic = mean_utilization(perf, "cubic-user")
     # Mathis et al. (CCR 1997): a loss-driven window sustains 1.22·MSS/(RTT·√p) = 3.6 Mbit/s here.
     assert cubic < 0.6, f"Cubic should collapse under 1% loss: {cubic:.1%}"
     for name in pcc:
-        assert run_of(perf, name)["utilization"] >= 0.8, (name, run_of(perf, name)["utilization"])
+        assert mean_utilization(perf, name) >= 0.8, (name, perf[name]["runs"])
 
 
 @pytest.mark.skipif(not VERIZON_LTE.with_suffix(".up").exists(),
