@@ -80,9 +80,10 @@
 //!    through the loss term: c·σ(L₊ − L₋)/(2ε)) moves the rate by θ0·γ within ω0·r and starts
 //!    τ and k again. Under 1% random loss at 12 Mbit/s that noise is ~1.7 per Mbit/s against a
 //!    signal of ~0.6, and m(τ) = τ amplified runs of it: upward runs end at the link (the RTT
-//!    rises), downward runs went on, 2 Mbit/s at a time (simulator, 20 seeds × 30 s, 60 kB
-//!    buffer: 83.1% of the link, seeds down to 73%; with this, 86.2%, seeds 81–88%). Without
-//!    loss the noise is 0 and every decision is confident: loss-free runs are unchanged.
+//!    rises), downward runs went on, 2 Mbit/s at a time (`bench/random_loss.py`: simulator,
+//!    20 seeds × 30 s, 60 kB buffer: 83.1% of the link, seeds down to 73%; with this, 86.2%,
+//!    seeds 81–88%). Without loss the noise is 0 and every decision is confident: loss-free
+//!    runs are unchanged.
 //! 9. The starting phase ends when the utility falls by more than chance loss explains (two
 //!    standard errors of c·x·L at the newer MI's rate, as in 8). With a bare comparison, one
 //!    random loss among the few packets of an early MI ended it at 1.2 Mbit/s, and gradient
@@ -224,9 +225,7 @@ pub fn abnormal(upper: &ProbeResult, lower: &ProbeResult) -> bool {
 /// The standard error of the difference of two probes' loss rates, were both drawn from one
 /// binomial rate (pooled).
 fn loss_difference_stderr(upper: &ProbeResult, lower: &ProbeResult) -> f64 {
-    let (n_upper, n_lower) = (upper.resolved_packets as f64, lower.resolved_packets as f64);
-    let pooled = (upper.loss_rate * n_upper + lower.loss_rate * n_lower) / (n_upper + n_lower).max(1.0);
-    (pooled * (1.0 - pooled) * (1.0 / n_upper.max(1.0) + 1.0 / n_lower.max(1.0))).sqrt()
+    monitor::loss_difference_stderr((upper.loss_rate, upper.resolved_packets), (lower.loss_rate, lower.resolved_packets))
 }
 
 /// §4's starting phase ends when the utility falls: by more than chance loss explains (deviation
