@@ -22,7 +22,8 @@
 //! - §2 pacing: packets are paced at 2·cwnd/RTTstanding, so that they do not arrive in bursts
 //!   that would corrupt the RTTstanding estimate.
 //! - §2 (competing with buffer-filling schemes) mode switching: the queue is "nearly empty" when
-//!   dq falls below 10% of the recent delay range RTTmax − RTTmin. If it was nearly empty at least
+//!   dq falls below 10% of the recent delay range RTTmax − RTTmin, RTTmax the largest RTT sample
+//!   of the window (as the authors' genericCC computes it too). If it was nearly empty at least
 //!   once in the last 5 round trips, Copa is in default mode (δ = the configured δ); otherwise
 //!   some other flow keeps the buffer full and Copa is in competitive mode, where 1/δ follows
 //!   AIMD: +1 per round trip without loss, halved on a loss (at most once per round trip), never
@@ -34,9 +35,12 @@
 //! initial window 10 packets (RFC 6928); MSS 1500 bytes. `mode_switching=false` pins δ.
 //!
 //! Deviations: (1) RTTmin is the minimum over ten 1-second buckets, so its window is 9–10 s
-//! rather than exactly 10 s (a fixed array instead of a per-sample history). (2) RTTmax is the
-//! largest RTTstanding — not the largest raw RTT — of the same 5-round-trip window, so a single
-//! delayed acknowledgement cannot make a full queue look "nearly empty". (3) v is capped at
+//! rather than exactly 10 s (a fixed array instead of a per-sample history). (2) RTTmax spans
+//! the same 5 round trips as the nearly-empty test (genericCC: 4 srtt). It was once the largest
+//! RTTstanding, which is smaller than the largest RTT: then the threshold fell to 1–2 packets of
+//! queueing, which δ = 0.1's swing between 1 and 20 packets did not always reach, so Copa entered
+//! competitive mode alone on a 5-BDP buffer and filled it (simulator, 12 Mbit/s, 40 ms: p95
+//! queueing 133 ms; now 21 ms, and the same share against Cubic). (3) v is capped at
 //! δ·cwnd, so one round trip never changes the window by more than the window itself — an
 //! exponential run faster than slow start only overshoots. (4) In default mode the window ignores
 //! losses: Copa's signal is delay (§2), which is what makes it robust to non-congestive loss. The
@@ -110,7 +114,7 @@ enum Direction {
 #[derive(Debug, Clone, Copy)]
 struct RoundDelays {
     min_dq_us: u64,
-    max_standing_us: u64,
+    max_rtt_us: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -224,8 +228,8 @@ impl Copa {
             return;
         }
         let rounds = self.recent_rounds.iter().flatten();
-        let max_standing_us = rounds.clone().map(|r| r.max_standing_us).max().expect("five rounds");
-        let range_us = max_standing_us.saturating_sub(self.rtt_min_us) as f64;
+        let max_rtt_us = rounds.clone().map(|r| r.max_rtt_us).max().expect("five rounds");
+        let range_us = max_rtt_us.saturating_sub(self.rtt_min_us) as f64;
         let nearly_empty = rounds.clone().any(|r| (r.min_dq_us as f64) < NEARLY_EMPTY_FRACTION * range_us);
         if nearly_empty {
             self.mode = Mode::Default;
@@ -253,9 +257,9 @@ impl CongestionControl for Copa {
         self.rtt_standing_us = self.rtt_standing.update(e.now_us, e.rtt_us, e.srtt_us / 2);
         self.rtt_min_us = self.rtt_min.update(e.now_us / RTT_MIN_BUCKET_US, e.rtt_us as i64) as u64;
         let dq_us = self.queueing_delay_us();
-        let round = self.this_round.get_or_insert(RoundDelays { min_dq_us: dq_us, max_standing_us: 0 });
+        let round = self.this_round.get_or_insert(RoundDelays { min_dq_us: dq_us, max_rtt_us: 0 });
         round.min_dq_us = round.min_dq_us.min(dq_us);
-        round.max_standing_us = round.max_standing_us.max(self.rtt_standing_us);
+        round.max_rtt_us = round.max_rtt_us.max(e.rtt_us);
 
         let acked_packets = e.bytes as f64 / self.config.mss_bytes as f64;
         let rate_pps = self.cwnd * 1e6 / self.rtt_standing_us.max(1) as f64;
@@ -374,20 +378,31 @@ mod tests {
 
     #[test]
     fn alone_on_a_fixed_link_copa_stays_in_default_mode_with_a_small_queue() {
-        let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-        let mut c = Copa::new(CopaConfig::default());
-        let mut queued = Vec::new();
-        let acked = path.run(&mut c, 10_000_000, |a, _| {
-            if a.now_us > 2_000_000 {
-                queued.push((a.rtt_us - 40_000) as f64 / 1000.0);
-            }
-        });
-        let mean = queued.iter().sum::<f64>() / queued.len() as f64;
-        // δ = 0.5 aims at 1/δ = 2 packets queued; the oscillation around it stays within a few.
-        assert!(mean > 0.5 && mean < 6.0, "mean queue {mean} packets");
-        // 10 s at one packet per ms: at least 90% of the link used.
-        assert!(acked > 9_000, "acked {acked}");
-        assert_eq!(c.mode(), Mode::Default);
+        // δ = 0.5 aims at 1/δ = 2 packets queued, δ = 0.1 at 10; the oscillation around the
+        // target stays within a few times that, and the queue still drains often enough to keep
+        // Copa out of competitive mode (deviation 2).
+        for (delta, max_mean_packets) in [(0.5, 6.0), (0.1, 30.0)] {
+            let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
+            let mut c = Copa::new(CopaConfig { delta, ..CopaConfig::default() });
+            let mut queued = Vec::new();
+            let mut modes = Vec::new();
+            let acked = path.run(&mut c, 10_000_000, |a, c| {
+                if a.now_us > 2_000_000 {
+                    queued.push((a.rtt_us - 40_000) as f64 / 1000.0);
+                    modes.push(c.mode());
+                }
+            });
+            let mean = queued.iter().sum::<f64>() / queued.len() as f64;
+            assert!(mean > 0.5 && mean < max_mean_packets, "δ = {delta}: mean queue {mean} packets");
+            // 10 s at one packet per ms: at least 90% of the link used.
+            assert!(acked > 9_000, "δ = {delta}: acked {acked}");
+            // The queue drains to a packet or none every few round trips; one that keeps a packet
+            // for five can pass for a buffer-filler's, briefly (δ = 0.5: 3% of acknowledgements).
+            // With RTTmax the largest RTTstanding instead of the largest RTT, δ = 0.1 spent 16% of
+            // them in competitive mode, and on the emulator sometimes stayed there.
+            let competitive = modes.iter().filter(|m| **m == Mode::Competitive).count() as f64;
+            assert!(competitive < 0.05 * modes.len() as f64, "δ = {delta}: competitive mode for {competitive} acks");
+        }
     }
 
     #[test]
