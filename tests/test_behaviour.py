@@ -12,7 +12,10 @@ path chosen to show it (short runs; the figures a researcher would read off Pant
   last half of a 30 s run.
 
 Each path runs once per module as one campaign of `pantheon test local` (schemes in sequence, not
-in parallel: they would share the two cores and the measurements with them).
+in parallel: they would share the two cores and the measurements with them). Where a figure is
+checked against a bar, the scheme runs twice and the mean is judged, as Pantheon's report averages
+runs: one short run of a scheme varies by several percent (Copa's velocity can start a limit cycle
+of window swings in one run and not the next: 73% and 94% of the link in two runs on one path).
 """
 from __future__ import annotations
 
@@ -70,22 +73,22 @@ def campaign(data_dir: Path, names: list[str], *options: str, runtime_s: int = R
     return json.loads((data_dir / "perf.json").read_text())["schemes"]
 
 
-def run_of(perf: dict, name: str) -> dict:
-    run = perf[name]["runs"]["1"]
-    assert run["valid"], f"{name}: the run is flagged: {run['flags']}"
-    return run
+def runs_of(perf: dict, name: str) -> list[dict]:
+    """The scheme's runs, each of which must be valid."""
+    runs = list(perf[name]["runs"].values())
+    assert all(run["valid"] for run in runs), f"{name}: a run is flagged: {[run['flags'] for run in runs]}"
+    return runs
 
 
 def mean_utilization(perf: dict, name: str) -> float:
-    """Over all the scheme's runs, each of which must be valid."""
-    runs = perf[name]["runs"]
-    assert all(run["valid"] for run in runs.values()), f"{name}: a run is flagged: {runs}"
-    return sum(run["utilization"] for run in runs.values()) / len(runs)
+    runs = runs_of(perf, name)
+    return sum(run["utilization"] for run in runs) / len(runs)
 
 
 def queueing_p95_ms(perf: dict, name: str) -> float:
-    """p95 one-way delay less the path's propagation delay."""
-    return run_of(perf, name)["flows"]["all"]["delay_p95_ms"] - DELAY_MS
+    """p95 one-way delay less the path's propagation delay, the mean over runs."""
+    runs = runs_of(perf, name)
+    return sum(run["flows"]["all"]["delay_p95_ms"] for run in runs) / len(runs) - DELAY_MS
 
 
 def one_bdp_options(queue_bytes: int = BDP_BYTES) -> list[str]:
@@ -95,28 +98,29 @@ def one_bdp_options(queue_bytes: int = BDP_BYTES) -> list[str]:
 
 @pytest.fixture(scope="module")
 def one_bdp(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return campaign(tmp_path_factory.mktemp("one-bdp"), every_ready_scheme(), *one_bdp_options())
+    return campaign(tmp_path_factory.mktemp("one-bdp"), every_ready_scheme(), *one_bdp_options(), runs=2)
 
 
-@pytest.mark.timeout(1800)  # the first of these runs the whole campaign: ~20 s per scheme
+@pytest.mark.timeout(2400)  # the first of these runs the whole campaign: ~40 s per scheme
 @pytest.mark.parametrize("name", every_ready_scheme())
 def test_utilization_on_a_one_bdp_buffer(one_bdp: dict, name: str) -> None:
-    run = run_of(one_bdp, name)
+    utilization = mean_utilization(one_bdp, name)
     expected = EXPECTED_UTILIZATION.get(name, 0.70)
-    assert run["utilization"] >= expected, f"{name}: {run['utilization']:.1%} of the link, expected ≥ {expected:.0%}"
+    assert utilization >= expected, f"{name}: {utilization:.1%} of the link (mean of 2 runs), expected ≥ {expected:.0%}"
 
 
+@pytest.mark.timeout(600)
 def test_delay_based_schemes_keep_a_deep_buffer_nearly_empty(tmp_path: Path) -> None:
     # Copa with δ = 0.1 aims at ten times the queue of δ = 0.5 (1/δ packets, §2) and swings wider
-    # around it: measured p95 queueing 63 ms against Cubic's 197 ms on this path.
+    # around it: measured p95 queueing 21–22 ms against Cubic's 195 ms on this path.
     shallow_ms = {"copa": 1 / 4, "vegas-user": 1 / 4, "copa-0.1": 1 / 2}
     delay_based = ready(list(shallow_ms))
-    perf = campaign(tmp_path, [*delay_based, "cubic-user"], *one_bdp_options(5 * BDP_BYTES))
+    perf = campaign(tmp_path, [*delay_based, "cubic-user"], *one_bdp_options(5 * BDP_BYTES), runs=2)
     cubic_ms = queueing_p95_ms(perf, "cubic-user")
     assert cubic_ms > 100, f"Cubic should fill the 5-BDP buffer (≈200 ms): p95 queueing {cubic_ms:.0f} ms"
     for name in delay_based:
         assert queueing_p95_ms(perf, name) < cubic_ms * shallow_ms[name], (name, queueing_p95_ms(perf, name), cubic_ms)
-        assert run_of(perf, name)["utilization"] >= 0.7, name
+        assert mean_utilization(perf, name) >= 0.7, (name, mean_utilization(perf, name))
 
 
 @pytest.mark.timeout(900)
