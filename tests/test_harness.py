@@ -156,6 +156,21 @@ def test_ctrl_c_keeps_finished_runs_and_leaves_nothing(tmp_path: Path) -> None:
     assert run_namespaces(proc.pid) == []
 
 
+def test_sigterm_ends_the_campaign_like_ctrl_c(tmp_path: Path) -> None:
+    # As `timeout` or a supervisor ends it: the run in progress is cleaned up at once, not left
+    # for the next campaign to find.
+    data = tmp_path / "data"
+    proc = _start_campaign(data, runtime_s=30, run_times=1)
+    _wait_for(lambda: run_namespaces(proc.pid))
+    time.sleep(2)
+    proc.terminate()
+    assert proc.wait(timeout=30) == 143
+    assert json.loads((data / "cubic" / "run1" / "run.json").read_text())["failures"] == ["interrupted (SIGTERM)"]
+    assert run_namespaces(proc.pid) == []
+    leftovers = subprocess.run(["pgrep", "-f", f"pantheon.harness.(launch|agent) .* {proc.pid}"], capture_output=True, text=True).stdout
+    assert leftovers == ""
+
+
 def test_sigkill_of_the_harness_is_cleaned_up_by_the_next_campaign(tmp_path: Path) -> None:
     proc = _start_campaign(tmp_path / "killed", runtime_s=30, run_times=1)
     _wait_for(lambda: run_namespaces(proc.pid))

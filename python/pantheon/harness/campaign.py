@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -118,10 +119,23 @@ class Progress:
         print(f"\r{self.label}  {status}" + " " * 10 if self.tty else f"{self.label} {status}", file=sys.stderr, flush=True)
 
 
+INTERRUPTED = (130, 128 + signal.SIGTERM)
+"""What run_campaign returns, instead of a count of failed runs, when Ctrl-C or SIGTERM ended it."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a campaign: ended like Ctrl-C (the run in progress is cleaned up and marked,
+    finished runs stay), so a campaign stopped by a supervisor or `timeout` leaves nothing behind."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_options: list[str], data_dir: Path,
                  run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
                  skipped: dict[str, str] | None = None) -> int:
-    """Runs every trial; returns the number of failed runs (130 on Ctrl-C)."""
+    """Runs every trial; returns the number of failed runs (INTERRUPTED[0] on Ctrl-C, INTERRUPTED[1] on SIGTERM)."""
     removed = leftovers.clean()
     if removed and not quiet:
         print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
@@ -139,13 +153,17 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
         progress.run_started(trial, run_times)
         run = Run(index=trial.number, plan=trial.plan, schemes=schemes, emulator_options=emulator_options,
                   run_dir=run_dir, harness_pid=os.getpid())
+        previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             outcome = run.execute(progress.tick)
-        except KeyboardInterrupt:
-            (run_dir / "run.json").write_text(json.dumps({"ok": False, "failures": ["interrupted (Ctrl-C)"]}, indent=2) + "\n")
+        except KeyboardInterrupt as e:
+            how = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
+            (run_dir / "run.json").write_text(json.dumps({"ok": False, "failures": [f"interrupted ({how})"]}, indent=2) + "\n")
             progress.run_ended(False, "interrupted")
-            print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)
-            return 130
+            print(f"pantheon: interrupted ({how}); finished runs are in {data_dir}", file=sys.stderr)
+            return INTERRUPTED[how == "SIGTERM"]
+        finally:
+            signal.signal(signal.SIGTERM, previous_handler)
         if outcome.t0_epoch_s is not None:
             try:
                 summary = records.merge_run(run_dir, trial.plan, outcome.t0_epoch_s)
