@@ -217,7 +217,8 @@ impl Copa {
             self.velocity = 1.0;
         }
         if self.same_direction_rounds >= SAME_DIRECTION_ROUNDS {
-            self.velocity = (self.velocity * 2.0).min((self.cwnd / self.inv_delta / VELOCITY_CAP_WINDOW_DIVISOR).max(1.0));
+            let cap = self.cwnd / self.inv_delta / VELOCITY_CAP_WINDOW_DIVISOR;
+            self.velocity = (self.velocity * 2.0).min(cap.max(1.0));
         }
         self.cwnd_at_round_start = self.cwnd;
         if self.config.mode_switching {
@@ -389,8 +390,8 @@ mod tests {
     #[test]
     fn velocity_is_capped_so_a_round_trip_moves_the_window_by_a_quarter_at_most() {
         // From the initial 10 packets the window grows by v/δ a round trip, so doubling v would
-        // outrun it: v stays at δ·cwnd/4 (deviation 3), 3.1 after six rounds where the uncapped
-        // run is at 16.
+        // outrun it: v stays at δ·cwnd/4 (deviation 3), 3.1 after six rounds, where a cap of
+        // δ·cwnd let it reach 16.
         let mut c = after_slow_start(CopaConfig { mode_switching: false, ..CopaConfig::default() });
         let mut seq = 0;
         for r in 0..6 {

@@ -132,8 +132,8 @@ fn filtered_rtt_gradient<R>(mi: &Interval<R>) -> f64 {
         gradient
     }
 }
-/// A higher-rate probe's lower loss rate is abnormal beyond this many standard errors
-/// (deviation 4).
+/// Two MIs' loss rates differ by more than chance beyond this many standard errors of their
+/// difference (deviations 4, 8 and 9).
 const LOSS_DIFFERENCE_MIN_STDERRS: f64 = 2.0;
 /// §4.2: probes at r(1 ± ε).
 pub const EPSILON: f64 = 0.05;
@@ -252,9 +252,13 @@ fn utility_fell(previous: &ProbeResult, latest: &ProbeResult, rate_mbps: f64) ->
 /// two probes' loss rates differ by no more than chance, both are scored at their pooled loss rate
 /// (deviation 8).
 fn gradient(upper: &ProbeResult, lower: &ProbeResult, rate_mbps: f64) -> f64 {
-    let chance = (upper.loss_rate - lower.loss_rate).abs() <= LOSS_DIFFERENCE_MIN_STDERRS * loss_difference_stderr(upper, lower);
+    let chance = (upper.loss_rate - lower.loss_rate).abs()
+        <= LOSS_DIFFERENCE_MIN_STDERRS * loss_difference_stderr(upper, lower);
     let (upper_u, lower_u) = if chance && upper.utility.is_finite() && lower.utility.is_finite() {
-        let pooled = monitor::pooled_loss_rate((upper.loss_rate, upper.resolved_packets), (lower.loss_rate, lower.resolved_packets));
+        let pooled = monitor::pooled_loss_rate(
+            (upper.loss_rate, upper.resolved_packets),
+            (lower.loss_rate, lower.resolved_packets),
+        );
         (utility(upper.rate_mbps, upper.rtt_gradient, pooled), utility(lower.rate_mbps, lower.rtt_gradient, pooled))
     } else {
         (upper.utility, lower.utility)
