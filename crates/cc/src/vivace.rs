@@ -195,17 +195,34 @@ enum Role {
     Hold,
 }
 
-/// What a probe measured: its utility and the two signals §4.3's double check compares.
+/// What an MI measured: its rate and the two signals of its utility, which §4.3's double check
+/// also compares.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeResult {
-    pub utility: f64,
+    /// The MI's target rate, x in the utility.
+    pub rate_mbps: f64,
     pub loss_rate: f64,
     /// After the noise filter.
     pub rtt_gradient: f64,
     /// Packets acknowledged or lost, over which `loss_rate` was measured.
     pub resolved_packets: u64,
-    /// The MI's target rate, x in the utility.
-    pub rate_mbps: f64,
+}
+
+impl ProbeResult {
+    /// §3's utility at the loss rate `loss_rate`; −∞ for an MI with no resolved packet
+    /// (deviation 1).
+    fn utility_at(&self, loss_rate: f64) -> f64 {
+        if self.resolved_packets == 0 {
+            f64::NEG_INFINITY
+        } else {
+            utility(self.rate_mbps, self.rtt_gradient, loss_rate)
+        }
+    }
+
+    /// §3's utility of the MI as measured.
+    pub fn utility(&self) -> f64 {
+        self.utility_at(self.loss_rate)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -242,10 +259,10 @@ fn loss_difference_stderr(upper: &ProbeResult, lower: &ProbeResult) -> f64 {
 }
 
 /// §4's starting phase ends when the utility falls: by more than chance loss explains (deviation
-/// 9) — two standard errors of the loss term c·x·L at the newer MI's rate `rate_mbps`.
-fn utility_fell(previous: &ProbeResult, latest: &ProbeResult, rate_mbps: f64) -> bool {
-    let noise = LOSS_COEFFICIENT * rate_mbps * loss_difference_stderr(latest, previous);
-    latest.utility < previous.utility - LOSS_DIFFERENCE_MIN_STDERRS * noise
+/// 9) — two standard errors of the loss term c·x·L at the newer MI's rate.
+fn utility_fell(previous: &ProbeResult, latest: &ProbeResult) -> bool {
+    let noise = LOSS_COEFFICIENT * latest.rate_mbps * loss_difference_stderr(latest, previous);
+    latest.utility() < previous.utility() - LOSS_DIFFERENCE_MIN_STDERRS * noise
 }
 
 /// §4.2: the utility gradient γ = (u(r(1 + ε)) − u(r(1 − ε))) / (2εr), per Mbit/s. When the
@@ -254,14 +271,14 @@ fn utility_fell(previous: &ProbeResult, latest: &ProbeResult, rate_mbps: f64) ->
 fn gradient(upper: &ProbeResult, lower: &ProbeResult, rate_mbps: f64) -> f64 {
     let chance = (upper.loss_rate - lower.loss_rate).abs()
         <= LOSS_DIFFERENCE_MIN_STDERRS * loss_difference_stderr(upper, lower);
-    let (upper_u, lower_u) = if chance && upper.utility.is_finite() && lower.utility.is_finite() {
+    let (upper_u, lower_u) = if chance {
         let pooled = monitor::pooled_loss_rate(
             (upper.loss_rate, upper.resolved_packets),
             (lower.loss_rate, lower.resolved_packets),
         );
-        (utility(upper.rate_mbps, upper.rtt_gradient, pooled), utility(lower.rate_mbps, lower.rtt_gradient, pooled))
+        (upper.utility_at(pooled), lower.utility_at(pooled))
     } else {
-        (upper.utility, lower.utility)
+        (upper.utility(), lower.utility())
     };
     (upper_u - lower_u) / (2.0 * EPSILON * rate_mbps)
 }
@@ -415,22 +432,15 @@ impl Vivace {
     }
 
     fn on_result(&mut self, now_us: u64, mi: &Interval<Role>) {
-        let rtt_gradient = filtered_rtt_gradient(mi);
-        let u = if mi.resolved_packets() == 0 {
-            f64::NEG_INFINITY
-        } else {
-            utility(mi.rate_mbps(), rtt_gradient, mi.loss_rate())
-        };
         let result = ProbeResult {
-            utility: u,
-            loss_rate: mi.loss_rate(),
-            rtt_gradient,
-            resolved_packets: mi.resolved_packets(),
             rate_mbps: mi.rate_mbps(),
+            loss_rate: mi.loss_rate(),
+            rtt_gradient: filtered_rtt_gradient(mi),
+            resolved_packets: mi.resolved_packets(),
         };
         match (&mut self.state, mi.role) {
             (State::Starting { last }, Role::Starting) => match *last {
-                Some((previous_bps, previous)) if utility_fell(&previous, &result, mi.rate_mbps()) => {
+                Some((previous_bps, previous)) if utility_fell(&previous, &result) => {
                     self.enter_probing(now_us, previous_bps)
                 }
                 _ => *last = Some((mi.rate_bps, result)),
@@ -580,13 +590,7 @@ mod tests {
 
     fn probe(rate_mbps: f64, lost: u64, packets: u64) -> ProbeResult {
         let loss_rate = lost as f64 / packets as f64;
-        ProbeResult {
-            utility: utility(rate_mbps, 0.0, loss_rate),
-            loss_rate,
-            rtt_gradient: 0.0,
-            resolved_packets: packets,
-            rate_mbps,
-        }
+        ProbeResult { rate_mbps, loss_rate, rtt_gradient: 0.0, resolved_packets: packets }
     }
 
     #[test]
@@ -600,11 +604,11 @@ mod tests {
         let pooled = (12.6f64.powf(0.9) - 11.4f64.powf(0.9)) / 1.2 - LOSS_COEFFICIENT / 156.0;
         assert!(close(gradient(&upper, &lower, 12.0), pooled));
         assert!((pooled - 0.629).abs() < 1e-3);
-        assert!(((upper.utility - lower.utility) / 1.2 + 0.787).abs() < 1e-3);
+        assert!(((upper.utility() - lower.utility()) / 1.2 + 0.787).abs() < 1e-3);
         // Five losses in 80 (a link at 11.8 Mbit/s) are 2.2 standard errors more: real, and each
         // probe is scored at its own loss rate.
         let (upper, lower) = (probe(12.6, 5, 80), probe(11.4, 0, 76));
-        assert!(close(gradient(&upper, &lower, 12.0), (upper.utility - lower.utility) / 1.2));
+        assert!(close(gradient(&upper, &lower, 12.0), (upper.utility() - lower.utility()) / 1.2));
         assert!(gradient(&upper, &lower, 12.0) < -2.0);
     }
 
@@ -625,13 +629,13 @@ mod tests {
         // 1.2 → 2.4 Mbit/s, one loss in the 20 packets of the second MI: u falls from 1.178 to
         // 2.4^0.9 − 11.35·2.4·0.05 = 0.837, and chance loss explains 2 × 11.35·2.4·0.0695 = 3.8
         // (the pooled rate 1/30 over 10 and 20 packets: σ = 0.0695).
-        assert!(!utility_fell(&mi(1.2, 0, 10), &mi(2.4, 1, 20), 2.4));
+        assert!(!utility_fell(&mi(1.2, 0, 10), &mi(2.4, 1, 20)));
         // Without loss the fall of a rising RTT is always real, …
         let mut rising = mi(2.4, 0, 20);
-        rising.utility = utility(2.4, 0.02, 0.0);
-        assert!(utility_fell(&mi(1.2, 0, 10), &rising, 2.4));
+        rising.rtt_gradient = 0.02;
+        assert!(utility_fell(&mi(1.2, 0, 10), &rising));
         // … and so is half of 19.2 Mbit/s lost on a 9.6 Mbit/s bottleneck.
-        assert!(utility_fell(&mi(9.6, 0, 80), &mi(19.2, 80, 160), 19.2));
+        assert!(utility_fell(&mi(9.6, 0, 80), &mi(19.2, 80, 160)));
     }
 
     #[test]
