@@ -171,6 +171,20 @@ def test_sigterm_ends_the_campaign_like_ctrl_c(tmp_path: Path) -> None:
     assert leftovers == ""
 
 
+def test_ctrl_c_ends_a_schemes_check_not_just_its_current_scheme(tmp_path: Path) -> None:
+    data = tmp_path / "check"
+    proc = subprocess.Popen([PANTHEON, "schemes", "check", "cubic", "reno", "--data-dir", str(data)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: run_namespaces(proc.pid))
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert json.loads((data / "cubic" / "cubic" / "run1" / "run.json").read_text())["failures"] == ["interrupted (Ctrl-C)"]
+    assert not (data / "reno").exists(), out
+    assert run_namespaces(proc.pid) == []
+
+
 def test_sigkill_of_the_harness_is_cleaned_up_by_the_next_campaign(tmp_path: Path) -> None:
     proc = _start_campaign(tmp_path / "killed", runtime_s=30, run_times=1)
     _wait_for(lambda: run_namespaces(proc.pid))

@@ -90,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     except (MissingBinary, PermissionError, ValueError, FileExistsError) as e:
         print(f"pantheon: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pantheon: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # A campaign's Interrupted says what it kept and how it ended (130, or 143 for SIGTERM).
+        print(f"pantheon: {str(e) or 'interrupted'}", file=sys.stderr)
+        return getattr(e, "exit_status", 130)
     return 2
 
 

@@ -119,13 +119,18 @@ class Progress:
         print(f"\r{self.label}  {status}" + " " * 10 if self.tty else f"{self.label} {status}", file=sys.stderr, flush=True)
 
 
-INTERRUPTED = (130, 128 + signal.SIGTERM)
-"""What run_campaign returns, instead of a count of failed runs, when Ctrl-C or SIGTERM ended it."""
-
-
 class Terminated(KeyboardInterrupt):
-    """SIGTERM during a campaign: ended like Ctrl-C (the run in progress is cleaned up and marked,
-    finished runs stay), so a campaign stopped by a supervisor or `timeout` leaves nothing behind."""
+    """SIGTERM during a run: ended like Ctrl-C, so a campaign stopped by a supervisor or `timeout`
+    leaves nothing behind."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended a campaign: the run in progress was cleaned up and marked, finished
+    runs stay. Carries the line to print and the exit status (130, or 143 for SIGTERM)."""
+
+    def __init__(self, message: str, exit_status: int) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -135,7 +140,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_options: list[str], data_dir: Path,
                  run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
                  skipped: dict[str, str] | None = None) -> int:
-    """Runs every trial; returns the number of failed runs (INTERRUPTED[0] on Ctrl-C, INTERRUPTED[1] on SIGTERM)."""
+    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM."""
     removed = leftovers.clean()
     if removed and not quiet:
         print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
@@ -157,11 +162,11 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
         try:
             outcome = run.execute(progress.tick)
         except KeyboardInterrupt as e:
-            how = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
+            sigterm = isinstance(e, Terminated)
+            how = "SIGTERM" if sigterm else "Ctrl-C"
             (run_dir / "run.json").write_text(json.dumps({"ok": False, "failures": [f"interrupted ({how})"]}, indent=2) + "\n")
             progress.run_ended(False, "interrupted")
-            print(f"pantheon: interrupted ({how}); finished runs are in {data_dir}", file=sys.stderr)
-            return INTERRUPTED[how == "SIGTERM"]
+            raise Interrupted(f"interrupted ({how}); finished runs are in {data_dir}", 128 + signal.SIGTERM if sigterm else 130) from None
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
         if outcome.t0_epoch_s is not None:

@@ -12,7 +12,7 @@ from pantheon import presets, schemes
 from pantheon.analysis import cli as analysis_cli
 from pantheon.binaries import binary
 from pantheon.harness import plan as plans
-from pantheon.harness.campaign import INTERRUPTED, run_campaign
+from pantheon.harness.campaign import run_campaign
 from pantheon.netns import require_root
 
 EMULATOR_FLAGS = ("--delay", "--uplink-", "--downlink-")
@@ -108,8 +108,6 @@ def run(args: argparse.Namespace, extras: list[str]) -> int:
     failed = run_campaign(plans=run_plans, schemes=registry, emulator_options=emulator_options, data_dir=data_dir,
                           run_times=args.run_times, random_order=args.random_order, seed=args.seed,
                           quiet=args.quiet, arguments=arguments, skipped=skipped)
-    if failed in INTERRUPTED:
-        return failed
     if not args.no_analyze:
         analysis_cli.after_campaign(data_dir, args.quiet)
     if errors:
