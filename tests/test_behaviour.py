@@ -16,7 +16,8 @@ in parallel: they would share the two cores and the measurements with them). The
 deep-buffer and random-loss bars judge the mean of two runs of each scheme, as Pantheon's report
 averages runs: one short run of a scheme varies by several percent (Copa's velocity once started a
 limit cycle of window swings in one run and not the next: 73% and 94% of the link in two runs on
-one path, before crates/cc/src/copa.rs deviation 3 capped it lower). Sprout's and the fairness check's margins are wide enough for one run.
+one path, before crates/cc/src/copa.rs deviation 3 capped it lower). Sprout's and the fairness
+check's margins are wide enough for one run.
 """
 from __future__ import annotations
 

@@ -93,16 +93,17 @@
 //!    pool. (This replaces a rule that moved such pairs unamplified by θ0·γ: it stopped the
 //!    noise's runs, and the drift's.)
 //! 9. The starting phase ends when the utility falls by more than chance loss explains (two
-//!    standard errors of c·x·L at the newer MI's rate). With a bare comparison, one
-//!    random loss among the few packets of an early MI ended it at 1.2 Mbit/s, and gradient
-//!    ascent then climbs by ~0.07 Mbit/s a decision: at 2% random loss 4 of 20 seeds stayed
-//!    under 2 Mbit/s for the whole 30 s (mean 61.7% of the link; with this, 80.9%, none below
-//!    64%; 3%: 57.4 → 78.1%; 5%: 69.1%). Allegro's form of the same rule (`allegro.rs` deviation
-//!    6: both MIs compared at their pooled loss rate unless the newer lost more beyond chance)
-//!    did as well up to 3% but at 5% left a seed near 1 Mbit/s (mean 51.5%, worst 9.1%): a
-//!    chance rise past two standard errors then ends the start outright, where here it only has
-//!    to outweigh the loss term's noise. Allegro keeps its form because its sigmoid makes the
-//!    loss term's noise no single number.
+//!    standard errors of c·x·L at the newer MI's rate). With a bare comparison, one random loss
+//!    among the few packets of an early MI ended it at 1.2 Mbit/s, and gradient ascent then
+//!    climbed by ~0.07 Mbit/s a decision: at 2% random loss 4 of 20 seeds stayed under 2 Mbit/s
+//!    for the whole 30 s (mean 61.7% of the link; with this, 80.9%, none below 64%; 3%: 57.4 →
+//!    78.1%; 5%: 69.1%). Allegro's form of the same rule (`allegro.rs` deviation 6: both MIs
+//!    compared at their pooled loss rate unless the newer lost more beyond chance) did as well
+//!    up to 3% but at 5% left a seed near 1 Mbit/s (mean 51.5%, worst 9.1%): a chance rise past
+//!    two standard errors then ends the start outright, where here it only has to outweigh the
+//!    loss term's noise. Allegro keeps its form because its sigmoid makes the loss term's noise
+//!    no single number. (These figures predate 8's pooling, which made the climb after a low
+//!    start fast.)
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
