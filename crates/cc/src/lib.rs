@@ -17,8 +17,8 @@
 pub mod allegro;
 pub mod bbr;
 pub mod copa;
-pub mod delay_profile;
 pub mod cubic;
+pub mod delay_profile;
 pub mod filter;
 pub mod forecast;
 pub mod ledbat;

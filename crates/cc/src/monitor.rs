@@ -68,7 +68,11 @@ pub fn decision(rate_bps: f64, min_rtt_us: Option<u64>, mss_bytes: u64, interval
     let min_rtt_s = min_rtt_us.unwrap_or(INITIAL_RTT_US) as f64 / 1e6;
     let window_bytes =
         (SAFETY_WINDOW_RTTS * rate_bps / 8.0 * min_rtt_s).max(MIN_SAFETY_WINDOW_PACKETS * mss_bytes as f64);
-    Decision { cwnd_bytes: Some(window_bytes as u64), pacing_rate_bps: Some(rate_bps as u64), wake_at_us: interval_end_us }
+    Decision {
+        cwnd_bytes: Some(window_bytes as u64),
+        pacing_rate_bps: Some(rate_bps as u64),
+        wake_at_us: interval_end_us,
+    }
 }
 
 /// SplitMix64: a seeded, allocation-free generator for the controllers' random choices.

@@ -586,9 +586,9 @@ impl CongestionControl for Scream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link_loop::{self, Seen};
     use crate::reno::tests::{ack, loss};
     use crate::test_path::MSS;
-    use crate::link_loop::{self, Seen};
     use pantheon_link::{Delivery, PathConfig, QueueLimit};
 
     /// An acknowledgement at `now_us` of a packet sent 40 ms earlier whose one-way delay is

@@ -20,19 +20,8 @@ use crate::vivace::{Vivace, VivaceConfig};
 use crate::CongestionControl;
 
 /// Every name `build` accepts.
-pub const KNOWN: &[&str] = &[
-    "allegro",
-    "bbr",
-    "copa",
-    "cubic",
-    "ledbat",
-    "reno",
-    "scream",
-    "sprout",
-    "vegas",
-    "verus",
-    "vivace",
-];
+pub const KNOWN: &[&str] =
+    &["allegro", "bbr", "copa", "cubic", "ledbat", "reno", "scream", "sprout", "vegas", "verus", "vivace"];
 
 /// A user's mistake in a controller spec, as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]

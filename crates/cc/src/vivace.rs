@@ -256,7 +256,10 @@ pub fn abnormal(upper: &ProbeResult, lower: &ProbeResult) -> bool {
 /// The standard error of the difference of two probes' loss rates, were both drawn from one
 /// binomial rate (pooled).
 fn loss_difference_stderr(upper: &ProbeResult, lower: &ProbeResult) -> f64 {
-    monitor::loss_difference_stderr((upper.loss_rate, upper.resolved_packets), (lower.loss_rate, lower.resolved_packets))
+    monitor::loss_difference_stderr(
+        (upper.loss_rate, upper.resolved_packets),
+        (lower.loss_rate, lower.resolved_packets),
+    )
 }
 
 /// §4's starting phase ends when the utility falls: by more than chance loss explains (deviation
@@ -270,8 +273,8 @@ fn utility_fell(previous: &ProbeResult, latest: &ProbeResult) -> bool {
 /// two probes' loss rates differ by no more than chance, both are scored at their pooled loss rate
 /// (deviation 8).
 fn gradient(upper: &ProbeResult, lower: &ProbeResult, rate_mbps: f64) -> f64 {
-    let chance = (upper.loss_rate - lower.loss_rate).abs()
-        <= LOSS_DIFFERENCE_MIN_STDERRS * loss_difference_stderr(upper, lower);
+    let chance =
+        (upper.loss_rate - lower.loss_rate).abs() <= LOSS_DIFFERENCE_MIN_STDERRS * loss_difference_stderr(upper, lower);
     let (upper_u, lower_u) = if chance {
         let pooled = monitor::pooled_loss_rate(
             (upper.loss_rate, upper.resolved_packets),

@@ -93,7 +93,6 @@ fn vivace_keeps_the_queue_short_where_allegro_fills_it() {
     assert!(vivace.p95_queue_ms < 10.0, "vivace p95 {:.1} ms", vivace.p95_queue_ms);
 }
 
-
 #[test]
 fn vivace_over_a_one_bdp_buffer_with_random_loss_sends_about_what_the_link_carries() {
     // The emulator's 60 kB buffer (40 datagrams of 1464 bytes plus tunnel overhead) with 1%

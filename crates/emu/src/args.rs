@@ -191,7 +191,12 @@ fn parse_delivery(
     Ok(Delivery::Constant { rate_mbps: 12.0 })
 }
 
-fn parse_queue(dir: &str, kind: &Option<String>, packets: &Option<String>, bytes: &Option<String>) -> Result<QueueLimit, ArgError> {
+fn parse_queue(
+    dir: &str,
+    kind: &Option<String>,
+    packets: &Option<String>,
+    bytes: &Option<String>,
+) -> Result<QueueLimit, ArgError> {
     let limit = match (packets, bytes) {
         (Some(n), _) => Some(QueueLimit::Packets(parse_count(&format!("--{dir}-queue-packets"), n)?)),
         (None, Some(n)) => Some(QueueLimit::Bytes(parse_count(&format!("--{dir}-queue-bytes"), n)?)),
@@ -202,10 +207,9 @@ fn parse_queue(dir: &str, kind: &Option<String>, packets: &Option<String>, bytes
         (None | Some("infinite"), None) => Ok(QueueLimit::Infinite),
         (Some("infinite"), Some(_)) => Err(bad(&option, "an infinite queue takes no packet or byte limit")),
         (None | Some("droptail"), Some(limit)) => Ok(limit),
-        (Some("droptail"), None) => Err(bad(
-            &option,
-            format!("droptail needs a limit: add --{dir}-queue-packets N or --{dir}-queue-bytes N"),
-        )),
+        (Some("droptail"), None) => {
+            Err(bad(&option, format!("droptail needs a limit: add --{dir}-queue-packets N or --{dir}-queue-bytes N")))
+        }
         (Some(other), _) => Err(bad(&option, format!("unknown queue '{other}'; use droptail or infinite"))),
     }
 }
@@ -249,7 +253,12 @@ impl PathArgs {
         let downlink = PathConfig {
             delay_us,
             loss_probability: parse_loss("--downlink-loss", &self.downlink_loss)?,
-            queue: parse_queue("downlink", &self.downlink_queue, &self.downlink_queue_packets, &self.downlink_queue_bytes)?,
+            queue: parse_queue(
+                "downlink",
+                &self.downlink_queue,
+                &self.downlink_queue_packets,
+                &self.downlink_queue_bytes,
+            )?,
             delivery: parse_delivery("downlink", &self.downlink_rate, &self.downlink_trace, &self.downlink_poisson)?,
             policer: parse_policer("--downlink-policer", &self.downlink_policer)?,
         };
@@ -279,9 +288,24 @@ mod tests {
     #[test]
     fn full_path() {
         let p = parse(&[
-            "--delay", "20.5", "--uplink-rate", "100", "--downlink-poisson", "5", "--uplink-queue", "droptail",
-            "--uplink-queue-bytes", "90000", "--downlink-queue-packets", "1", "--uplink-loss", "0.01",
-            "--uplink-policer", "8,15000", "--seed", "7",
+            "--delay",
+            "20.5",
+            "--uplink-rate",
+            "100",
+            "--downlink-poisson",
+            "5",
+            "--uplink-queue",
+            "droptail",
+            "--uplink-queue-bytes",
+            "90000",
+            "--downlink-queue-packets",
+            "1",
+            "--uplink-loss",
+            "0.01",
+            "--uplink-policer",
+            "8,15000",
+            "--seed",
+            "7",
         ])
         .unwrap();
         assert_eq!(p.uplink.delay_us, 20_500);

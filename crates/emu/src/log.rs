@@ -40,7 +40,8 @@ pub fn describe(config: &PathConfig) -> String {
         Delivery::Trace(t) => format!("trace, mean {:.3} Mbit/s, period {} ms", t.mean_rate_mbps(), t.period_ms()),
         Delivery::Poisson { rate_mbps } => format!("poisson, mean {rate_mbps} Mbit/s"),
     };
-    let policer = config.policer.map_or("none".into(), |p| format!("{} Mbit/s, burst {} bytes", p.rate_mbps, p.burst_bytes));
+    let policer =
+        config.policer.map_or("none".into(), |p| format!("{} Mbit/s, burst {} bytes", p.rate_mbps, p.burst_bytes));
     format!(
         "delay {} us; loss {}; queue {}; delivery {delivery}; policer {policer}",
         config.delay_us,

@@ -11,10 +11,10 @@ use pantheon_emu::log::{describe, queue_text, MahimahiLog, NativeLog};
 use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Totals};
 use pantheon_link::{Path, PathConfig};
-use pantheon_netns::{child, usage};
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
 use pantheon_netns::sys::{epoch_us, monotonic_us, set_nonblocking};
+use pantheon_netns::{child, usage};
 
 const NAME: &str = "pantheon emulate";
 
@@ -34,13 +34,23 @@ struct DirectionSpec<'a> {
 }
 
 /// Opens a direction's log files; called before anything is set up so a bad path leaves nothing.
-fn open_logs(spec: &DirectionSpec, command_line: &str, epoch_us: u64) -> Result<(Option<NativeLog>, Option<MahimahiLog>), String> {
-    let open_error = |flag: String, file: &PathBuf, e: std::io::Error| format!("{flag} {}: cannot create the log: {e}", file.display());
+fn open_logs(
+    spec: &DirectionSpec,
+    command_line: &str,
+    epoch_us: u64,
+) -> Result<(Option<NativeLog>, Option<MahimahiLog>), String> {
+    let open_error = |flag: String, file: &PathBuf, e: std::io::Error| {
+        format!("{flag} {}: cannot create the log: {e}", file.display())
+    };
     let native = spec
         .log
         .map(|file| {
             let header = [
-                format!("direction: {} ({})", spec.name, if spec.name == "uplink" { "from the command outwards" } else { "towards the command" }),
+                format!(
+                    "direction: {} ({})",
+                    spec.name,
+                    if spec.name == "uplink" { "from the command outwards" } else { "towards the command" }
+                ),
                 format!("path: {}; seed {}", describe(spec.config), spec.seed),
                 format!("base: t_us 0 is {epoch_us} us since the Unix epoch"),
                 format!("command line: {command_line}"),
@@ -72,8 +82,20 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     // Time zero of the model and the logs, on both clocks at (almost) the same instant.
     let base_us = monotonic_us();
     let epoch = epoch_us();
-    let up = DirectionSpec { name: "uplink", config: uplink, seed, log: args.uplink_log.as_ref(), mm_log: args.uplink_mm_log.as_ref() };
-    let down = DirectionSpec { name: "downlink", config: downlink, seed, log: args.downlink_log.as_ref(), mm_log: args.downlink_mm_log.as_ref() };
+    let up = DirectionSpec {
+        name: "uplink",
+        config: uplink,
+        seed,
+        log: args.uplink_log.as_ref(),
+        mm_log: args.uplink_mm_log.as_ref(),
+    };
+    let down = DirectionSpec {
+        name: "downlink",
+        config: downlink,
+        seed,
+        log: args.downlink_log.as_ref(),
+        mm_log: args.downlink_mm_log.as_ref(),
+    };
     let (up_log, up_mm) = open_logs(&up, &command_line, epoch)?;
     let (down_log, down_mm) = open_logs(&down, &command_line, epoch)?;
 

@@ -26,10 +26,25 @@ impl DropCause {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<P> {
     /// The packet's last byte left the link at `t_us`; it had entered the queue at `queued_at_us`.
-    Departure { t_us: u64, packet: P, size_bytes: u32, queued_at_us: u64 },
-    Drop { t_us: u64, packet: P, size_bytes: u32, cause: DropCause },
+    Departure {
+        t_us: u64,
+        packet: P,
+        size_bytes: u32,
+        queued_at_us: u64,
+    },
+    Drop {
+        t_us: u64,
+        packet: P,
+        size_bytes: u32,
+        cause: DropCause,
+    },
     /// A packet reached the bottleneck queue (recorded paths only; also precedes a queue drop).
-    LinkArrival { t_us: u64, size_bytes: u32 },
+    LinkArrival {
+        t_us: u64,
+        size_bytes: u32,
+    },
     /// A delivery opportunity of 1500 bytes occurred (recorded paths only).
-    Opportunity { t_us: u64 },
+    Opportunity {
+        t_us: u64,
+    },
 }

@@ -220,10 +220,7 @@ mod tests {
     fn trace_loops_with_its_period() {
         let trace = Trace::parse("0\n2\n2\n5\n").unwrap();
         let mut s = Schedule::Trace(TraceSchedule::new(trace));
-        assert_eq!(
-            take(&mut s, 9),
-            vec![0, 2000, 2000, 5000, 5000, 7000, 7000, 10_000, 10_000]
-        );
+        assert_eq!(take(&mut s, 9), vec![0, 2000, 2000, 5000, 5000, 7000, 7000, 10_000, 10_000]);
     }
 
     #[test]

@@ -51,9 +51,8 @@ impl Trace {
             if line.is_empty() {
                 continue;
             }
-            let t_ms: u64 = line
-                .parse()
-                .map_err(|_| TraceError::NotANumber { line: index + 1, text: line.to_string() })?;
+            let t_ms: u64 =
+                line.parse().map_err(|_| TraceError::NotANumber { line: index + 1, text: line.to_string() })?;
             if let Some(&previous_ms) = opportunities_ms.last() {
                 if t_ms < previous_ms {
                     return Err(TraceError::Decreasing { line: index + 1, previous_ms, this_ms: t_ms });
@@ -103,18 +102,9 @@ mod tests {
     fn rejects_bad_traces_with_line_numbers() {
         assert_eq!(Trace::parse(""), Err(TraceError::Empty));
         assert_eq!(Trace::parse("\n \n"), Err(TraceError::Empty));
-        assert_eq!(
-            Trace::parse("1\nabc\n"),
-            Err(TraceError::NotANumber { line: 2, text: "abc".into() })
-        );
-        assert_eq!(
-            Trace::parse("1\n-3\n"),
-            Err(TraceError::NotANumber { line: 2, text: "-3".into() })
-        );
-        assert_eq!(
-            Trace::parse("5\n6\n4\n"),
-            Err(TraceError::Decreasing { line: 3, previous_ms: 6, this_ms: 4 })
-        );
+        assert_eq!(Trace::parse("1\nabc\n"), Err(TraceError::NotANumber { line: 2, text: "abc".into() }));
+        assert_eq!(Trace::parse("1\n-3\n"), Err(TraceError::NotANumber { line: 2, text: "-3".into() }));
+        assert_eq!(Trace::parse("5\n6\n4\n"), Err(TraceError::Decreasing { line: 3, previous_ms: 6, this_ms: 4 }));
         assert_eq!(Trace::parse("0\n0\n"), Err(TraceError::EndsAtZero));
     }
 }

@@ -90,7 +90,8 @@ pub fn resolve(command: &[OsString]) -> Result<Vec<OsString>, String> {
 /// Runs a resolved command inside the namespace `netns` (whose inode is `netns_inode`) with `env`
 /// added, supervises it to the end, and returns its exit status as a shell reports it.
 pub fn run(command: &[OsString], netns: RawFd, netns_inode: u64, env: &[(&str, String)]) -> Result<i32, String> {
-    let child = spawn(command, netns, env).map_err(|e| format!("cannot start {}: {e}", command[0].to_string_lossy()))?;
+    let child =
+        spawn(command, netns, env).map_err(|e| format!("cannot start {}: {e}", command[0].to_string_lossy()))?;
     Ok(child.supervise(netns_inode).0)
 }
 
@@ -108,8 +109,8 @@ pub fn spawn(command: &[OsString], netns: RawFd, env: &[(&str, String)]) -> io::
         cmd.env(key, value);
     }
     // SAFETY: isatty/getpgrp are async-signal-safe queries.
-    let terminal = (unsafe { libc::isatty(0) } == 1 && unsafe { libc::tcgetpgrp(0) } == unsafe { libc::getpgrp() })
-        .then_some(0);
+    let terminal =
+        (unsafe { libc::isatty(0) } == 1 && unsafe { libc::tcgetpgrp(0) } == unsafe { libc::getpgrp() }).then_some(0);
     let give_terminal = terminal.is_some();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
@@ -134,7 +135,8 @@ pub fn spawn(command: &[OsString], netns: RawFd, env: &[(&str, String)]) -> io::
 /// Waits for a handled signal for at most `timeout`; `None` on timeout.
 fn next_signal(timeout: Duration) -> Option<libc::c_int> {
     let set = handled_signals();
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    let ts =
+        libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
     // SAFETY: valid set and timespec; info may be null.
     let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
     (sig > 0).then_some(sig)

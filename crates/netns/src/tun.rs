@@ -143,7 +143,7 @@ impl Tun {
         req.ifr_ifru.ifru_mtu = mtu_bytes as i32;
         ioctl(&sock, libc::SIOCSIFMTU, &mut req, "setting the MTU")?;
         req.ifr_ifru.ifru_metric = TX_QUEUE_PACKETS; // ifr_qlen shares the union
-        // Refused inside an unprivileged user namespace; the default (500 packets) then stays.
+                                                     // Refused inside an unprivileged user namespace; the default (500 packets) then stays.
         let _ = ioctl(&sock, libc::SIOCSIFTXQLEN, &mut req, "setting the transmit queue length");
         bring_up(&self.name)
     }

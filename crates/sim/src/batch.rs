@@ -121,7 +121,9 @@ pub fn answer(line: &[u8]) -> String {
             .map_err(|_| "internal error: the simulation panicked (a bug; please report the job)".to_string())?
     })();
     let text = match &result {
-        Ok(s) => serde_json::to_string(&Done { id: &id, ok: true, flows: &s.flows, events: s.events, wall_s: s.wall_s }),
+        Ok(s) => {
+            serde_json::to_string(&Done { id: &id, ok: true, flows: &s.flows, events: s.events, wall_s: s.wall_s })
+        }
         Err(error) => serde_json::to_string(&Failed { id: &id, ok: false, error }),
     };
     text.expect("plain data serialises")

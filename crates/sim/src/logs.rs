@@ -120,22 +120,59 @@ impl Logs {
             let ingress = "datagrams entering the tunnel here (sent by the command)";
             let egress = "datagrams leaving the tunnel here (arrived from the peer)";
             flows.push(FlowLogs {
-                sender_ingress: TunnelLog::create(&file(format!("flow{i}.sender.ingress.log")), &sender, "ingress", ingress, &line)?,
-                receiver_egress: TunnelLog::create(&file(format!("flow{i}.receiver.egress.log")), &receiver, "egress", egress, &line)?,
-                receiver_ingress: TunnelLog::create(&file(format!("flow{i}.receiver.ingress.log")), &receiver, "ingress", ingress, &line)?,
-                sender_egress: TunnelLog::create(&file(format!("flow{i}.sender.egress.log")), &sender, "egress", egress, &line)?,
+                sender_ingress: TunnelLog::create(
+                    &file(format!("flow{i}.sender.ingress.log")),
+                    &sender,
+                    "ingress",
+                    ingress,
+                    &line,
+                )?,
+                receiver_egress: TunnelLog::create(
+                    &file(format!("flow{i}.receiver.egress.log")),
+                    &receiver,
+                    "egress",
+                    egress,
+                    &line,
+                )?,
+                receiver_ingress: TunnelLog::create(
+                    &file(format!("flow{i}.receiver.ingress.log")),
+                    &receiver,
+                    "ingress",
+                    ingress,
+                    &line,
+                )?,
+                sender_egress: TunnelLog::create(
+                    &file(format!("flow{i}.sender.egress.log")),
+                    &sender,
+                    "egress",
+                    egress,
+                    &line,
+                )?,
             });
         }
         let paths = &scenario.paths;
-        let with_name = |e: io::Error, name: &str| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()));
+        let with_name =
+            |e: io::Error, name: &str| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()));
         let uplink = NativeLog::create(
             &file("uplink.log".into()),
-            &link_header("uplink", "data, from the senders to the receivers", &paths.uplink, paths.uplink_seed(), &line),
+            &link_header(
+                "uplink",
+                "data, from the senders to the receivers",
+                &paths.uplink,
+                paths.uplink_seed(),
+                &line,
+            ),
         )
         .map_err(|e| with_name(e, "uplink.log"))?;
         let downlink = NativeLog::create(
             &file("downlink.log".into()),
-            &link_header("downlink", "acknowledgements, towards the senders", &paths.downlink, paths.downlink_seed(), &line),
+            &link_header(
+                "downlink",
+                "acknowledgements, towards the senders",
+                &paths.downlink,
+                paths.downlink_seed(),
+                &line,
+            ),
         )
         .map_err(|e| with_name(e, "downlink.log"))?;
         Ok(Logs { files, flows, uplink, downlink, line: LineBuffer::default(), error: None })

@@ -65,8 +65,11 @@ impl FlowTally {
     pub fn metrics(&mut self) -> FlowMetrics {
         let delivered_packets = self.delays_us.len() as u64;
         let span_us = self.first_delivery_us.map_or(0, |first| self.last_delivery_us - first);
-        let throughput_mbps =
-            if delivered_packets >= 2 && span_us > 0 { self.delivered_bytes as f64 * 8.0 / span_us as f64 } else { 0.0 };
+        let throughput_mbps = if delivered_packets >= 2 && span_us > 0 {
+            self.delivered_bytes as f64 * 8.0 / span_us as f64
+        } else {
+            0.0
+        };
         let sum_us: u64 = self.delays_us.iter().sum();
         let mean_delay_ms = (delivered_packets > 0).then(|| sum_us as f64 / delivered_packets as f64 / 1000.0);
         FlowMetrics {

@@ -50,7 +50,13 @@ impl FlowPlan {
     /// Flow `number` (from 1) of a run of `runtime_us`: it starts at `start_s` and lasts
     /// `duration_s`, or to the end of the run. The spec is checked by building its controller, so
     /// a mistake is the registry's own one-line message.
-    pub fn new(number: usize, cc: &str, start_s: f64, duration_s: Option<f64>, runtime_us: u64) -> Result<FlowPlan, String> {
+    pub fn new(
+        number: usize,
+        cc: &str,
+        start_s: f64,
+        duration_s: Option<f64>,
+        runtime_us: u64,
+    ) -> Result<FlowPlan, String> {
         let name = format!("flow {number}");
         pantheon_transport::controller::build(cc).map_err(|e| format!("{name} ({cc}): {e}"))?;
         let start_us = seconds(&format!("{name}: the start"), start_s, true)?;
@@ -74,7 +80,9 @@ impl FlowPlan {
             None => (text, None),
         };
         let number_of = |what: &str, t: &str| {
-            t.trim().parse::<f64>().map_err(|_| format!("--flow {text}: expected {what} in seconds after the spec, got '{t}'"))
+            t.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("--flow {text}: expected {what} in seconds after the spec, got '{t}'"))
         };
         let (start_s, duration_s) = match timing {
             None => (0.0, None),

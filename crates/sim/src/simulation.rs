@@ -308,8 +308,14 @@ impl<'o, O: Observer> Simulation<'o, O> {
             match flow.control.next_send(now_ns) {
                 Verdict::Send(permit) => {
                     let seq = flow.control.next_seq();
-                    let packet =
-                        Packet { flow: i as u32, uid: seq, seq, link_uid: *next_uplink_uid, entry_us: t_us, peer_recv_us: 0 };
+                    let packet = Packet {
+                        flow: i as u32,
+                        uid: seq,
+                        seq,
+                        link_uid: *next_uplink_uid,
+                        entry_us: t_us,
+                        peer_recv_us: 0,
+                    };
                     *next_uplink_uid += 1;
                     observer.data_sent(i, seq, t_us);
                     observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);

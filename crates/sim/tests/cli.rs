@@ -10,7 +10,8 @@ use pantheon_emu::args::EmulateArgs;
 const PATH: &[&str] = &["--delay", "20", "--uplink-queue-bytes", "60000", "--runtime-s", "5"];
 
 fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<_> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
     names.into_iter().map(|n| (n.clone(), std::fs::read(dir.join(&n)).unwrap())).collect()
 }

@@ -16,7 +16,11 @@ const RUN_US: u64 = 30_000_000;
 
 fn scenario(flows: &[(&str, f64, Option<f64>)], path: &[&str]) -> Scenario {
     let paths = batch::parse_path(&path.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None).unwrap();
-    let plans = flows.iter().enumerate().map(|(i, &(cc, start, d))| FlowPlan::new(i + 1, cc, start, d, RUN_US).unwrap()).collect();
+    let plans = flows
+        .iter()
+        .enumerate()
+        .map(|(i, &(cc, start, d))| FlowPlan::new(i + 1, cc, start, d, RUN_US).unwrap())
+        .collect();
     Scenario::new(plans, RUN_US, paths).unwrap()
 }
 
@@ -57,7 +61,18 @@ fn a_flow_starting_at_10_s_sends_nothing_before_and_both_flows_deliver() {
     let dir = scratch.join("run");
     let summary = run_ok(
         &dir,
-        &["--flow", "cubic", "--flow", "cubic@10+15", "--delay", "20", "--uplink-queue-bytes", "60000", "--runtime-s", "30"],
+        &[
+            "--flow",
+            "cubic",
+            "--flow",
+            "cubic@10+15",
+            "--delay",
+            "20",
+            "--uplink-queue-bytes",
+            "60000",
+            "--runtime-s",
+            "30",
+        ],
     );
     let second = tunnel_log(&dir.join("flow1.sender.ingress.log"));
     let first_send_us = second.values().map(|&(t, _)| t).min().unwrap();
@@ -98,14 +113,20 @@ fn run_and_batch_metrics_are_those_of_the_logs() {
     let scratch = Scratch::new("metrics");
     let dir = scratch.join("run");
     let path = ["--delay", "10", "--uplink-queue-packets", "50", "--uplink-loss", "0.01", "--uplink-rate", "24"];
-    let summary = run_ok(&dir, &[&path[..], &["--flow", "vegas", "--flow", "bbr@2+20", "--seed", "5", "--runtime-s", "30"]].concat());
+    let summary = run_ok(
+        &dir,
+        &[&path[..], &["--flow", "vegas", "--flow", "bbr@2+20", "--seed", "5", "--runtime-s", "30"]].concat(),
+    );
     let from_run: Vec<FlowMetrics> =
         summary["flows"].as_array().unwrap().iter().map(|f| serde_json::from_value(f.clone()).unwrap()).collect();
     for (i, m) in from_run.iter().enumerate() {
         let from_logs = metrics_from_logs(&dir, i);
         assert_eq!(m.sent_packets, from_logs.sent_packets);
         assert_eq!(m.delivered_packets, from_logs.delivered_packets);
-        assert_eq!((m.throughput_mbps, m.p95_delay_ms, m.loss), (from_logs.throughput_mbps, from_logs.p95_delay_ms, from_logs.loss));
+        assert_eq!(
+            (m.throughput_mbps, m.p95_delay_ms, m.loss),
+            (from_logs.throughput_mbps, from_logs.p95_delay_ms, from_logs.loss)
+        );
         assert!((m.mean_delay_ms.unwrap() - from_logs.mean_delay_ms.unwrap()).abs() < 1e-9);
         assert!(m.loss.unwrap() > 0.0, "1% random loss shows");
     }
@@ -124,12 +145,14 @@ fn run_and_batch_metrics_are_those_of_the_logs() {
     let replies: Vec<serde_json::Value> =
         String::from_utf8(output).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(replies.len(), 5, "{replies:?}");
-    let by_id = |id: serde_json::Value| replies.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}: {replies:?}"));
+    let by_id =
+        |id: serde_json::Value| replies.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}: {replies:?}"));
     let good = by_id(serde_json::json!({"name": "good"}));
     assert_eq!(good["ok"], true);
     assert_eq!(good["flows"], summary["flows"], "batch and run agree");
     assert_eq!(by_id(serde_json::json!(1))["error"], "--uplink-rate: rate must be positive, got '0'");
-    let anonymous: Vec<&str> = replies.iter().filter(|r| r["id"].is_null()).map(|r| r["error"].as_str().unwrap()).collect();
+    let anonymous: Vec<&str> =
+        replies.iter().filter(|r| r["id"].is_null()).map(|r| r["error"].as_str().unwrap()).collect();
     assert_eq!(anonymous.len(), 2, "{anonymous:?}");
     assert!(anonymous.iter().any(|e| e.starts_with("the job is not valid JSON")), "{anonymous:?}");
     assert!(anonymous.iter().any(|e| e.starts_with("a job must be a JSON object")), "{anonymous:?}");

@@ -41,9 +41,9 @@ use pantheon_cc::CongestionControl;
 use crate::clock::{tighten_timer_slack, FlowClock};
 use crate::control::{Control, Permit, Verdict};
 use crate::log::AckLog;
+use crate::pacing::gap_ns;
 use crate::socket::{is_unreachable, RecvBatch, UdpSocket};
 use crate::stop::Stop;
-use crate::pacing::gap_ns;
 use crate::wait::{spin_ns, wait, Ready};
 use crate::wire::{Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
 

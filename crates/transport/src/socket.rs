@@ -20,7 +20,13 @@ use pantheon_netns::sys::{check, sockaddr_in as sockaddr, socket_addr_v4 as sock
 fn set_option(fd: RawFd, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: an int option of the right size.
     let ret = unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, name, (&value as *const libc::c_int).cast(), size_of::<libc::c_int>() as _)
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            name,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as _,
+        )
     };
     check(ret).map(|_| ())
 }
@@ -29,10 +35,7 @@ fn set_option(fd: RawFd, name: libc::c_int, value: libc::c_int) -> io::Result<()
 /// port-unreachable for an earlier datagram (the peer not listening, yet or any more), which
 /// Linux reports once on a connected socket's next call (ECONNREFUSED, udp(7)).
 pub fn is_transient(err: &io::Error) -> bool {
-    matches!(
-        err.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused
-    )
+    matches!(err.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused)
 }
 
 pub struct UdpSocket {
@@ -60,7 +63,9 @@ impl UdpSocket {
         }
         let sin = sockaddr(local);
         // SAFETY: a valid sockaddr_in.
-        check(unsafe { libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _) })?;
+        check(unsafe {
+            libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _)
+        })?;
         Ok(socket)
     }
 
@@ -68,7 +73,9 @@ impl UdpSocket {
     pub fn connect(&self, peer: SocketAddrV4) -> io::Result<()> {
         let sin = sockaddr(peer);
         // SAFETY: a valid sockaddr_in.
-        let ret = unsafe { libc::connect(self.fd(), (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _) };
+        let ret = unsafe {
+            libc::connect(self.fd(), (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _)
+        };
         check(ret).map(|_| ())
     }
 
@@ -127,7 +134,8 @@ impl RecvBatch {
         let base = self.buffers.as_mut_ptr();
         for i in 0..self.headers.len() {
             // SAFETY: slot i lies inside `buffers`.
-            self.iovecs[i] = libc::iovec { iov_base: unsafe { base.add(i * self.slot_bytes) }.cast(), iov_len: self.slot_bytes };
+            self.iovecs[i] =
+                libc::iovec { iov_base: unsafe { base.add(i * self.slot_bytes) }.cast(), iov_len: self.slot_bytes };
             let header = &mut self.headers[i].msg_hdr;
             header.msg_name = (&mut self.names[i] as *mut libc::sockaddr_in).cast();
             header.msg_namelen = size_of::<libc::sockaddr_in>() as _;
@@ -140,7 +148,13 @@ impl RecvBatch {
         self.count = 0;
         // SAFETY: every header points into buffers owned by self, valid for the call.
         let n = unsafe {
-            libc::recvmmsg(socket.fd(), self.headers.as_mut_ptr(), self.headers.len() as _, libc::MSG_DONTWAIT | libc::MSG_TRUNC, std::ptr::null_mut())
+            libc::recvmmsg(
+                socket.fd(),
+                self.headers.as_mut_ptr(),
+                self.headers.len() as _,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
         };
         if n < 0 {
             let err = io::Error::last_os_error();
@@ -236,7 +250,12 @@ impl<const N: usize> SendBatch<N> {
         while next < self.count {
             // SAFETY: headers next..count point into buffers owned by self.
             let n = unsafe {
-                libc::sendmmsg(socket.fd(), self.headers[next..].as_mut_ptr(), (self.count - next) as _, libc::MSG_DONTWAIT)
+                libc::sendmmsg(
+                    socket.fd(),
+                    self.headers[next..].as_mut_ptr(),
+                    (self.count - next) as _,
+                    libc::MSG_DONTWAIT,
+                )
             };
             if n > 0 {
                 next += n as usize;

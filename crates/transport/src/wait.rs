@@ -55,10 +55,8 @@ pub fn wait(
     spin_ns: u64,
 ) -> io::Result<Ready> {
     let events = if want_writable { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN };
-    let mut fds = [
-        libc::pollfd { fd: socket, events, revents: 0 },
-        libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 },
-    ];
+    let mut fds =
+        [libc::pollfd { fd: socket, events, revents: 0 }, libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 }];
     let timeout = sleep_ns(deadline_ns.map(|d| d.saturating_sub(monotonic_ns())), spin_ns).map(|ns| libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
@@ -102,8 +100,10 @@ mod tests {
 
     #[test]
     fn a_wait_returns_by_its_deadline() {
-        let socket = crate::socket::UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0), false).unwrap();
-        let stop = crate::socket::UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0), false).unwrap();
+        let socket =
+            crate::socket::UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0), false).unwrap();
+        let stop =
+            crate::socket::UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0), false).unwrap();
         let start = monotonic_ns();
         let ready = wait(socket.fd(), false, stop.fd(), Some(start + 2_000_000), SPIN_NS).unwrap();
         let waited = monotonic_ns() - start;

@@ -158,8 +158,10 @@ fn sender_probes_an_absent_receiver_and_resumes_when_it_comes() {
     let dir = scratch("absent");
     let port = free_port().to_string();
     let log = dir.join("send.log");
-    let mut sender =
-        Process::start(&["send", "--cc", "reno", "--log", log.to_str().unwrap(), "127.0.0.1", &port], dir.join("send.stderr"));
+    let mut sender = Process::start(
+        &["send", "--cc", "reno", "--log", log.to_str().unwrap(), "127.0.0.1", &port],
+        dir.join("send.stderr"),
+    );
     // Nobody listens: every datagram earns an ICMP port unreachable. 1.5 s is past the 1 s of
     // silence after which the sender only probes.
     sleep(Duration::from_millis(1500));
@@ -183,7 +185,8 @@ fn a_receiver_outlives_its_senders() {
     let mut receiver = Process::start(&["recv", "--bind", "127.0.0.1", &port], dir.join("recv.stderr"));
     sleep(Duration::from_millis(200));
     for round in 0..2 {
-        let mut sender = Process::start(&["send", "--cc", "cubic", "127.0.0.1", &port], dir.join(format!("send{round}.stderr")));
+        let mut sender =
+            Process::start(&["send", "--cc", "cubic", "127.0.0.1", &port], dir.join(format!("send{round}.stderr")));
         sleep(Duration::from_millis(500));
         sender.terminate();
         let (_, acked, _) = sender_counts(&sender.stderr());
@@ -217,7 +220,8 @@ fn bad_command_lines_are_one_line_and_status_2() {
     assert!(rejected(&["send", "127.0.0.1", "9000"]).contains("required arguments were not provided"));
     assert!(rejected(&["send", "--cc", "cubic", "not-an-address", "9000"]).contains("not-an-address"));
     assert!(rejected(&["recv", "0"]).contains("0 is not in 1..=65535"));
-    assert!(rejected(&["recv", "--bind", "10.255.255.254", "9000"]).starts_with("pantheon-udp: cannot listen on 10.255.255.254:9000"));
+    assert!(rejected(&["recv", "--bind", "10.255.255.254", "9000"])
+        .starts_with("pantheon-udp: cannot listen on 10.255.255.254:9000"));
     assert!(rejected(&["send", "--cc", "cubic", "--log", "/nonexistent/dir/log", "127.0.0.1", "9000"])
         .starts_with("pantheon-udp: --log /nonexistent/dir/log: cannot create it"));
 }

@@ -96,7 +96,8 @@ mod tests {
     fn client_needs_the_server_and_the_token() {
         assert!(parse(&["client", "--token", "t", "--", "true"]).is_err());
         assert!(parse(&["client", "192.0.2.1:5000", "--", "true"]).is_err());
-        let args = parse(&["client", "192.0.2.1:5000", "--token", "t", "--egress-log", "e.log", "--", "sh", "-c", "x"]).unwrap();
+        let args = parse(&["client", "192.0.2.1:5000", "--token", "t", "--egress-log", "e.log", "--", "sh", "-c", "x"])
+            .unwrap();
         let Endpoint::Client { server, token, common } = args.endpoint else { panic!() };
         assert_eq!((server, token.as_str()), ("192.0.2.1:5000".parse().unwrap(), "t"));
         assert_eq!(common.egress_log, Some(PathBuf::from("e.log")));

@@ -50,7 +50,12 @@ fn candidate(packet: &[u8]) -> Option<Segment> {
     let total = usize::from(u16::from_be_bytes([packet[2], packet[3]]));
     let header_bytes = IP_HEADER_BYTES + usize::from(packet[IP_HEADER_BYTES + 12] >> 4) * 4;
     let flags = packet[IP_HEADER_BYTES + 13];
-    if fragmented || total != packet.len() || header_bytes < 40 || header_bytes >= packet.len() || flags & UNMERGEABLE != 0 {
+    if fragmented
+        || total != packet.len()
+        || header_bytes < 40
+        || header_bytes >= packet.len()
+        || flags & UNMERGEABLE != 0
+    {
         return None;
     }
     let tcp = &packet[IP_HEADER_BYTES..];

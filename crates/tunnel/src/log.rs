@@ -44,7 +44,9 @@ impl Side {
 
     fn meaning(self) -> &'static str {
         match self {
-            Side::Ingress => "datagrams entering the tunnel here (sent by the command: read from the TUN device, sent to the peer)",
+            Side::Ingress => {
+                "datagrams entering the tunnel here (sent by the command: read from the TUN device, sent to the peer)"
+            }
             Side::Egress => "datagrams leaving the tunnel here (arrived from the peer, written to the TUN device)",
         }
     }
@@ -180,7 +182,10 @@ mod tests {
             "# 'pantheon-tunnel' 'server' '--egress-text-log' 'it'\\''s.log' egress: 1523456789012.345\n"
         );
         let multi_line = ["sh", "-c", "a\nb"].map(String::from);
-        assert_eq!(text_header(Side::Ingress, &context(&multi_line)), "# 'sh' '-c' 'a\\nb' ingress: 1523456789012.345\n");
+        assert_eq!(
+            text_header(Side::Ingress, &context(&multi_line)),
+            "# 'sh' '-c' 'a\\nb' ingress: 1523456789012.345\n"
+        );
         let mut out = Vec::new();
         text_line(&mut out, 20_005, 0, 1464);
         text_line(&mut out, 1_234_567_890, 41, 52);

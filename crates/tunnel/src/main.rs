@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use pantheon_netns::{child, usage};
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
 use pantheon_netns::sys::{epoch_us, monotonic_us};
+use pantheon_netns::{child, usage};
 use pantheon_tunnel::args::{CommonArgs, Endpoint, TunnelArgs};
 use pantheon_tunnel::endpoint::{inner_addresses, random_token, InnerEnd};
 use pantheon_tunnel::log::{Context, Log, Side};
@@ -45,7 +45,8 @@ struct Outer {
 fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
     match endpoint {
         Endpoint::Server { listen, .. } => {
-            let socket = UdpSocket::bind(*listen).map_err(|e| format!("--listen {listen}: cannot listen there: {e}"))?;
+            let socket =
+                UdpSocket::bind(*listen).map_err(|e| format!("--listen {listen}: cannot listen there: {e}"))?;
             let local = socket.local_addr().map_err(|e| e.to_string())?;
             let token = random_token().map_err(|e| format!("cannot draw a token: {e}"))?;
             Ok(Outer {
@@ -58,9 +59,12 @@ fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
         }
         Endpoint::Client { server, token, .. } => {
             if token.is_empty() || token.len() > MAX_TOKEN_BYTES || !token.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(format!("--token: expected the token the server printed (1 to {MAX_TOKEN_BYTES} printable characters)"));
+                return Err(format!(
+                    "--token: expected the token the server printed (1 to {MAX_TOKEN_BYTES} printable characters)"
+                ));
             }
-            let socket = UdpSocket::bind(SocketAddrV4::new(0.into(), 0)).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+            let socket = UdpSocket::bind(SocketAddrV4::new(0.into(), 0))
+                .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
             socket.connect(*server).map_err(|e| format!("{server}: cannot reach the server: {e}"))?;
             let local = socket.local_addr().map_err(|e| e.to_string())?;
             Ok(Outer {
@@ -81,8 +85,18 @@ fn open_logs(common: &CommonArgs, context: &Context) -> Result<(Log, Log), Strin
             .map(|p| File::create(p).map_err(|e| format!("--{flag} {}: cannot create the log: {e}", p.display())))
             .transpose()
     };
-    let ingress = Log::new(Side::Ingress, open("ingress-log", &common.ingress_log)?, open("ingress-text-log", &common.ingress_text_log)?, context);
-    let egress = Log::new(Side::Egress, open("egress-log", &common.egress_log)?, open("egress-text-log", &common.egress_text_log)?, context);
+    let ingress = Log::new(
+        Side::Ingress,
+        open("ingress-log", &common.ingress_log)?,
+        open("ingress-text-log", &common.ingress_text_log)?,
+        context,
+    );
+    let egress = Log::new(
+        Side::Egress,
+        open("egress-log", &common.egress_log)?,
+        open("egress-text-log", &common.egress_text_log)?,
+        context,
+    );
     Ok((ingress, egress))
 }
 
@@ -156,7 +170,8 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         inner_mtu_bytes: inner_mtu,
         stop: stop.fd(),
     };
-    let inbound = Inbound { tun: inner.tun.fd(), socket, admission, peer, log: egress_log, base_epoch_us, stop: stop.fd() };
+    let inbound =
+        Inbound { tun: inner.tun.fd(), socket, admission, peer, log: egress_log, base_epoch_us, stop: stop.fd() };
     let outbound_thread = std::thread::Builder::new().name("outbound".into()).spawn(move || outbound.run());
     let inbound_thread = std::thread::Builder::new().name("inbound".into()).spawn(move || inbound.run());
 
@@ -199,10 +214,14 @@ fn outbound_problems(totals: OutboundTotals, log: std::io::Result<()>, problems:
         problems.push(format!("ingress log incomplete: {e}"));
     }
     if totals.refused > 0 {
-        problems.push(format!("{} datagrams were logged at ingress but the kernel refused to send them", totals.refused));
+        problems
+            .push(format!("{} datagrams were logged at ingress but the kernel refused to send them", totals.refused));
     }
     if totals.malformed > 0 {
-        problems.push(format!("{} packets from the command could not be segmented or checksummed and were dropped", totals.malformed));
+        problems.push(format!(
+            "{} packets from the command could not be segmented or checksummed and were dropped",
+            totals.malformed
+        ));
     }
     if totals.before_connection > 0 {
         problems.push(format!(
@@ -217,7 +236,8 @@ fn inbound_problems(totals: InboundTotals, log: std::io::Result<()>, problems: &
         problems.push(format!("egress log incomplete: {e}"));
     }
     if totals.write_errors > 0 {
-        problems.push(format!("{} datagrams were logged at egress but the TUN device refused them", totals.write_errors));
+        problems
+            .push(format!("{} datagrams were logged at egress but the TUN device refused them", totals.write_errors));
     }
     if totals.overflow_drops > 0 {
         problems.push(format!(

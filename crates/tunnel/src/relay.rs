@@ -153,14 +153,16 @@ impl Outbound {
                     }
                 }
                 let t_us = epoch_us().saturating_sub(self.base_epoch_us);
-                let Some((header, ip)) = packet[..n as usize].split_first_chunk_mut::<{ virtio::HEADER_BYTES }>() else {
+                let Some((header, ip)) = packet[..n as usize].split_first_chunk_mut::<{ virtio::HEADER_BYTES }>()
+                else {
                     totals.malformed += 1;
                     continue;
                 };
                 let offload = Offload::parse(header);
                 let segments = match offload.segmentation {
                     Segmentation::None => {
-                        let complete = offload.partial_checksum.map_or(Ok(()), |partial| complete_checksum(ip, partial));
+                        let complete =
+                            offload.partial_checksum.map_or(Ok(()), |partial| complete_checksum(ip, partial));
                         complete.ok().filter(|()| ip.len() <= self.inner_mtu_bytes).map(|()| None)
                     }
                     Segmentation::TcpV4 { segment_bytes } => Segmenter::new(ip, segment_bytes)
@@ -201,7 +203,12 @@ impl Outbound {
         Ok((totals, self.log.finish()))
     }
 
-    fn flush(&mut self, batch: &mut SendBatch, to: Option<SocketAddrV4>, totals: &mut OutboundTotals) -> io::Result<()> {
+    fn flush(
+        &mut self,
+        batch: &mut SendBatch,
+        to: Option<SocketAddrV4>,
+        totals: &mut OutboundTotals,
+    ) -> io::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }

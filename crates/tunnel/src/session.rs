@@ -28,7 +28,10 @@ pub const KEEPALIVE_INTERVAL_US: u64 = 5_000_000;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict<'a> {
     /// Write `inner` to the TUN device: the peer's datagram `uid`.
-    Deliver { uid: u64, inner: &'a [u8] },
+    Deliver {
+        uid: u64,
+        inner: &'a [u8],
+    },
     /// Send this control datagram back to where the datagram came from.
     Answer(Vec<u8>),
     /// The server welcomed this client.
@@ -92,8 +95,12 @@ impl Admission {
             }
             (Message::Welcome { .. }, Role::Client) if self.peer != Some(from) => Verdict::Ignore(Ignored::Stranger),
             (Message::Welcome { token }, Role::Client) if token == self.token => Verdict::Welcomed,
-            (Message::Hello { .. }, Role::Server) | (Message::Welcome { .. }, Role::Client) => Verdict::Ignore(Ignored::BadToken),
-            (Message::Hello { .. }, Role::Client) | (Message::Welcome { .. }, Role::Server) => Verdict::Ignore(Ignored::WrongRole),
+            (Message::Hello { .. }, Role::Server) | (Message::Welcome { .. }, Role::Client) => {
+                Verdict::Ignore(Ignored::BadToken)
+            }
+            (Message::Hello { .. }, Role::Client) | (Message::Welcome { .. }, Role::Server) => {
+                Verdict::Ignore(Ignored::WrongRole)
+            }
         }
     }
 }
@@ -103,7 +110,9 @@ impl Admission {
 pub enum Connecting {
     SendHello,
     /// Wait this long for an answer.
-    Wait { timeout_us: u64 },
+    Wait {
+        timeout_us: u64,
+    },
     GiveUp,
 }
 
@@ -125,9 +134,9 @@ impl Handshake {
             return Connecting::GiveUp;
         }
         match self.last_hello_us {
-            Some(last) if now_us < last + HELLO_INTERVAL_US => {
-                Connecting::Wait { timeout_us: (last + HELLO_INTERVAL_US - now_us).min(CONNECT_TIMEOUT_US - elapsed_us) }
-            }
+            Some(last) if now_us < last + HELLO_INTERVAL_US => Connecting::Wait {
+                timeout_us: (last + HELLO_INTERVAL_US - now_us).min(CONNECT_TIMEOUT_US - elapsed_us),
+            },
             _ => {
                 self.last_hello_us = Some(now_us);
                 Connecting::SendHello

@@ -20,8 +20,10 @@ pub struct UdpSocket {
 
 fn set_option(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: an int option of the right size.
-    check(unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), size_of::<libc::c_int>() as _) })
-        .map(|_| ())
+    check(unsafe {
+        libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), size_of::<libc::c_int>() as _)
+    })
+    .map(|_| ())
 }
 
 impl UdpSocket {
@@ -41,7 +43,9 @@ impl UdpSocket {
         set_option(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
         let sin = sockaddr(local);
         // SAFETY: a valid sockaddr_in.
-        check(unsafe { libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _) })?;
+        check(unsafe {
+            libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _)
+        })?;
         Ok(socket)
     }
 
@@ -49,8 +53,10 @@ impl UdpSocket {
     pub fn connect(&self, peer: SocketAddrV4) -> io::Result<()> {
         let sin = sockaddr(peer);
         // SAFETY: a valid sockaddr_in.
-        check(unsafe { libc::connect(self.fd(), (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _) })
-            .map(|_| ())
+        check(unsafe {
+            libc::connect(self.fd(), (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _)
+        })
+        .map(|_| ())
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
@@ -83,7 +89,14 @@ impl UdpSocket {
         let sin = sockaddr(to);
         // SAFETY: the buffer and address outlive the call.
         let n = unsafe {
-            libc::sendto(self.fd(), datagram.as_ptr().cast(), datagram.len(), 0, (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as _)
+            libc::sendto(
+                self.fd(),
+                datagram.as_ptr().cast(),
+                datagram.len(),
+                0,
+                (&sin as *const libc::sockaddr_in).cast(),
+                size_of::<libc::sockaddr_in>() as _,
+            )
         };
         check(n as libc::c_int).map(|_| ())
     }
@@ -130,7 +143,8 @@ impl RecvBatch {
     /// Receives what is queued, up to a batch, without waiting; the number received (0: none).
     pub fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         for i in 0..self.headers.len() {
-            self.iovecs[i] = libc::iovec { iov_base: self.buffers[i].as_mut_ptr().cast(), iov_len: self.buffers[i].len() };
+            self.iovecs[i] =
+                libc::iovec { iov_base: self.buffers[i].as_mut_ptr().cast(), iov_len: self.buffers[i].len() };
             let hdr = &mut self.headers[i].msg_hdr;
             hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_in).cast();
             hdr.msg_namelen = size_of::<libc::sockaddr_in>() as _;
@@ -142,7 +156,13 @@ impl RecvBatch {
         }
         // SAFETY: every header points into buffers owned by self, valid for the call.
         let n = unsafe {
-            libc::recvmmsg(socket.fd(), self.headers.as_mut_ptr(), self.headers.len() as _, libc::MSG_DONTWAIT, std::ptr::null_mut())
+            libc::recvmmsg(
+                socket.fd(),
+                self.headers.as_mut_ptr(),
+                self.headers.len() as _,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
         };
         if n < 0 {
             let err = io::Error::last_os_error();
@@ -264,7 +284,9 @@ impl SendBatch {
                 let err = io::Error::last_os_error();
                 match err.raw_os_error() {
                     Some(libc::EINTR) => continue,
-                    Some(libc::ECONNREFUSED | libc::ENOBUFS | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EMSGSIZE) => {
+                    Some(
+                        libc::ECONNREFUSED | libc::ENOBUFS | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EMSGSIZE,
+                    ) => {
                         refused += 1;
                         start += 1;
                     }

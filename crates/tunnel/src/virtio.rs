@@ -51,7 +51,8 @@ impl Offload {
 
     pub fn parse(header: &[u8; HEADER_BYTES]) -> Offload {
         let field = |i: usize| u16::from_ne_bytes([header[i], header[i + 1]]);
-        let partial_checksum = (header[0] & NEEDS_CSUM != 0).then(|| PartialChecksum { start: field(6), offset: field(8) });
+        let partial_checksum =
+            (header[0] & NEEDS_CSUM != 0).then(|| PartialChecksum { start: field(6), offset: field(8) });
         let segmentation = match header[1] & !GSO_ECN {
             GSO_NONE => Segmentation::None,
             GSO_TCPV4 => Segmentation::TcpV4 { segment_bytes: field(4) },
