@@ -20,6 +20,7 @@ pub mod copa;
 pub mod cubic;
 pub mod delay_profile;
 pub mod filter;
+pub mod flow;
 pub mod forecast;
 pub mod ledbat;
 pub mod link_loop;

@@ -2,7 +2,7 @@
 //! two sans-IO cores). It runs the harness's experiment — flows of crates/cc controllers through
 //! the instrumented tunnel over one emulated bottleneck (docs/harness.md) — with the emulator's
 //! link model (`pantheon_link::Path`, configured by pantheon-emu's own option code) and
-//! pantheon-udp's sender logic (`pantheon_transport::control`), in virtual time: deterministic,
+//! pantheon-udp's sender logic (`pantheon_cc::flow`, the send rule both drivers share), in virtual time: deterministic,
 //! single-threaded per run, and thousands of times faster than real time at modest rates.
 //!
 //! - [`scenario`]: the run (path, flows, runtime) and its validation;

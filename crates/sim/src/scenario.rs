@@ -58,7 +58,7 @@ impl FlowPlan {
         runtime_us: u64,
     ) -> Result<FlowPlan, String> {
         let name = format!("flow {number}");
-        pantheon_transport::controller::build(cc).map_err(|e| format!("{name} ({cc}): {e}"))?;
+        pantheon_cc::flow::controller::build(cc).map_err(|e| format!("{name} ({cc}): {e}"))?;
         let start_us = seconds(&format!("{name}: the start"), start_s, true)?;
         if start_us >= runtime_us {
             return Err(format!(

@@ -4,18 +4,18 @@
 //!
 //! ```text
 //!  flow i sender ─ tunnel ingress ─► uplink Path ─► tunnel egress ─ receiver (acknowledges at once)
-//!  (transport::control)  (1464+36 B)   (pantheon_link)                      │
+//!  (pantheon_cc::flow)   (1464+36 B)   (pantheon_link)                      │
 //!         ▲                                                                  ▼
 //!         └───── tunnel egress ◄── downlink Path ◄── tunnel ingress ◄── ack (60+36 B)
 //! ```
 //!
-//! - Each flow's sender is `pantheon_transport::control::Control`: the same controller
-//!   (`controller::build`, `mss_bytes=1464`), bookkeeping, pacer, timers and send rule as the
-//!   real sender (transport/src/sender.rs), told virtual time instead of reading a clock. Its
+//! - Each flow's sender is `pantheon_cc::flow::Flow`: the same controller
+//!   (`flow::controller::build`, `mss_bytes=1464`), bookkeeping, pacer, timers and send rule as
+//!   the real sender (transport/src/sender.rs), told virtual time instead of reading a clock. Its
 //!   clock starts at the flow's start, as the real sender's does.
 //! - Every data datagram is 1464 bytes inside the tunnel and 1500 on the path (docs/tunnel.md:
 //!   36 bytes of tunnel overhead); every acknowledgement is 60 inside (32 bytes of UDP payload,
-//!   transport/src/wire.rs) and 96 on the path. The tunnel's UIDs count per flow and direction;
+//!   crates/cc/src/flow/datagram.rs) and 96 on the path. The tunnel's UIDs count per flow and direction;
 //!   a data datagram's UID is its sequence number, as each data datagram is one tunnel datagram.
 //! - All flows share one uplink and one downlink `pantheon_link::Path`, built from the same
 //!   configuration and seeds (`PathPair::uplink_seed`) as pantheon-emu builds them.
@@ -36,17 +36,17 @@
 //! a send at t into a path with no delay is served at t by the next round. The order is fixed,
 //! so a run is a function of its scenario and seed alone.
 //!
-//! Time: µs (the link model's unit). The pacer counts ns on the flow's clock; a sender asked to
-//! wait until ns `d` is woken at µs ⌈d / 1000⌉, and the pacer, which schedules from due times
-//! rather than send times (transport/src/pacing.rs), keeps the mean rate exact across that
+//! Time: µs (the link model's unit). The flow's `Instant`s are ns on the flow's clock; a sender
+//! asked to wait until ns `d` is woken at µs ⌈d / 1000⌉, and the pacer, which schedules from due
+//! times rather than send times (crates/cc/src/flow/pacer.rs), keeps the mean rate exact across that
 //! rounding. Nothing is allocated per packet: the paths' and the bookkeeping's queues grow to
 //! their high-water marks and are reused.
 
 use std::collections::VecDeque;
 
+use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
+use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
 use pantheon_link::{Event, Path};
-use pantheon_transport::control::{Control, Verdict};
-use pantheon_transport::wire::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_tunnel::wire::OVERHEAD_BYTES;
 
 use crate::host::HostLatency;
@@ -97,7 +97,8 @@ struct Unread {
 }
 
 struct FlowState {
-    control: Control,
+    /// The sender's decisions, told the flow's own time (from `start_us`).
+    sender: Flow,
     start_us: u64,
     end_us: u64,
     /// When the sender must next run (`NEVER`: only an acknowledgement can wake it).
@@ -139,8 +140,10 @@ pub fn run<O: Observer>(scenario: &Scenario, observer: &mut O) -> Result<Totals,
     Ok(sim.totals)
 }
 
-fn wake_time_us(start_us: u64, deadline_ns: u64) -> u64 {
-    start_us.saturating_add(deadline_ns.div_ceil(NS_PER_US))
+/// The run's µs at which a flow started at `start_us` meets `deadline` on its own clock: the
+/// first whole µs not before it.
+fn wake_time_us(start_us: u64, deadline: Instant) -> u64 {
+    start_us.saturating_add(deadline.as_ns().div_ceil(NS_PER_US))
 }
 
 impl<'o, O: Observer> Simulation<'o, O> {
@@ -152,9 +155,7 @@ impl<'o, O: Observer> Simulation<'o, O> {
             .iter()
             .enumerate()
             .map(|(i, plan)| FlowState {
-                control: Control::new(
-                    pantheon_transport::controller::build(&plan.cc).expect("the scenario checked every spec"),
-                ),
+                sender: Flow::new(controller::build(&plan.cc).expect("the scenario checked every spec")),
                 start_us: plan.start_us,
                 end_us: plan.end_us,
                 wake_us: plan.start_us,
@@ -295,19 +296,18 @@ impl<'o, O: Observer> Simulation<'o, O> {
             flow.wake_us = NEVER;
             return;
         }
-        let now_us = t_us - flow.start_us;
-        let now_ns = now_us * NS_PER_US;
+        let now = Instant::from_us(t_us - flow.start_us);
         while let Some(ack) = flow.unread.front().copied().filter(|u| u.read_us <= t_us) {
             flow.unread.pop_front();
             // The receiver's clock is the run's: only its differences matter.
-            flow.control.on_ack(now_us, ack.seq, ack.peer_recv_us);
-            flow.control.detect_losses(now_us);
+            flow.sender.on_ack(now, ack.seq, ack.peer_recv_us);
+            flow.sender.detect_losses(now);
         }
-        flow.control.run_timers(now_us);
-        let send_at_ns = loop {
-            match flow.control.next_send(now_ns) {
+        flow.sender.run_timers(now);
+        let send_at = loop {
+            match flow.sender.next_send(now) {
                 Verdict::Send(permit) => {
-                    let seq = flow.control.next_seq();
+                    let seq = flow.sender.next_seq();
                     let packet = Packet {
                         flow: i as u32,
                         uid: seq,
@@ -320,16 +320,16 @@ impl<'o, O: Observer> Simulation<'o, O> {
                     observer.data_sent(i, seq, t_us);
                     observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);
                     uplink.push(t_us, packet, DATA_PATH_BYTES);
-                    flow.control.on_sent(now_ns, permit);
+                    flow.sender.on_sent(now, permit);
                     totals.events += 1;
                 }
-                Verdict::At(due_ns) => break Some(due_ns),
+                Verdict::At(due) => break Some(due),
                 Verdict::Closed => break None,
             }
         };
-        flow.wake_us = match flow.control.deadline_ns(now_us, send_at_ns) {
+        flow.wake_us = match flow.sender.deadline(now, send_at) {
             // Real time always moves on: a deadline already due is met a microsecond later.
-            Some(deadline_ns) => wake_time_us(flow.start_us, deadline_ns).max(t_us + 1),
+            Some(deadline) => wake_time_us(flow.start_us, deadline).max(t_us + 1),
             None => NEVER,
         };
         if let Some(ack) = flow.unread.front() {
@@ -354,8 +354,8 @@ mod tests {
 
     #[test]
     fn a_wait_in_nanoseconds_wakes_at_the_next_microsecond() {
-        assert_eq!(wake_time_us(1_000, 11_712), 1_012);
-        assert_eq!(wake_time_us(1_000, 12_000), 1_012);
-        assert_eq!(wake_time_us(0, 0), 0);
+        assert_eq!(wake_time_us(1_000, Instant::from_ns(11_712)), 1_012);
+        assert_eq!(wake_time_us(1_000, Instant::from_ns(12_000)), 1_012);
+        assert_eq!(wake_time_us(0, Instant::ZERO), 0);
     }
 }

@@ -73,7 +73,7 @@ fn a_bad_spec_is_the_registrys_one_line() {
     let scratch = Scratch::new("bad-spec");
     let out_dir = scratch.join("run");
     for spec in ["copa:delta=-1", "foo", "cubic:beta=2,beta=3"] {
-        let registry = pantheon_transport::controller::build(spec).err().expect("a bad spec").0;
+        let registry = pantheon_cc::flow::controller::build(spec).err().expect("a bad spec").0;
         let out = sim(&["run", "--out", out_dir.to_str().unwrap(), "--flow", "cubic", "--flow", spec]);
         assert_eq!(out.status.code(), Some(2), "{spec}");
         let stderr = String::from_utf8(out.stderr).unwrap();

@@ -8,13 +8,12 @@
 //! - [`wire`]: the data datagram (sequence number, send time, padding to 1464-byte IP packets,
 //!   the tunnel's inner MTU) and the acknowledgement (sequence number, echoed send time, the
 //!   receiver's receive time).
-//! - [`sender`]: the event loop: acknowledgements, timers and sends as [`control`] decides them,
-//!   sleeping with sub-millisecond precision ([`wait`]).
-//! - [`control`]: the sender's decisions, sans-IO (shared with the simulator): loss detection
-//!   (`pantheon_cc::Sender`), controller timers, window and pacing ([`pacing`]), probing a silent
-//!   path.
+//! - [`sender`]: the event loop: acknowledgements, timers and sends as `pantheon_cc::flow::Flow`
+//!   decides them, sleeping with sub-millisecond precision ([`wait`]). The decisions — loss
+//!   detection, controller timers, window and pacing, probing a silent path, the controller sized
+//!   for our datagrams (`pantheon_cc::flow::controller`) — are sans-IO in crates/cc, which the
+//!   simulator drives too.
 //! - [`receiver`]: acknowledges each datagram to its source; stateless.
-//! - [`controller`]: the controller a command line names, sized for our datagrams.
 //! - [`socket`], [`clock`], [`stop`], [`log`]: batched UDP I/O, CLOCK_MONOTONIC, SIGTERM/SIGINT,
 //!   the sender's per-acknowledgement log.
 //!
@@ -25,10 +24,7 @@
 //! loss event for the controller.
 
 pub mod clock;
-pub mod control;
-pub mod controller;
 pub mod log;
-pub mod pacing;
 pub mod receiver;
 pub mod sender;
 pub mod socket;

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pantheon_cc::flow::controller;
 use pantheon_netns::usage;
 use pantheon_transport::clock::process_cpu_s;
 use pantheon_transport::log::AckLog;
 use pantheon_transport::socket::UdpSocket;
 use pantheon_transport::stop::Stop;
-use pantheon_transport::{controller, receiver, sender};
+use pantheon_transport::{receiver, sender};
 
 const NAME: &str = "pantheon-udp";
 

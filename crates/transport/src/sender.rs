@@ -4,8 +4,8 @@
 //! controller's `on_sent`; every acknowledgement through `Sender::on_ack`, the controller's
 //! `on_ack`, then `Sender::detect_losses` (losses to the controller's `on_loss`); the controller's
 //! `on_timer` when its `wake_at_us` comes; `detect_losses` again when `loss_deadline_us` passes.
-//! Those decisions, the send rule and silence probing are sans-IO in control.rs, which the
-//! simulator drives too; this file adds the clock, the socket and the sleeping.
+//! Those decisions, the send rule and silence probing are sans-IO in `pantheon_cc::flow::Flow`,
+//! which the simulator drives too; this file adds the clock, the socket and the sleeping.
 //! Times are µs since the flow started (clock.rs: the simulator's flows also start at 0); sizes
 //! are 1464 bytes per datagram, the IP packet (wire.rs).
 //!
@@ -15,14 +15,14 @@
 //! 2. Run what is due: loss detection at the loss deadline, the controller's timer.
 //! 3. Send while the controller allows: a window alone lets a datagram go whenever
 //!    `inflight + 1464 ≤ cwnd` (ACK clocking, no pacing); a rate alone spaces datagrams by
-//!    `1464·8/rate` (pacing.rs); both, both. At most 32 datagrams go out between two looks at
+//!    `1464·8/rate` (crates/cc/src/flow/pacer.rs); both, both. At most 32 datagrams go out between two looks at
 //!    the acknowledgements, so that RTT samples stay fresh while a large window opens.
 //! 4. Sleep (wait.rs) until the earliest of: the next paced send, the controller's wake-up, the
 //!    loss deadline, the start of silence, an acknowledgement arriving, the socket accepting
 //!    datagrams again, or a stop request; the last 50 µs before a deadline are spun, not slept, unless datagrams
 //!    are paced closer together than that (wait.rs).
 //!
-//! Silence: when nothing has been acknowledged for `SILENCE_US` (control.rs) (the receiver is gone, or not
+//! Silence: when nothing has been acknowledged for `SILENCE_US` (crates/cc/src/flow) (the receiver is gone, or not
 //! there yet, or the path is cut), the sender stops following the controller and sends one
 //! datagram per `PROBE_INTERVAL_US`, each still told to the bookkeeping and the controller, until
 //! an acknowledgement comes back; then the controller is in charge again. A controller that paces
@@ -36,12 +36,12 @@
 use std::fmt;
 use std::io;
 
+use pantheon_cc::flow::pacer::gap_ns;
+use pantheon_cc::flow::{Flow, Instant, Permit, Verdict};
 use pantheon_cc::CongestionControl;
 
 use crate::clock::{tighten_timer_slack, FlowClock};
-use crate::control::{Control, Permit, Verdict};
 use crate::log::AckLog;
-use crate::pacing::gap_ns;
 use crate::socket::{is_unreachable, RecvBatch, UdpSocket};
 use crate::stop::Stop;
 use crate::wait::{spin_ns, wait, Ready};
@@ -89,17 +89,18 @@ impl fmt::Display for Totals {
     }
 }
 
-struct Flow {
+/// A `Flow` with what real time adds: the clock, the socket's buffers, the log.
+struct LiveFlow {
     clock: FlowClock,
-    /// The controller, the bookkeeping, pacing and silence: every decision (control.rs).
-    control: Control,
+    /// The controller, the bookkeeping, pacing and silence: every decision, sans-IO.
+    flow: Flow,
     datagram: Box<[u8; DATA_BYTES]>,
     acks: RecvBatch,
     log: Option<AckLog>,
     /// The socket's buffer is full: wait until it is writable.
     blocked: bool,
     /// No send before this time (the network was unreachable).
-    retry_at_ns: u64,
+    retry_at: Instant,
     /// Sends refused because the network was unreachable.
     unreachable: u64,
 }
@@ -114,27 +115,27 @@ pub fn run(
     report: &mut dyn FnMut(&Totals),
 ) -> io::Result<Totals> {
     tighten_timer_slack();
-    let mut flow = Flow {
+    let mut live = LiveFlow {
         clock: FlowClock::start(),
-        control: Control::new(cc),
+        flow: Flow::new(cc),
         datagram: Box::new([0; DATA_BYTES]),
         // A slot larger than an acknowledgement, so that a longer datagram shows as one.
         acks: RecvBatch::new(ACK_BATCH, 2 * ACK_BYTES),
         log,
         blocked: false,
-        retry_at_ns: 0,
+        retry_at: Instant::ZERO,
         unreachable: 0,
     };
-    let outcome = flow.run(socket, stop, report);
-    let log = flow.log.take().map(AckLog::finish);
+    let outcome = live.run(socket, stop, report);
+    let log = live.log.take().map(AckLog::finish);
     outcome?;
     log.transpose()?;
-    Ok(flow.totals())
+    Ok(live.totals())
 }
 
-impl Flow {
+impl LiveFlow {
     fn totals(&self) -> Totals {
-        let counts = self.control.counts();
+        let counts = self.flow.counts();
         Totals {
             sent: counts.sent,
             acked: counts.acked,
@@ -157,14 +158,18 @@ impl Flow {
             if ready.writable {
                 self.blocked = false;
             }
-            self.control.run_timers(self.clock.now_us());
-            let send_at_ns = self.send_due(socket)?;
-            let deadline_ns =
-                self.control.deadline_ns(self.clock.now_us(), send_at_ns).map(|t| self.clock.to_monotonic_ns(t));
-            let gap_ns = self.control.decision().pacing_rate_bps.map(|rate_bps| gap_ns(PACKET_BYTES, rate_bps));
+            self.flow.run_timers(self.now());
+            let send_at = self.send_due(socket)?;
+            let deadline_ns = self.flow.deadline(self.now(), send_at).map(|t| self.clock.to_monotonic_ns(t.as_ns()));
+            let gap_ns = self.flow.decision().pacing_rate_bps.map(|rate_bps| gap_ns(PACKET_BYTES, rate_bps));
             ready = wait(socket.fd(), self.blocked, stop.fd(), deadline_ns, spin_ns(gap_ns))?;
         }
         Ok(())
+    }
+
+    /// The flow's clock, read now.
+    fn now(&self) -> Instant {
+        Instant::from_ns(self.clock.now_ns())
     }
 
     fn drain_acks(&mut self, socket: &UdpSocket) -> io::Result<()> {
@@ -173,17 +178,17 @@ impl Flow {
             if n == 0 {
                 return Ok(());
             }
-            let now_us = self.clock.now_us();
+            let now = self.now();
             for i in 0..n {
                 let Some(ack) = Ack::decode(self.acks.bytes(i)).filter(|_| self.acks.len(i) == ACK_BYTES) else {
                     continue;
                 };
-                if let Some(acked) = self.control.on_ack(now_us, ack.seq, ack.recv_us) {
+                if let Some(acked) = self.flow.on_ack(now, ack.seq, ack.recv_us) {
                     if let Some(log) = self.log.as_mut() {
-                        log.ack(&acked, &self.control.decision())?;
+                        log.ack(&acked, &self.flow.decision())?;
                     }
                 }
-                self.control.detect_losses(now_us);
+                self.flow.detect_losses(now);
             }
             if n < ACK_BATCH {
                 return Ok(());
@@ -193,31 +198,31 @@ impl Flow {
 
     /// Sends what is allowed now. Returns when a send may next be due on the clock alone
     /// (`None`: only an acknowledgement, a loss, a timer or the socket can allow one).
-    fn send_due(&mut self, socket: &UdpSocket) -> io::Result<Option<u64>> {
+    fn send_due(&mut self, socket: &UdpSocket) -> io::Result<Option<Instant>> {
         for _ in 0..SEND_BURST {
             if self.blocked {
                 return Ok(None);
             }
-            let now_ns = self.clock.now_ns();
-            if now_ns < self.retry_at_ns {
-                return Ok(Some(self.retry_at_ns));
+            let now = self.now();
+            if now < self.retry_at {
+                return Ok(Some(self.retry_at));
             }
-            match self.control.next_send(now_ns) {
-                Verdict::Send(permit) => self.transmit(socket, now_ns, permit)?,
-                Verdict::At(due_ns) => return Ok(Some(due_ns)),
+            match self.flow.next_send(now) {
+                Verdict::Send(permit) => self.transmit(socket, now, permit)?,
+                Verdict::At(due) => return Ok(Some(due)),
                 Verdict::Closed => return Ok(None),
             }
         }
         // The burst is over, not the window: come straight back after a look at the acknowledgements.
-        Ok(Some(0))
+        Ok(Some(Instant::ZERO))
     }
 
     /// Sends the next datagram; if the socket does not take it, nothing is recorded.
-    fn transmit(&mut self, socket: &UdpSocket, now_ns: u64, permit: Permit) -> io::Result<()> {
-        Data { seq: self.control.next_seq(), send_us: now_ns / 1000 }.encode(&mut self.datagram);
+    fn transmit(&mut self, socket: &UdpSocket, now: Instant, permit: Permit) -> io::Result<()> {
+        Data { seq: self.flow.next_seq(), send_us: now.as_us() }.encode(&mut self.datagram);
         match socket.send(&self.datagram[..]) {
             Ok(()) => {
-                self.control.on_sent(now_ns, permit);
+                self.flow.on_sent(now, permit);
                 Ok(())
             }
             Err(err) => match err.kind() {
@@ -230,7 +235,7 @@ impl Flow {
                 io::ErrorKind::ConnectionRefused | io::ErrorKind::Interrupted => Ok(()),
                 _ if is_unreachable(&err) => {
                     self.unreachable += 1;
-                    self.retry_at_ns = now_ns + UNREACHABLE_RETRY_NS;
+                    self.retry_at = Instant::from_ns(now.as_ns() + UNREACHABLE_RETRY_NS);
                     Ok(())
                 }
                 _ => Err(err),

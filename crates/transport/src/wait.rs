@@ -92,8 +92,8 @@ mod tests {
     #[test]
     fn datagrams_due_closer_than_the_spin_are_slept_for() {
         // 12 Mbit/s: one datagram per ms, spin the last 50 µs; 1 Gbit/s: one per 11.7 µs, sleep.
-        assert_eq!(spin_ns(Some(crate::pacing::gap_ns(1464, 12_000_000))), SPIN_NS);
-        assert_eq!(spin_ns(Some(crate::pacing::gap_ns(1464, 1_000_000_000))), 0);
+        assert_eq!(spin_ns(Some(pantheon_cc::flow::pacer::gap_ns(1464, 12_000_000))), SPIN_NS);
+        assert_eq!(spin_ns(Some(pantheon_cc::flow::pacer::gap_ns(1464, 1_000_000_000))), 0);
         assert_eq!(spin_ns(None), SPIN_NS);
         assert_eq!(sleep_ns(Some(10_000), 0), Some(10_000));
     }

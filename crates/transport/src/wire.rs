@@ -3,8 +3,8 @@
 //!
 //! Every data datagram is the same size: an IP packet of 1464 bytes, the tunnel's inner MTU
 //! (docs/tunnel.md), so a UDP payload of 1464 − 20 (IPv4 header, RFC 791) − 8 (UDP header,
-//! RFC 768) = 1436 bytes. The controller counts each as 1464 bytes, the IP datagram, as the link
-//! model counts packets (crates/cc/src/lib.rs: "sizes are bytes as the driver counts them").
+//! RFC 768) = 1436 bytes. The sizes are the flow's (`pantheon_cc::flow::datagram`, which the
+//! simulator counts without building datagrams); this file is their byte layout.
 //!
 //! Byte layout, integers big-endian (network order):
 //!
@@ -30,15 +30,14 @@ pub const VERSION: u8 = 1;
 const KIND_DATA: u8 = 1;
 const KIND_ACK: u8 = 2;
 
-/// IPv4 header (RFC 791, no options) plus UDP header (RFC 768).
-pub const IP_UDP_HEADER_BYTES: usize = 20 + 8;
-/// Every data datagram as an IP packet: the tunnel's inner MTU. This is what the controller counts.
-pub const PACKET_BYTES: u64 = 1464;
+pub use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
+
 /// The UDP payload of a data datagram.
 pub const DATA_BYTES: usize = PACKET_BYTES as usize - IP_UDP_HEADER_BYTES;
 /// The header every datagram starts with, and all a data datagram carries besides padding.
 pub const HEADER_BYTES: usize = 24;
-pub const ACK_BYTES: usize = 32;
+/// An acknowledgement is the header and the receive time, nothing more.
+const _: () = assert!(ACK_BYTES == HEADER_BYTES + 8);
 
 /// A data datagram's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,11 @@
-//! The controller a command line names (`--cc copa:delta=0.1`), built by the registry of crates/cc
-//! (`pantheon_cc::build`) and told this transport's packet size: unless the spec sets `mss_bytes`
+//! The controller a flow runs, as a command line names it (`--cc copa:delta=0.1`, `--flow copa`):
+//! built by the registry (`crate::build`) and told the flow's packet size: unless the spec sets `mss_bytes`
 //! itself, it gets `mss_bytes=1464`, so that "a packet" in the algorithm's arithmetic — Vegas's
 //! α and β, Copa's 1/δ queued packets, every initial and minimum window — is exactly one of our
 //! datagrams rather than the registry's default of 1500 bytes.
 
-use pantheon_cc::{CongestionControl, SpecError};
-
-use crate::wire::PACKET_BYTES;
+use super::datagram::PACKET_BYTES;
+use crate::{CongestionControl, SpecError};
 
 /// `spec` with `mss_bytes` set to the datagram size if it does not set it.
 pub fn with_packet_size(spec: &str) -> String {
@@ -22,7 +21,7 @@ pub fn with_packet_size(spec: &str) -> String {
 
 /// The controller `spec` names, for 1464-byte datagrams; the registry's one-line error otherwise.
 pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError> {
-    pantheon_cc::build(&with_packet_size(spec))
+    crate::build(&with_packet_size(spec))
 }
 
 #[cfg(test)]
@@ -39,7 +38,7 @@ mod tests {
 
     #[test]
     fn every_registered_controller_takes_the_packet_size() {
-        for &name in pantheon_cc::KNOWN {
+        for &name in crate::KNOWN {
             assert_eq!(build(name).map(|cc| cc.name()), Ok(name));
         }
     }

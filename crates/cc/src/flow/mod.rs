@@ -1,27 +1,37 @@
-//! What the sender decides, sans-IO: the part of the sender's loop (sender.rs) that involves no
-//! clock and no socket, shared with the simulator (crates/sim), so that a flow follows the same
-//! rules in real and in virtual time. It owns the controller, the bookkeeping
-//! (`pantheon_cc::Sender`), the pacer and the silence probing, and is told the time:
+//! A flow's send rule, sans-IO: what a sender decides without a clock or a socket, driven by the
+//! UDP transport (pantheon-udp, real time) and the simulator (pantheon-sim, virtual time) alike,
+//! so that a flow follows the same rules in both — and a controller added to crates/cc runs in both
+//! drivers with nothing else to write. A `Flow` owns the controller, the bookkeeping of sent
+//! packets (`crate::SentPackets`), the pacer and the silence probing, and is told the time:
 //!
-//! - `on_ack` / `detect_losses`: an acknowledgement, then loss detection (crates/cc sender.rs);
+//! - `on_ack` / `detect_losses`: an acknowledgement, then loss detection (sent_packets.rs);
 //! - `run_timers`: loss detection at its deadline, the controller's `on_timer` at its `wake_at_us`
 //!   (each wake-up time delivered once, so a stale `wake_at_us` is not repeated);
 //! - `next_send`: the send rule. With a window, a datagram may go when `inflight + 1464 ≤ cwnd`
-//!   (ACK clocking); with a pacing rate, when the pacer (pacing.rs) says it is due; with both,
+//!   (ACK clocking); with a pacing rate, when the pacer (pacer.rs) says it is due; with both,
 //!   when both allow. After `SILENCE_US` without any acknowledgement the controller is set aside
-//!   and one probe goes per `PROBE_INTERVAL_US` until an acknowledgement comes back (sender.rs
-//!   says why);
+//!   and one probe goes per `PROBE_INTERVAL_US` until an acknowledgement comes back (a controller
+//!   that paces from a bandwidth estimate, BBR, would otherwise send at full rate into a dead path
+//!   forever: without acknowledgements its estimate never ages);
 //! - `on_sent`: the driver sent the datagram the verdict allowed;
-//! - `deadline_ns`: the earliest time anything above is next due.
+//! - `deadline`: the earliest time anything above is next due.
 //!
-//! Times: the controller's and the bookkeeping's are microseconds on the flow's clock (from its
-//! start); pacing's are nanoseconds on the same clock (pacing.rs says why). Every datagram is
-//! `PACKET_BYTES` (wire.rs).
+//! Times are `Instant`s on the flow's clock, from its start (instant.rs says why a type rather
+//! than a suffix): the controller and the bookkeeping read them in µs, the pacer in ns. The one
+//! exception is the receiver's receive time, `peer_recv_us`, which is on another clock and only
+//! passed through. Every datagram is `PACKET_BYTES` (datagram.rs); `controller` builds the
+//! controller sized for it.
 
-use pantheon_cc::{Acked, CongestionControl, Decision, Sender, Sent};
+pub mod controller;
+pub mod datagram;
+pub mod instant;
+pub mod pacer;
 
-use crate::pacing::Pacer;
-use crate::wire::PACKET_BYTES;
+pub use instant::Instant;
+
+use self::datagram::PACKET_BYTES;
+use self::pacer::Pacer;
+use crate::{Acked, CongestionControl, Decision, Sender, Sent};
 
 /// No acknowledgement for this long and the path counts as silent.
 pub const SILENCE_US: u64 = 1_000_000;
@@ -33,8 +43,8 @@ pub const PROBE_INTERVAL_US: u64 = 100_000;
 pub enum Verdict {
     /// Send one datagram now, then hand the permit to `on_sent`.
     Send(Permit),
-    /// Nothing before this time (ns on the flow's clock), on the clock alone.
-    At(u64),
+    /// Nothing before this time, on the clock alone.
+    At(Instant),
     /// The window is full: only an acknowledgement, a loss or a timer can open it.
     Closed,
 }
@@ -58,21 +68,25 @@ pub struct Counts {
     pub late_acks: u64,
 }
 
-pub struct Control {
+/// One flow's sender, less the clock and the socket.
+pub struct Flow {
+    /// The congestion controller, told every event.
     cc: Box<dyn CongestionControl + Send>,
+    /// Packets in flight, RTT, loss detection and delivery-rate samples.
     book: Sender,
     pacer: Pacer,
     /// When the last acknowledgement arrived (the flow's start, before the first), µs.
     last_ack_us: u64,
+    /// When the next silence probe may go, µs.
     next_probe_us: u64,
     /// The controller wake-up already delivered, µs.
     timer_fired_us: Option<u64>,
     counts: Counts,
 }
 
-impl Control {
-    pub fn new(cc: Box<dyn CongestionControl + Send>) -> Control {
-        Control {
+impl Flow {
+    pub fn new(cc: Box<dyn CongestionControl + Send>) -> Flow {
+        Flow {
             cc,
             book: Sender::new(),
             pacer: Pacer::default(),
@@ -96,10 +110,11 @@ impl Control {
         self.counts.sent
     }
 
-    /// An acknowledgement of `seq` arrived at `now_us`; the receiver got the datagram at
+    /// An acknowledgement of `seq` arrived at `now`; the receiver got the datagram at
     /// `peer_recv_us` on its own clock. The event the controller was given, or `None` for a late
     /// acknowledgement. Call `detect_losses` after it.
-    pub fn on_ack(&mut self, now_us: u64, seq: u64, peer_recv_us: u64) -> Option<Acked> {
+    pub fn on_ack(&mut self, now: Instant, seq: u64, peer_recv_us: u64) -> Option<Acked> {
+        let now_us = now.as_us();
         self.last_ack_us = now_us;
         match self.book.on_ack(now_us, seq, peer_recv_us) {
             Some(acked) => {
@@ -114,18 +129,19 @@ impl Control {
         }
     }
 
-    pub fn detect_losses(&mut self, now_us: u64) {
-        let Control { book, cc, counts, .. } = self;
-        book.detect_losses(now_us, &mut |lost| {
+    pub fn detect_losses(&mut self, now: Instant) {
+        let Flow { book, cc, counts, .. } = self;
+        book.detect_losses(now.as_us(), &mut |lost| {
             cc.on_loss(lost);
             counts.lost += 1;
         });
     }
 
-    /// Runs what is due by `now_us`: loss detection at its deadline, the controller's timer.
-    pub fn run_timers(&mut self, now_us: u64) {
+    /// Runs what is due by `now`: loss detection at its deadline, the controller's timer.
+    pub fn run_timers(&mut self, now: Instant) {
+        let now_us = now.as_us();
         if self.book.loss_deadline_us().is_some_and(|t| t <= now_us) {
-            self.detect_losses(now_us);
+            self.detect_losses(now);
         }
         if let Some(wake_us) = self.pending_wake_us() {
             if wake_us <= now_us {
@@ -143,12 +159,12 @@ impl Control {
         now_us >= self.last_ack_us + SILENCE_US
     }
 
-    /// The send rule at `now_ns`.
-    pub fn next_send(&self, now_ns: u64) -> Verdict {
-        let now_us = now_ns / 1000;
+    /// The send rule at `now`.
+    pub fn next_send(&self, now: Instant) -> Verdict {
+        let now_us = now.as_us();
         if self.silent(now_us) {
             if now_us < self.next_probe_us {
-                return Verdict::At(self.next_probe_us * 1000);
+                return Verdict::At(Instant::from_us(self.next_probe_us));
             }
             return Verdict::Send(Permit { pacing_rate_bps: None, probe: true });
         }
@@ -157,21 +173,21 @@ impl Control {
             return Verdict::Closed;
         }
         if let Some(rate_bps) = decision.pacing_rate_bps {
-            let due_ns = self.pacer.next_due_ns(rate_bps);
-            if due_ns > now_ns {
-                return Verdict::At(due_ns);
+            let due = self.pacer.next_due(rate_bps);
+            if due > now {
+                return Verdict::At(due);
             }
         }
         Verdict::Send(Permit { pacing_rate_bps: decision.pacing_rate_bps, probe: false })
     }
 
-    /// The datagram `next_seq` left at `now_ns` under `permit`.
-    pub fn on_sent(&mut self, now_ns: u64, permit: Permit) -> Sent {
-        let now_us = now_ns / 1000;
+    /// The datagram `next_seq` left at `now` under `permit`.
+    pub fn on_sent(&mut self, now: Instant, permit: Permit) -> Sent {
+        let now_us = now.as_us();
         let sent = self.book.on_sent(now_us, PACKET_BYTES);
         debug_assert_eq!(sent.seq, self.counts.sent, "the bookkeeping numbers datagrams from 0 as the wire does");
         self.cc.on_sent(&sent);
-        self.pacer.on_sent(now_ns, PACKET_BYTES, permit.pacing_rate_bps);
+        self.pacer.on_sent(now, PACKET_BYTES, permit.pacing_rate_bps);
         if permit.probe {
             self.next_probe_us = now_us + PROBE_INTERVAL_US;
         }
@@ -179,15 +195,15 @@ impl Control {
         sent
     }
 
-    /// The earliest time something is due (ns on the flow's clock): the send `send_at_ns` the
-    /// last verdict named, the loss deadline, the controller's wake-up, or the start of silence.
-    pub fn deadline_ns(&self, now_us: u64, send_at_ns: Option<u64>) -> Option<u64> {
-        let silence_us = (!self.silent(now_us)).then_some(self.last_ack_us + SILENCE_US);
+    /// The earliest time something is due: the send `send_at` the last verdict named, the loss
+    /// deadline, the controller's wake-up, or the start of silence.
+    pub fn deadline(&self, now: Instant, send_at: Option<Instant>) -> Option<Instant> {
+        let silence_us = (!self.silent(now.as_us())).then_some(self.last_ack_us + SILENCE_US);
         [
-            send_at_ns,
-            self.book.loss_deadline_us().map(|t| t * 1000),
-            self.pending_wake_us().map(|t| t * 1000),
-            silence_us.map(|t| t * 1000),
+            send_at,
+            self.book.loss_deadline_us().map(Instant::from_us),
+            self.pending_wake_us().map(Instant::from_us),
+            silence_us.map(Instant::from_us),
         ]
         .into_iter()
         .flatten()
@@ -199,14 +215,14 @@ impl Control {
 mod tests {
     use super::*;
 
-    fn control(spec: &str) -> Control {
-        Control::new(crate::controller::build(spec).unwrap())
+    fn flow(spec: &str) -> Flow {
+        Flow::new(controller::build(spec).unwrap())
     }
 
-    fn send_all(c: &mut Control, now_ns: u64) -> u64 {
+    fn send_all(f: &mut Flow, now: Instant) -> u64 {
         let mut n = 0;
-        while let Verdict::Send(permit) = c.next_send(now_ns) {
-            c.on_sent(now_ns, permit);
+        while let Verdict::Send(permit) = f.next_send(now) {
+            f.on_sent(now, permit);
             n += 1;
         }
         n
@@ -215,38 +231,40 @@ mod tests {
     #[test]
     fn a_window_lets_out_whole_datagrams_only() {
         // Cubic starts with IW10 of 1464-byte datagrams: 14 640 bytes, exactly ten datagrams.
-        let mut c = control("cubic");
-        assert_eq!(send_all(&mut c, 0), 10);
-        assert_eq!(c.next_send(0), Verdict::Closed);
+        let mut f = flow("cubic");
+        assert_eq!(send_all(&mut f, Instant::ZERO), 10);
+        assert_eq!(f.next_send(Instant::ZERO), Verdict::Closed);
         // One acknowledgement frees one datagram's room (and slow start adds another).
-        c.on_ack(20_000, 0, 20_000);
-        c.detect_losses(20_000);
-        assert_eq!(send_all(&mut c, 20_000_000), 2);
+        let t = Instant::from_us(20_000);
+        f.on_ack(t, 0, 20_000);
+        f.detect_losses(t);
+        assert_eq!(send_all(&mut f, Instant::from_ns(20_000_000)), 2);
     }
 
     #[test]
     fn a_silent_path_gets_one_probe_per_interval() {
-        let mut c = control("cubic");
-        send_all(&mut c, 0);
+        let mut f = flow("cubic");
+        send_all(&mut f, Instant::ZERO);
         // Nothing acknowledged: silence starts at 1 s; then one probe per 100 ms.
         // The first RTO (1 s before any RTT sample) falls at the same instant.
-        assert_eq!(c.deadline_ns(0, None), Some(SILENCE_US * 1000));
-        let at_ns = SILENCE_US * 1000;
-        c.run_timers(SILENCE_US);
-        assert_eq!(send_all(&mut c, at_ns), 1);
-        assert_eq!(c.next_send(at_ns), Verdict::At(at_ns + PROBE_INTERVAL_US * 1000));
+        let at = Instant::from_us(SILENCE_US);
+        assert_eq!(f.deadline(Instant::ZERO, None), Some(at));
+        f.run_timers(at);
+        assert_eq!(send_all(&mut f, at), 1);
+        let next_probe = Instant::from_us(SILENCE_US + PROBE_INTERVAL_US);
+        assert_eq!(f.next_send(at), Verdict::At(next_probe));
         // An acknowledgement gives the controller back its say.
-        c.on_ack(SILENCE_US + 10, 10, 0);
-        assert_ne!(c.next_send(at_ns + 10_000), Verdict::At(at_ns + PROBE_INTERVAL_US * 1000));
+        f.on_ack(Instant::from_us(SILENCE_US + 10), 10, 0);
+        assert_ne!(f.next_send(Instant::from_us(SILENCE_US + 10)), Verdict::At(next_probe));
     }
 
     #[test]
     fn a_pacing_rate_spaces_datagrams() {
         // BBR paces from the start: its second datagram is due one gap after the first.
-        let mut c = control("bbr");
-        let Verdict::Send(permit) = c.next_send(0) else { panic!("bbr sends at once") };
-        c.on_sent(0, permit);
-        let rate = c.decision().pacing_rate_bps.expect("bbr paces");
-        assert_eq!(c.next_send(0), Verdict::At(crate::pacing::gap_ns(PACKET_BYTES, rate)));
+        let mut f = flow("bbr");
+        let Verdict::Send(permit) = f.next_send(Instant::ZERO) else { panic!("bbr sends at once") };
+        f.on_sent(Instant::ZERO, permit);
+        let rate = f.decision().pacing_rate_bps.expect("bbr paces");
+        assert_eq!(f.next_send(Instant::ZERO), Verdict::At(Instant::from_ns(pacer::gap_ns(PACKET_BYTES, rate))));
     }
 }

@@ -10,7 +10,9 @@
 //! `MAX_LAG_NS` behind the real clock, which bounds the burst that catching up can make after an
 //! idle spell (8 packets at 1 Gbit/s, none at 12 Mbit/s).
 //!
-//! Times are nanoseconds: see clock.rs for why.
+//! Times are `Instant`s (instant.rs: nanoseconds, because a gap at 1 Gbit/s is 11.712 µs).
+
+use super::Instant;
 
 /// How far the pacing clock may trail the real clock: the largest wake-up lateness it makes up.
 pub const MAX_LAG_NS: u64 = 100_000;
@@ -20,23 +22,27 @@ pub fn gap_ns(bytes: u64, rate_bps: u64) -> u64 {
     (bytes as u128 * 8 * 1_000_000_000 / rate_bps.max(1) as u128).min(u64::MAX as u128) as u64
 }
 
+/// The pacing clock of one flow.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pacer {
-    /// When the last packet was due (the pacing clock); `None` before the first packet.
+    /// When the last packet was due (the pacing clock), ns on the flow's clock; `None` before the
+    /// first packet.
     last_due_ns: Option<u64>,
+    /// Size of the last packet sent, bytes: the next gap is its transmission time.
     last_bytes: u64,
 }
 
 impl Pacer {
     /// When the next packet may leave at `rate_bps`.
-    pub fn next_due_ns(&self, rate_bps: u64) -> u64 {
-        self.last_due_ns.map_or(0, |due| due.saturating_add(gap_ns(self.last_bytes, rate_bps)))
+    pub fn next_due(&self, rate_bps: u64) -> Instant {
+        Instant::from_ns(self.last_due_ns.map_or(0, |due| due.saturating_add(gap_ns(self.last_bytes, rate_bps))))
     }
 
-    /// A packet of `bytes` left at `now_ns`; `rate_bps` is the pacing rate it was sent under, if any.
-    pub fn on_sent(&mut self, now_ns: u64, bytes: u64, rate_bps: Option<u64>) {
+    /// A packet of `bytes` left at `now`; `rate_bps` is the pacing rate it was sent under, if any.
+    pub fn on_sent(&mut self, now: Instant, bytes: u64, rate_bps: Option<u64>) {
+        let now_ns = now.as_ns();
         let due_ns = match (rate_bps, self.last_due_ns) {
-            (Some(rate), Some(_)) => self.next_due_ns(rate),
+            (Some(rate), Some(_)) => self.next_due(rate).as_ns(),
             // The first packet, or one sent without pacing, starts the clock where it is sent.
             _ => now_ns,
         };
@@ -62,11 +68,11 @@ mod tests {
     #[test]
     fn on_time_packets_are_spaced_by_one_gap() {
         let mut pacer = Pacer::default();
-        assert_eq!(pacer.next_due_ns(12_000_000), 0);
+        assert_eq!(pacer.next_due(12_000_000).as_ns(), 0);
         let mut now_ns = 5_000_000;
         for _ in 0..10 {
-            pacer.on_sent(now_ns, PACKET, Some(12_000_000));
-            let next_ns = pacer.next_due_ns(12_000_000);
+            pacer.on_sent(Instant::from_ns(now_ns), PACKET, Some(12_000_000));
+            let next_ns = pacer.next_due(12_000_000).as_ns();
             assert_eq!(next_ns, now_ns + 976_000);
             now_ns = next_ns;
         }
@@ -76,24 +82,24 @@ mod tests {
     fn a_late_packet_keeps_the_schedule() {
         let rate = 1_000_000_000;
         let mut pacer = Pacer::default();
-        pacer.on_sent(1_000_000, PACKET, Some(rate));
+        pacer.on_sent(Instant::from_ns(1_000_000), PACKET, Some(rate));
         // Due at 1 011 712 ns, sent 30 µs late: the next is due one gap after the due time, so
         // the two leave 11.712 µs apart on average.
-        pacer.on_sent(1_041_712, PACKET, Some(rate));
-        assert_eq!(pacer.next_due_ns(rate), 1_000_000 + 2 * 11_712);
+        pacer.on_sent(Instant::from_ns(1_041_712), PACKET, Some(rate));
+        assert_eq!(pacer.next_due(rate).as_ns(), 1_000_000 + 2 * 11_712);
     }
 
     #[test]
     fn catching_up_after_idle_is_bounded() {
         let rate = 1_000_000_000;
         let mut pacer = Pacer::default();
-        pacer.on_sent(0, PACKET, Some(rate));
+        pacer.on_sent(Instant::from_ns(0), PACKET, Some(rate));
         // One second idle: the clock restarts MAX_LAG_NS behind, so back-to-back sends are
         // allowed only until it has caught up: floor(100 µs / 11.712 µs) + 1 = 9 packets.
         let now_ns = 1_000_000_000;
         let mut burst = 0;
-        while pacer.next_due_ns(rate) <= now_ns {
-            pacer.on_sent(now_ns, PACKET, Some(rate));
+        while pacer.next_due(rate).as_ns() <= now_ns {
+            pacer.on_sent(Instant::from_ns(now_ns), PACKET, Some(rate));
             burst += 1;
         }
         assert_eq!(burst, 9);
@@ -102,15 +108,15 @@ mod tests {
     #[test]
     fn a_rate_change_applies_to_the_next_gap() {
         let mut pacer = Pacer::default();
-        pacer.on_sent(0, PACKET, Some(1_000_000));
-        assert_eq!(pacer.next_due_ns(1_000_000), 11_712_000);
-        assert_eq!(pacer.next_due_ns(2_000_000), 5_856_000);
+        pacer.on_sent(Instant::from_ns(0), PACKET, Some(1_000_000));
+        assert_eq!(pacer.next_due(1_000_000).as_ns(), 11_712_000);
+        assert_eq!(pacer.next_due(2_000_000).as_ns(), 5_856_000);
     }
 
     #[test]
     fn without_a_rate_the_clock_follows_the_sends() {
         let mut pacer = Pacer::default();
-        pacer.on_sent(7_000, PACKET, None);
-        assert_eq!(pacer.next_due_ns(1_000_000_000), 7_000 + 11_712);
+        pacer.on_sent(Instant::from_ns(7_000), PACKET, None);
+        assert_eq!(pacer.next_due(1_000_000_000).as_ns(), 7_000 + 11_712);
     }
 }
