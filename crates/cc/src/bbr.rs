@@ -44,7 +44,7 @@
 //! 4-packet window keeps coming).
 
 use crate::filter::{Buckets, Extremum};
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 /// §4.3.2: 2/ln 2, the smallest gain that doubles the sending rate every round trip.

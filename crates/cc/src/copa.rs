@@ -54,7 +54,7 @@
 //! Driver: window and pacing rate (once an RTT has been measured); no timer.
 
 use crate::filter::{Buckets, Extremum, SlidingMin};
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{
     rate_bps, Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES,
 };

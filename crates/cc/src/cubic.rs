@@ -32,7 +32,7 @@
 //!
 //! Driver: window only (no pacing rate, no timer).
 
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 /// RFC 9438: C = 0.4 (segments per second cubed).

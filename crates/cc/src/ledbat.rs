@@ -38,7 +38,7 @@
 //! Driver: window only (no pacing rate, no timer).
 
 use crate::filter::{Buckets, Extremum};
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 
 /// §2.5 BASE_HISTORY: minutes of per-minute base delay minima kept.

@@ -14,30 +14,28 @@
 //! (the simulator and the transport count IP datagram bytes, as the link model does); rates are
 //! bits per second (`*_bps`).
 
-pub mod allegro;
 pub mod bbr;
 pub mod copa;
 pub mod cubic;
-pub mod delay_profile;
 pub mod filter;
 pub mod flow;
-pub mod forecast;
 pub mod ledbat;
 pub mod link_loop;
-pub mod monitor;
+pub mod params;
+pub mod pcc;
+pub mod registry;
 pub mod reno;
 pub mod scream;
 pub mod sender;
-pub mod spec;
 pub mod sprout;
 #[cfg(test)]
 mod test_path;
 pub mod vegas;
 pub mod verus;
-pub mod vivace;
 
+pub use params::SpecError;
+pub use registry::{build, KNOWN};
 pub use sender::Sender;
-pub use spec::{build, SpecError, KNOWN};
 
 /// The packet size every algorithm assumes unless configured otherwise: one 1500-byte delivery
 /// opportunity of the link model (Mahimahi's MTU), so "a packet" means the same thing to the
@@ -136,7 +134,7 @@ pub struct Decision {
 /// One flow's congestion controller. The driver calls the `on_*` methods in time order with
 /// non-decreasing `now_us`, and reads `decision` after each call.
 pub trait CongestionControl {
-    /// The registry name (`spec::KNOWN`).
+    /// The registry name (`registry::KNOWN`).
     fn name(&self) -> &'static str;
     fn on_sent(&mut self, e: &Sent);
     fn on_ack(&mut self, e: &Acked);

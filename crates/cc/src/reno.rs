@@ -28,7 +28,7 @@
 //!
 //! Driver: window only (no pacing rate, no timer): the driver sends whenever the window allows.
 
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

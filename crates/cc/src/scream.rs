@@ -101,7 +101,7 @@
 //! Driver: window (the send window) and pacing rate, and a timer for the 200 ms rate control.
 
 use crate::filter::{Buckets, Extremum};
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 
 /// §4.1.1.1 QDELAY_TARGET_HI, s.

@@ -44,7 +44,7 @@
 //!
 //! Driver: window only (no pacing rate, no timer).
 
-use crate::spec::{Params, SpecError};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq)]

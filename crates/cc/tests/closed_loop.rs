@@ -149,7 +149,7 @@ fn every_controller_uses_at_least_70_percent_of_a_faster_longer_path() {
     // SCReAM too: RFC 8298's media rate ramps at most 200 kbit/s per second (scream.rs tests
     // its ramp-limited ~8% here).
     // Sprout too: its rate model tops out at 1000 packets/s (12 Mbit/s) and its window at
-    // ~100 ms of forecast deliveries, a quarter of this BDP (sprout.rs tests both regimes).
+    // ~100 ms of forecast deliveries, a quarter of this BDP (sprout/mod.rs tests both regimes).
     for spec in pantheon_cc::KNOWN.iter().copied().filter(|&name| !["ledbat", "scream", "sprout"].contains(&name)) {
         let o = run(spec, &s);
         assert!(o.utilization >= 0.7, "{spec}: {o:?}");

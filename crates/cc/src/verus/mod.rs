@@ -51,8 +51,10 @@
 //!
 //! Driver: window only, and a timer every epoch.
 
-use crate::delay_profile::{DelayProfile, MAX_WINDOW_PACKETS};
-use crate::spec::{Params, SpecError};
+pub mod delay_profile;
+
+use self::delay_profile::{DelayProfile, MAX_WINDOW_PACKETS};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 /// §3.2: the profile is rebuilt this often.

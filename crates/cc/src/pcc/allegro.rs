@@ -65,8 +65,8 @@
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
-use crate::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
-use crate::spec::{Params, SpecError};
+use super::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 
 /// §2.2: the sigmoid's steepness α.
@@ -402,8 +402,8 @@ impl CongestionControl for Allegro {
 
 #[cfg(test)]
 mod tests {
+    use super::monitor::tests::run_scripted;
     use super::*;
-    use crate::monitor::tests::run_scripted;
 
     /// Every MI the controller launches, in order: (rate in Mbit/s, state when it launched).
     fn launched(a: &mut Allegro, capacity_mbps: f64, stop: impl Fn(&Allegro) -> bool) -> Vec<(f64, State)> {

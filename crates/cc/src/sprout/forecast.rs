@@ -16,7 +16,7 @@
 //!   the Poisson likelihood P(k | λτ) and the distribution renormalized. When the link may have
 //!   been idle for part of the tick (its queue ran empty), k says only that the link could
 //!   deliver at least k packets, and the weight is the tail P(K ≥ k | λτ) instead (a censored
-//!   observation; see `sprout.rs` for when a tick counts as censored and why);
+//!   observation; see `mod.rs` for when a tick counts as censored and why);
 //! - forecasts (§3.3): for each horizon of 1..8 ticks, the cumulative number of deliveries that
 //!   will be exceeded with 95% probability — the 5th percentile of the predictive distribution,
 //!   which mixes, over the current distribution of λ, the future evolution of λ and the Poisson

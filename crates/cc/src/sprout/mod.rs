@@ -77,8 +77,10 @@
 //!
 //! Driver: window only, and a timer (tick closing and re-evaluation).
 
-use crate::forecast::{LinkModel, LinkModelConfig, FORECAST_TICKS};
-use crate::spec::{Params, SpecError};
+pub mod forecast;
+
+use self::forecast::{LinkModel, LinkModelConfig, FORECAST_TICKS};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 /// How often the window is re-evaluated between events, µs.

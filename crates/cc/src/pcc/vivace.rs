@@ -107,8 +107,8 @@
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
-use crate::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
-use crate::spec::{Params, SpecError};
+use super::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
+use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 
 /// §3: the exponent t of the throughput reward.
@@ -522,8 +522,8 @@ impl CongestionControl for Vivace {
 
 #[cfg(test)]
 mod tests {
+    use super::monitor::tests::run_scripted;
     use super::*;
-    use crate::monitor::tests::run_scripted;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
