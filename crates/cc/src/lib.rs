@@ -7,7 +7,7 @@
 //! a congestion window, a pacing rate, or both, and when it next wants to be woken. It never
 //! reads a clock, touches a socket, starts a thread or allocates per packet. The bookkeeping that
 //! turns raw acknowledgements into these events (RTT estimation, loss detection, delivery-rate
-//! samples) is shared by every driver and lives in `sender`.
+//! samples) is shared by every driver and lives in `sent_packets`.
 //!
 //! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
 //! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them
@@ -26,7 +26,7 @@ pub mod pcc;
 pub mod registry;
 pub mod reno;
 pub mod scream;
-pub mod sender;
+pub mod sent_packets;
 pub mod sprout;
 #[cfg(test)]
 mod test_path;
@@ -35,7 +35,7 @@ pub mod verus;
 
 pub use params::SpecError;
 pub use registry::{build, KNOWN};
-pub use sender::Sender;
+pub use sent_packets::SentPackets;
 
 /// The packet size every algorithm assumes unless configured otherwise: one 1500-byte delivery
 /// opportunity of the link model (Mahimahi's MTU), so "a packet" means the same thing to the
@@ -105,7 +105,7 @@ impl Acked {
     }
 }
 
-/// A packet was declared lost (see `sender` for when). It will never be acknowledged to the
+/// A packet was declared lost (see `sent_packets` for when). It will never be acknowledged to the
 /// controller, even if its acknowledgement turns up later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lost {

@@ -1,5 +1,5 @@
 //! A closed loop over the link model in fake time: one full-throttle flow whose controller, fed
-//! by the shared `Sender` bookkeeping, sends over a `pantheon_link::Path` and hears its
+//! by the shared `SentPackets` bookkeeping, sends over a `pantheon_link::Path` and hears its
 //! acknowledgements back over a second, pure-delay path. The algorithms' behaviour tests use it
 //! (tests/closed_loop.rs, tests/pcc_random_loss.rs, scream.rs) to check what a researcher reads
 //! off Pantheon's report — utilization, queueing delay — against a real queue.
@@ -12,7 +12,7 @@
 
 use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
 
-use crate::{CongestionControl, Sender};
+use crate::{CongestionControl, SentPackets};
 
 /// An acknowledgement's size on the return path (an IPv4 + TCP header).
 const ACK_BYTES: u32 = 40;
@@ -40,7 +40,7 @@ pub fn run(
     duration_us: u64,
     observe: &mut dyn FnMut(Seen),
 ) {
-    let mut sender = Sender::new();
+    let mut sender = SentPackets::new();
     let mut forward: Path<u64> = Path::new(forward, seed, false);
     let reverse_config = PathConfig {
         delay_us: ack_delay_us,

@@ -22,7 +22,7 @@
 //! window-limited flow the two differ by at most the packets already declared lost, and halving
 //! the window is what Linux does (tcp_reno_ssthresh); (2) there is no fast retransmit and no
 //! window inflation, because nothing is retransmitted; (3) a loss found by the sender's timeout
-//! (see `sender`) is treated like any other loss rather than collapsing cwnd to one packet as
+//! (see `sent_packets`) is treated like any other loss rather than collapsing cwnd to one packet as
 //! RFC 5681 §3.1 does after an RTO — that rule exists to restart the ACK clock after
 //! retransmission, which this flow never needs.
 //!

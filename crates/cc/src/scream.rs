@@ -31,7 +31,7 @@
 //! - §4.1.2.2 competing flows: qdelay_target moves between QDELAY_TARGET_LO and _HI from the
 //!   average (last 50) and variance (all 100) of qdelay/QDELAY_TARGET_LO samples, 1.5× when
 //!   loss_event_rate > 0.002, halved or ×0.9 back down when the variance says it is unsafe.
-//! - §4.1.2.3 lost packet detection is the shared `Sender`'s (RFC 9002 §6.1: packet and time
+//! - §4.1.2.3 lost packet detection is the shared `SentPackets` bookkeeping (RFC 9002 §6.1: packet and time
 //!   thresholds), which plays the part of the RFC's RACK-like reordering window.
 //! - §4.1.2.4 send window: cwnd + MSS − bytes_in_flight while qdelay ≤ qdelay_target, cwnd −
 //!   bytes_in_flight above it; the driver's window is cwnd + MSS or cwnd accordingly.

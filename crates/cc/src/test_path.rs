@@ -1,12 +1,12 @@
 //! Test-only: an exact fixed path for unit tests — a bottleneck serving one 1500-byte packet every
-//! `service_us` from an infinite FIFO, behind a propagation RTT — driven by the real `Sender`
+//! `service_us` from an infinite FIFO, behind a propagation RTT — driven by the real `SentPackets`
 //! bookkeeping and the controller's decisions, in fake time. On an empty path a packet's RTT is
 //! exactly `base_rtt_us`; each packet queued ahead adds `service_us`, so queue lengths can be read
 //! off RTTs by hand. (The closed-loop tests in tests/ use the real link model instead.)
 
 use std::collections::VecDeque;
 
-use crate::{Acked, CongestionControl, Sender};
+use crate::{Acked, CongestionControl, SentPackets};
 
 pub(crate) const MSS: u64 = 1500;
 
@@ -22,7 +22,7 @@ impl FixedPath {
     /// Runs `cc` until `until_us`, calling `observe` after each acknowledgement has been given
     /// to the controller. Returns the number of packets acknowledged.
     pub fn run<C: CongestionControl>(&self, cc: &mut C, until_us: u64, mut observe: impl FnMut(&Acked, &C)) -> u64 {
-        let mut sender = Sender::new();
+        let mut sender = SentPackets::new();
         // (ack time, seq, departure from the bottleneck = the peer's receive time)
         let mut acks: VecDeque<(u64, u64, u64)> = VecDeque::new();
         let mut last_departure_us = 0;

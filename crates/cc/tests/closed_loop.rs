@@ -1,4 +1,4 @@
-//! Closed-loop checks: each controller, fed by the shared `Sender` bookkeeping, runs one
+//! Closed-loop checks: each controller, fed by the shared `SentPackets` bookkeeping, runs one
 //! full-throttle flow over the link model (`pantheon-link`: propagation delay, DropTail queue,
 //! constant-rate 1500-byte delivery opportunities) in fake time, with acknowledgements returning
 //! over a pure delay. The numbers checked are what a researcher would look at in Pantheon's

@@ -1,6 +1,6 @@
 //! The hot path allocates nothing: once a flow has warmed up (its window, its sent-packet ring
 //! and its RTT filters have reached their working sizes), 100 000 packets' worth of
-//! `Sender` bookkeeping and controller calls — sends, acknowledgements, losses, decisions —
+//! `SentPackets` bookkeeping and controller calls — sends, acknowledgements, losses, decisions —
 //! make zero heap allocations, for every controller in the registry.
 //!
 //! A counting global allocator counts the allocations each thread makes while that thread has
@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::VecDeque;
 
-use pantheon_cc::{build, CongestionControl, Sender};
+use pantheon_cc::{build, CongestionControl, SentPackets};
 
 struct Counting;
 
@@ -63,7 +63,7 @@ const LOSS_EVERY: u64 = 500;
 /// caller so that only the sender and the controller can allocate inside.
 fn drive(
     cc: &mut dyn CongestionControl,
-    sender: &mut Sender,
+    sender: &mut SentPackets,
     acks: &mut VecDeque<(u64, u64, u64)>,
     clock: &mut Clock,
     packets: u64,
@@ -126,7 +126,7 @@ struct Clock {
 fn no_allocation_per_packet_after_warm_up() {
     for &name in pantheon_cc::KNOWN {
         let mut cc = build(name).unwrap();
-        let mut sender = Sender::new();
+        let mut sender = SentPackets::new();
         let mut acks = VecDeque::with_capacity(1 << 16);
         let mut clock = Clock::default();
         drive(&mut *cc, &mut sender, &mut acks, &mut clock, 20_000);

@@ -1,8 +1,8 @@
 //! The sender: one flow, full throttle, driven by a `pantheon_cc` controller, on one thread with
 //! one non-blocking socket connected to the receiver. The loop follows the driver's contract of
-//! crates/cc (lib.rs, sender.rs): every datagram sent goes through `Sender::on_sent` and the
-//! controller's `on_sent`; every acknowledgement through `Sender::on_ack`, the controller's
-//! `on_ack`, then `Sender::detect_losses` (losses to the controller's `on_loss`); the controller's
+//! crates/cc (lib.rs, sent_packets.rs): every datagram sent goes through `SentPackets::on_sent` and the
+//! controller's `on_sent`; every acknowledgement through `SentPackets::on_ack`, the controller's
+//! `on_ack`, then `SentPackets::detect_losses` (losses to the controller's `on_loss`); the controller's
 //! `on_timer` when its `wake_at_us` comes; `detect_losses` again when `loss_deadline_us` passes.
 //! Those decisions, the send rule and silence probing are sans-IO in `pantheon_cc::flow::Flow`,
 //! which the simulator drives too; this file adds the clock, the socket and the sleeping.

@@ -31,7 +31,7 @@ pub use instant::Instant;
 
 use self::datagram::PACKET_BYTES;
 use self::pacer::Pacer;
-use crate::{Acked, CongestionControl, Decision, Sender, Sent};
+use crate::{Acked, CongestionControl, Decision, Sent, SentPackets};
 
 /// No acknowledgement for this long and the path counts as silent.
 pub const SILENCE_US: u64 = 1_000_000;
@@ -73,7 +73,7 @@ pub struct Flow {
     /// The congestion controller, told every event.
     cc: Box<dyn CongestionControl + Send>,
     /// Packets in flight, RTT, loss detection and delivery-rate samples.
-    book: Sender,
+    book: SentPackets,
     pacer: Pacer,
     /// When the last acknowledgement arrived (the flow's start, before the first), µs.
     last_ack_us: u64,
@@ -88,7 +88,7 @@ impl Flow {
     pub fn new(cc: Box<dyn CongestionControl + Send>) -> Flow {
         Flow {
             cc,
-            book: Sender::new(),
+            book: SentPackets::new(),
             pacer: Pacer::default(),
             last_ack_us: 0,
             next_probe_us: 0,

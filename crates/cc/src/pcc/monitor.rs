@@ -11,7 +11,7 @@
 //!
 //! What this file keeps, per MI:
 //! - which packets belong to it: the consecutive sequence numbers sent while it was open (the
-//!   driver numbers packets consecutively, `sender.rs`), so a packet is found by range;
+//!   driver numbers packets consecutively, `sent_packets.rs`), so a packet is found by range;
 //! - packets and bytes sent, acknowledged and lost (a loss is the driver's RFC 9002 verdict);
 //! - the span of its packets' send times and of their acknowledgements' arrival times, whose
 //!   ratio tells whether the bottleneck delivered them as fast as they were sent (Allegro's
@@ -375,13 +375,13 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::reno::tests::ack;
-    use crate::{CongestionControl, Sender};
+    use crate::{CongestionControl, SentPackets};
 
     /// Test-only: a path with a fixed RTT whose loss rate is a function of the rate a packet was
     /// paced at — `max(0, 1 − capacity/rate)` models a full DropTail bottleneck without its
     /// queue — so a PCC sender's utilities can be computed by hand. 1500-byte packets; the lost
     /// fraction is applied exactly (an accumulator, not a coin), packets are lost by never being
-    /// acknowledged, and the real `Sender` declares them lost. `observe` sees the controller
+    /// acknowledged, and the real `SentPackets` declares them lost. `observe` sees the controller
     /// after every event until it returns false or `until_us` passes.
     pub(crate) fn run_scripted<C: CongestionControl>(
         cc: &mut C,
@@ -390,7 +390,7 @@ pub(crate) mod tests {
         loss_of_rate_mbps: impl Fn(f64) -> f64,
         mut observe: impl FnMut(u64, &C) -> bool,
     ) {
-        let mut sender = Sender::new();
+        let mut sender = SentPackets::new();
         let mut acks: VecDeque<(u64, u64)> = VecDeque::new();
         let (mut now_us, mut next_send_us, mut lost_share) = (0u64, 0u64, 0.0f64);
         loop {

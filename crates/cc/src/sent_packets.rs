@@ -92,8 +92,9 @@ impl Rtt {
     }
 }
 
+/// One flow's sent packets and what their acknowledgements taught: RTT, losses, delivery rate.
 #[derive(Debug, Clone)]
-pub struct Sender {
+pub struct SentPackets {
     /// Sent packets, slot `seq % len`; `len` is a power of two.
     ring: Vec<SentPacket>,
     /// Sequence number of the next packet to send.
@@ -113,15 +114,15 @@ pub struct Sender {
     app_limited_until_bytes: u64,
 }
 
-impl Default for Sender {
+impl Default for SentPackets {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Sender {
+impl SentPackets {
     pub fn new() -> Self {
-        Sender {
+        SentPackets {
             ring: vec![SentPacket::default(); INITIAL_RING_PACKETS],
             next_seq: 0,
             oldest_unresolved_seq: 0,
@@ -309,7 +310,7 @@ impl Sender {
 mod tests {
     use super::*;
 
-    fn lost(sender: &mut Sender, now_us: u64) -> Vec<u64> {
+    fn lost(sender: &mut SentPackets, now_us: u64) -> Vec<u64> {
         let mut seqs = Vec::new();
         sender.detect_losses(now_us, &mut |l| seqs.push(l.seq));
         seqs
@@ -317,7 +318,7 @@ mod tests {
 
     #[test]
     fn rtt_estimators_follow_rfc6298() {
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         s.on_sent(0, 1500);
         s.on_sent(0, 1500);
         let a = s.on_ack(100_000, 0, 50).unwrap();
@@ -333,7 +334,7 @@ mod tests {
 
     #[test]
     fn three_later_acks_declare_a_packet_lost() {
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         for _ in 0..5 {
             s.on_sent(0, 1000);
         }
@@ -350,7 +351,7 @@ mod tests {
 
     #[test]
     fn time_threshold_declares_a_packet_lost_at_nine_eighths_rtt() {
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         s.on_sent(0, 1000);
         s.on_sent(1, 1000);
         s.on_ack(80_001, 1, 0).unwrap();
@@ -363,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_silent_window_is_lost_after_one_rto() {
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         s.on_sent(0, 1000);
         s.on_ack(20_000, 0, 0).unwrap();
         // RTO = max(20 + 4·10 ms, 200 ms) = 200 ms.
@@ -379,7 +380,7 @@ mod tests {
     fn rate_sample_fields_give_the_bottleneck_rate() {
         // Twenty 1500-byte packets leave at t = 0 and packet n is acknowledged at 40 + n ms (a
         // 12 Mbit/s bottleneck); each acknowledgement releases one more packet.
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         for _ in 0..20 {
             s.on_sent(0, 1500);
         }
@@ -400,7 +401,7 @@ mod tests {
 
     #[test]
     fn ring_grows_with_the_flight_and_keeps_packets() {
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         for t in 0..10_000 {
             s.on_sent(t, 100);
         }
@@ -413,7 +414,7 @@ mod tests {
 
     #[test]
     fn app_limited_marks_samples_until_the_flight_is_delivered() {
-        let mut s = Sender::new();
+        let mut s = SentPackets::new();
         s.on_sent(0, 1000);
         s.mark_app_limited();
         s.on_sent(1, 1000);
