@@ -298,23 +298,23 @@ impl Bbr {
     fn set_cwnd(&mut self, e: &Acked) {
         let mss = self.config.mss_bytes;
         let target_bytes = self.inflight_bytes_for(self.cwnd_gain) + CWND_QUANTA_PACKETS * mss;
-        let mut cwnd = self.cwnd_bytes;
+        let mut cwnd_bytes = self.cwnd_bytes;
         if self.lost_bytes_since_ack > 0 {
-            cwnd = cwnd.saturating_sub(self.lost_bytes_since_ack).max(mss);
+            cwnd_bytes = cwnd_bytes.saturating_sub(self.lost_bytes_since_ack).max(mss);
         }
         let conserving = self.conservation_until_round.is_some_and(|r| self.round_count < r);
         if conserving {
-            cwnd = cwnd.max(e.inflight_bytes + e.bytes);
+            cwnd_bytes = cwnd_bytes.max(e.inflight_bytes + e.bytes);
         } else if self.filled_pipe {
-            cwnd = (cwnd + e.bytes).min(target_bytes);
-        } else if cwnd < target_bytes || e.delivered_bytes < self.config.initial_cwnd_packets * mss {
-            cwnd += e.bytes;
+            cwnd_bytes = (cwnd_bytes + e.bytes).min(target_bytes);
+        } else if cwnd_bytes < target_bytes || e.delivered_bytes < self.config.initial_cwnd_packets * mss {
+            cwnd_bytes += e.bytes;
         }
-        cwnd = cwnd.max(MIN_PIPE_CWND_PACKETS * mss);
+        cwnd_bytes = cwnd_bytes.max(MIN_PIPE_CWND_PACKETS * mss);
         if self.state == State::ProbeRtt {
-            cwnd = cwnd.min(MIN_PIPE_CWND_PACKETS * mss);
+            cwnd_bytes = cwnd_bytes.min(MIN_PIPE_CWND_PACKETS * mss);
         }
-        self.cwnd_bytes = cwnd;
+        self.cwnd_bytes = cwnd_bytes;
     }
 }
 
@@ -398,7 +398,7 @@ impl CongestionControl for Bbr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_path::FixedPath;
+    use crate::testing::FixedPath;
 
     /// Runs BBR on one packet per ms (12 Mbit/s) behind 40 ms (growing by `rtt_drift_us_per_s`
     /// per second) and records each change of state

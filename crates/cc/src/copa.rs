@@ -129,13 +129,13 @@ struct RoundDelays {
 pub struct Copa {
     config: CopaConfig,
     /// Congestion window in packets.
-    cwnd: f64,
+    cwnd_packets: f64,
     slow_start: bool,
     /// v: how many packets per round trip (times 1/δ) the window moves.
     velocity: f64,
     direction: Option<Direction>,
     same_direction_rounds: u32,
-    cwnd_at_round_start: f64,
+    cwnd_at_round_start_packets: f64,
     /// The packet whose acknowledgement ends the current round trip.
     round_mark_seq: Option<u64>,
     rtt_standing: SlidingMin,
@@ -157,12 +157,12 @@ impl Copa {
     pub fn new(config: CopaConfig) -> Self {
         Copa {
             config,
-            cwnd: config.initial_cwnd_packets as f64,
+            cwnd_packets: config.initial_cwnd_packets as f64,
             slow_start: true,
             velocity: 1.0,
             direction: None,
             same_direction_rounds: 0,
-            cwnd_at_round_start: config.initial_cwnd_packets as f64,
+            cwnd_at_round_start_packets: config.initial_cwnd_packets as f64,
             round_mark_seq: None,
             rtt_standing: SlidingMin::new(),
             rtt_min: Buckets::new(Extremum::Min),
@@ -178,7 +178,7 @@ impl Copa {
     }
 
     pub fn cwnd_packets(&self) -> f64 {
-        self.cwnd
+        self.cwnd_packets
     }
 
     pub fn velocity(&self) -> f64 {
@@ -208,7 +208,8 @@ impl Copa {
     }
 
     fn end_of_round(&mut self) {
-        let direction = if self.cwnd > self.cwnd_at_round_start { Direction::Up } else { Direction::Down };
+        let direction =
+            if self.cwnd_packets > self.cwnd_at_round_start_packets { Direction::Up } else { Direction::Down };
         if self.direction == Some(direction) {
             self.same_direction_rounds += 1;
         } else {
@@ -217,10 +218,10 @@ impl Copa {
             self.velocity = 1.0;
         }
         if self.same_direction_rounds >= SAME_DIRECTION_ROUNDS {
-            let cap = self.cwnd / self.inv_delta / VELOCITY_CAP_WINDOW_DIVISOR;
+            let cap = self.cwnd_packets / self.inv_delta / VELOCITY_CAP_WINDOW_DIVISOR;
             self.velocity = (self.velocity * 2.0).min(cap.max(1.0));
         }
-        self.cwnd_at_round_start = self.cwnd;
+        self.cwnd_at_round_start_packets = self.cwnd_packets;
         if self.config.mode_switching {
             self.switch_mode();
         }
@@ -271,16 +272,17 @@ impl CongestionControl for Copa {
         round.max_rtt_us = round.max_rtt_us.max(e.rtt_us);
 
         let acked_packets = e.bytes as f64 / self.config.mss_bytes as f64;
-        let rate_pps = self.cwnd * 1e6 / self.rtt_standing_us.max(1) as f64;
+        let rate_pps = self.cwnd_packets * 1e6 / self.rtt_standing_us.max(1) as f64;
         let below_target = self.target_rate_pps().map_or(true, |target| rate_pps <= target);
         if self.slow_start && !below_target {
             self.slow_start = false;
         }
         if self.slow_start {
-            self.cwnd += acked_packets;
+            self.cwnd_packets += acked_packets;
         } else {
-            let step = self.velocity * self.inv_delta / self.cwnd * acked_packets;
-            self.cwnd = if below_target { self.cwnd + step } else { (self.cwnd - step).max(MIN_CWND_PACKETS) };
+            let step = self.velocity * self.inv_delta / self.cwnd_packets * acked_packets;
+            self.cwnd_packets =
+                if below_target { self.cwnd_packets + step } else { (self.cwnd_packets - step).max(MIN_CWND_PACKETS) };
         }
         if self.round_mark_seq == Some(e.seq) {
             self.round_mark_seq = None;
@@ -301,16 +303,16 @@ impl CongestionControl for Copa {
     fn decision(&self) -> Decision {
         let mss = self.config.mss_bytes as f64;
         let pacing_rate_bps =
-            (self.rtt_standing_us > 0).then(|| rate_bps(2.0 * self.cwnd * mss, self.rtt_standing_us as f64));
-        Decision { cwnd_bytes: Some((self.cwnd * mss) as u64), pacing_rate_bps, wake_at_us: None }
+            (self.rtt_standing_us > 0).then(|| rate_bps(2.0 * self.cwnd_packets * mss, self.rtt_standing_us as f64));
+        Decision { cwnd_bytes: Some((self.cwnd_packets * mss) as u64), pacing_rate_bps, wake_at_us: None }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reno::tests::ack;
-    use crate::test_path::{FixedPath, MSS};
+    use crate::testing::ack;
+    use crate::testing::{FixedPath, MSS};
 
     fn ack_rtt(now_us: u64, seq: u64, rtt_us: u64, srtt_us: u64) -> Acked {
         let mut a = ack(now_us, seq, now_us - rtt_us, MSS);
@@ -368,7 +370,7 @@ mod tests {
     fn velocity_doubles_after_three_rounds_in_one_direction_and_resets_on_a_turn() {
         let mut c = after_slow_start(CopaConfig { mode_switching: false, ..CopaConfig::default() });
         // A window large enough that v's cap, δ·cwnd/4 = 50 (deviation 3), does not bind.
-        c.cwnd = 400.0;
+        c.cwnd_packets = 400.0;
         // A path without queueing (dq = 0): the target is unbounded, the window only grows.
         let mut seq = 0;
         let mut velocities = Vec::new();

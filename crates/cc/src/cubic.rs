@@ -88,11 +88,11 @@ struct Epoch {
 pub struct Cubic {
     config: CubicConfig,
     /// Congestion window in segments (fractional: growth arrives in fractions of a segment).
-    cwnd: f64,
+    cwnd_packets: f64,
     /// Slow-start threshold in segments.
-    ssthresh: f64,
+    ssthresh_packets: f64,
     /// Window in segments just before the last reduction (after fast convergence); 0 before any.
-    w_max: f64,
+    w_max_packets: f64,
     epoch: Option<Epoch>,
     recovery_start_us: Option<u64>,
 }
@@ -101,21 +101,21 @@ impl Cubic {
     pub fn new(config: CubicConfig) -> Self {
         Cubic {
             config,
-            cwnd: config.initial_cwnd_packets as f64,
-            ssthresh: f64::INFINITY,
-            w_max: 0.0,
+            cwnd_packets: config.initial_cwnd_packets as f64,
+            ssthresh_packets: f64::INFINITY,
+            w_max_packets: 0.0,
             epoch: None,
             recovery_start_us: None,
         }
     }
 
     /// Window in segments.
-    pub fn cwnd_segments(&self) -> f64 {
-        self.cwnd
+    pub fn cwnd_packets(&self) -> f64 {
+        self.cwnd_packets
     }
 
     pub fn w_max_segments(&self) -> f64 {
-        self.w_max
+        self.w_max_packets
     }
 
     /// K of the current epoch in seconds, `None` outside an epoch.
@@ -124,13 +124,13 @@ impl Cubic {
     }
 
     fn start_epoch(&mut self, now_us: u64) -> Epoch {
-        let k_s = if self.w_max > self.cwnd {
-            ((self.w_max - self.cwnd) / C).cbrt()
+        let k_s = if self.w_max_packets > self.cwnd_packets {
+            ((self.w_max_packets - self.cwnd_packets) / C).cbrt()
         } else {
-            self.w_max = self.cwnd;
+            self.w_max_packets = self.cwnd_packets;
             0.0
         };
-        Epoch { start_us: now_us, k_s, w_est: self.cwnd }
+        Epoch { start_us: now_us, k_s, w_est: self.cwnd_packets }
     }
 }
 
@@ -146,8 +146,8 @@ impl CongestionControl for Cubic {
             return;
         }
         let acked = e.bytes as f64 / self.config.mss_bytes as f64;
-        if self.cwnd < self.ssthresh {
-            self.cwnd += acked.min(1.0);
+        if self.cwnd_packets < self.ssthresh_packets {
+            self.cwnd_packets += acked.min(1.0);
             return;
         }
         let mut epoch = match self.epoch {
@@ -156,13 +156,14 @@ impl CongestionControl for Cubic {
         };
         let t_s = (e.now_us - epoch.start_us) as f64 / 1e6;
         let rtt_s = e.srtt_us as f64 / 1e6;
-        let alpha = if epoch.w_est < self.w_max { 3.0 * (1.0 - BETA) / (1.0 + BETA) } else { 1.0 };
-        epoch.w_est += alpha * acked / self.cwnd;
-        if w_cubic(t_s, epoch.k_s, self.w_max) < epoch.w_est {
-            self.cwnd = epoch.w_est;
+        let alpha = if epoch.w_est < self.w_max_packets { 3.0 * (1.0 - BETA) / (1.0 + BETA) } else { 1.0 };
+        epoch.w_est += alpha * acked / self.cwnd_packets;
+        if w_cubic(t_s, epoch.k_s, self.w_max_packets) < epoch.w_est {
+            self.cwnd_packets = epoch.w_est;
         } else {
-            let target = w_cubic(t_s + rtt_s, epoch.k_s, self.w_max).clamp(self.cwnd, 1.5 * self.cwnd);
-            self.cwnd += (target - self.cwnd) / self.cwnd * acked;
+            let target =
+                w_cubic(t_s + rtt_s, epoch.k_s, self.w_max_packets).clamp(self.cwnd_packets, 1.5 * self.cwnd_packets);
+            self.cwnd_packets += (target - self.cwnd_packets) / self.cwnd_packets * acked;
         }
         self.epoch = Some(epoch);
     }
@@ -172,18 +173,18 @@ impl CongestionControl for Cubic {
             return;
         }
         self.recovery_start_us = Some(e.now_us);
-        self.w_max = if self.config.fast_convergence && self.cwnd < self.w_max {
-            self.cwnd * (1.0 + BETA) / 2.0
+        self.w_max_packets = if self.config.fast_convergence && self.cwnd_packets < self.w_max_packets {
+            self.cwnd_packets * (1.0 + BETA) / 2.0
         } else {
-            self.cwnd
+            self.cwnd_packets
         };
-        self.ssthresh = (self.cwnd * BETA).max(2.0);
-        self.cwnd = self.ssthresh;
+        self.ssthresh_packets = (self.cwnd_packets * BETA).max(2.0);
+        self.cwnd_packets = self.ssthresh_packets;
         self.epoch = None;
     }
 
     fn decision(&self) -> Decision {
-        let cwnd_bytes = (self.cwnd * self.config.mss_bytes as f64) as u64;
+        let cwnd_bytes = (self.cwnd_packets * self.config.mss_bytes as f64) as u64;
         Decision { cwnd_bytes: Some(cwnd_bytes), pacing_rate_bps: None, wake_at_us: None }
     }
 }
@@ -191,12 +192,12 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reno::tests::{ack, loss};
+    use crate::testing::{ack, loss};
 
     /// A Cubic at `cwnd` segments in congestion avoidance that has just lost a packet at
     /// `now_us`.
-    fn after_loss_at(cwnd: u64, now_us: u64) -> Cubic {
-        let mut c = Cubic::new(CubicConfig { initial_cwnd_packets: cwnd, ..CubicConfig::default() });
+    fn after_loss_at(cwnd_packets: u64, now_us: u64) -> Cubic {
+        let mut c = Cubic::new(CubicConfig { initial_cwnd_packets: cwnd_packets, ..CubicConfig::default() });
         c.on_loss(&loss(now_us, 0, 0));
         c
     }
@@ -211,14 +212,14 @@ mod tests {
             a.srtt_us = rtt_us;
             c.on_ack(&a);
             seq += 1;
-            now_us += rtt_us as f64 / c.cwnd_segments();
+            now_us += rtt_us as f64 / c.cwnd_packets();
         }
     }
 
     #[test]
     fn reduction_and_k_follow_rfc8312() {
         let c = after_loss_at(100, 1_000_000);
-        assert_eq!(c.cwnd_segments(), 70.0);
+        assert_eq!(c.cwnd_packets(), 70.0);
         assert_eq!(c.w_max_segments(), 100.0);
         let mut c = c;
         let mut a = ack(1_100_000, 5, 1_050_000, 1500);
@@ -236,7 +237,7 @@ mod tests {
         run_acks(&mut c, 100_000, 4_217_000, 100_000);
         // At t = K the curve is at W_max; the window, aiming one RTT ahead, is within a segment.
         // The Reno-friendly estimate is far below: 70 + 0.529·41 RTTs ≈ 91.7.
-        assert!((c.cwnd_segments() - 100.0).abs() < 1.0, "cwnd {}", c.cwnd_segments());
+        assert!((c.cwnd_packets() - 100.0).abs() < 1.0, "cwnd {}", c.cwnd_packets());
         assert!((c.epoch.unwrap().w_est - (70.0 + 0.5294 * 41.2)).abs() < 0.3);
         run_acks(&mut c, 4_217_000, 6_217_000, 100_000);
         // W_est reaches W_max after 30/0.529 = 56.7 RTTs (at 5.77 s) and then grows one segment
@@ -244,8 +245,8 @@ mod tests {
         // 100 + 4.5 = 104.5 and the window follows it.
         let t_s = 6.117;
         assert!(w_cubic(t_s, c.k_s().unwrap(), 100.0) < 102.8);
-        assert_eq!(c.cwnd_segments(), c.epoch.unwrap().w_est);
-        assert!((c.cwnd_segments() - 104.5).abs() < 0.3, "cwnd {}", c.cwnd_segments());
+        assert_eq!(c.cwnd_packets(), c.epoch.unwrap().w_est);
+        assert!((c.cwnd_packets() - 104.5).abs() < 0.3, "cwnd {}", c.cwnd_packets());
     }
 
     #[test]
@@ -254,7 +255,7 @@ mod tests {
         // The window is at 70 < W_max = 100 when the next loss comes.
         c.on_loss(&loss(500_000, 1, 400_000));
         assert!((c.w_max_segments() - 70.0 * 1.7 / 2.0).abs() < 1e-9);
-        assert!((c.cwnd_segments() - 49.0).abs() < 1e-9);
+        assert!((c.cwnd_packets() - 49.0).abs() < 1e-9);
         let mut plain =
             Cubic::new(CubicConfig { initial_cwnd_packets: 100, fast_convergence: false, ..CubicConfig::default() });
         plain.on_loss(&loss(0, 0, 0));
@@ -272,6 +273,6 @@ mod tests {
         let cubic_now = w_cubic(0.1, 7.5f64.cbrt(), 10.0);
         assert!(cubic_now < 10.0);
         // 3 segments at 0.529/RTT take 5.7 RTTs, the remaining 94.3 RTTs add ≈1 each: ≈104.
-        assert!((c.cwnd_segments() - 104.3).abs() < 3.0, "cwnd {}", c.cwnd_segments());
+        assert!((c.cwnd_packets() - 104.3).abs() < 3.0, "cwnd {}", c.cwnd_packets());
     }
 }

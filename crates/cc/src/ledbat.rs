@@ -159,8 +159,8 @@ impl CongestionControl for Ledbat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reno::tests::{ack, loss};
-    use crate::test_path::{FixedPath, MSS};
+    use crate::testing::{ack, loss};
+    use crate::testing::{FixedPath, MSS};
 
     /// An acknowledgement whose one-way delay is `owd_us` plus a clock offset of −5 s.
     fn ack_owd(now_us: u64, seq: u64, owd_us: u64, inflight_bytes: u64) -> Acked {

@@ -20,7 +20,6 @@ pub mod cubic;
 pub mod filter;
 pub mod flow;
 pub mod ledbat;
-pub mod link_loop;
 pub mod params;
 pub mod pcc;
 pub mod registry;
@@ -29,7 +28,7 @@ pub mod scream;
 pub mod sent_packets;
 pub mod sprout;
 #[cfg(test)]
-mod test_path;
+mod testing;
 pub mod vegas;
 pub mod verus;
 

@@ -125,47 +125,23 @@ impl CongestionControl for Reno {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::testing::{ack, loss};
 
-    /// An acknowledgement of packet `seq` sent at `sent_us`, as the sender would report it.
-    pub(crate) fn ack(now_us: u64, seq: u64, sent_us: u64, bytes: u64) -> Acked {
-        let rtt_us = now_us - sent_us;
-        Acked {
-            now_us,
-            seq,
-            bytes,
-            sent_us,
-            peer_recv_us: sent_us + rtt_us / 2,
-            rtt_us,
-            srtt_us: rtt_us,
-            min_rtt_us: rtt_us,
-            delivered_bytes: (seq + 1) * bytes,
-            delivered_bytes_at_send: 0,
-            delivered_time_at_send_us: 0,
-            first_sent_time_at_send_us: 0,
-            inflight_bytes: 0,
-            app_limited: false,
-        }
-    }
-
-    pub(crate) fn loss(now_us: u64, seq: u64, sent_us: u64) -> Lost {
-        Lost { now_us, seq, bytes: 1500, sent_us, inflight_bytes: 0 }
-    }
-
-    fn cwnd(r: &Reno) -> u64 {
+    fn cwnd_bytes(r: &Reno) -> u64 {
         r.decision().cwnd_bytes.unwrap()
     }
 
     #[test]
     fn slow_start_doubles_per_round_trip() {
         let mut r = Reno::new(RenoConfig::default());
-        assert_eq!(cwnd(&r), 15_000);
+        assert_eq!(cwnd_bytes(&r), 15_000);
         // One round trip: the 10 packets of the initial window are acknowledged.
         for seq in 0..10 {
             r.on_ack(&ack(100_000, seq, 0, 1500));
         }
-        assert_eq!(cwnd(&r), 30_000);
+        assert_eq!(cwnd_bytes(&r), 30_000);
     }
 
     #[test]
@@ -174,29 +150,29 @@ pub(crate) mod tests {
         for seq in 0..30 {
             r.on_ack(&ack(100_000, seq, 0, 1500));
         }
-        assert_eq!(cwnd(&r), 40 * 1500);
+        assert_eq!(cwnd_bytes(&r), 40 * 1500);
         r.on_loss(&loss(200_000, 30, 100_000));
-        assert_eq!((cwnd(&r), r.ssthresh_bytes()), (20 * 1500, 20 * 1500));
+        assert_eq!((cwnd_bytes(&r), r.ssthresh_bytes()), (20 * 1500, 20 * 1500));
         // Another loss from the same window and acknowledgements of packets sent before the
         // reduction change nothing.
         r.on_loss(&loss(200_100, 31, 100_001));
         r.on_ack(&ack(200_200, 32, 100_002, 1500));
-        assert_eq!(cwnd(&r), 20 * 1500);
+        assert_eq!(cwnd_bytes(&r), 20 * 1500);
         // Congestion avoidance: 20 acknowledgements (one window) add exactly one MSS, the next
         // 21 another one.
         for seq in 0..20 {
             r.on_ack(&ack(300_000, 100 + seq, 250_000, 1500));
         }
-        assert_eq!(cwnd(&r), 21 * 1500);
+        assert_eq!(cwnd_bytes(&r), 21 * 1500);
         for seq in 0..20 {
             r.on_ack(&ack(400_000, 200 + seq, 350_000, 1500));
         }
-        assert_eq!(cwnd(&r), 21 * 1500);
+        assert_eq!(cwnd_bytes(&r), 21 * 1500);
         r.on_ack(&ack(400_000, 300, 350_000, 1500));
-        assert_eq!(cwnd(&r), 22 * 1500);
+        assert_eq!(cwnd_bytes(&r), 22 * 1500);
         // A loss of a packet sent after the reduction is a new event.
         r.on_loss(&loss(500_000, 400, 450_000));
-        assert_eq!(cwnd(&r), 11 * 1500);
+        assert_eq!(cwnd_bytes(&r), 11 * 1500);
     }
 
     #[test]
@@ -204,6 +180,6 @@ pub(crate) mod tests {
         let mut r = Reno::new(RenoConfig { initial_cwnd_packets: 2, ..RenoConfig::default() });
         r.on_loss(&loss(10, 0, 0));
         r.on_loss(&loss(20, 1, 15));
-        assert_eq!(cwnd(&r), 3000);
+        assert_eq!(cwnd_bytes(&r), 3000);
     }
 }

@@ -586,10 +586,8 @@ impl CongestionControl for Scream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link_loop::{self, Seen};
-    use crate::reno::tests::{ack, loss};
-    use crate::test_path::MSS;
-    use pantheon_link::{Delivery, PathConfig, QueueLimit};
+    use crate::testing::MSS;
+    use crate::testing::{ack, loss};
 
     /// An acknowledgement at `now_us` of a packet sent 40 ms earlier whose one-way delay is
     /// `owd_us`, stamped on a receiver clock 7 s behind ours.
@@ -608,11 +606,11 @@ mod tests {
 
     /// Out of fast increase mode, with a window of `cwnd` bytes and 100 packets' worth of
     /// recent flight (so the max_bytes_in_flight cap does not bind).
-    fn avoiding_congestion(cwnd: f64) -> Scream {
+    fn avoiding_congestion(cwnd_bytes: f64) -> Scream {
         let mut s = Scream::new(ScreamConfig::default());
         s.on_sent(&sent(0, 0, 100 * MSS));
         s.in_fast_increase = false;
-        s.cwnd_bytes = cwnd;
+        s.cwnd_bytes = cwnd_bytes;
         s
     }
 
@@ -697,17 +695,17 @@ mod tests {
         let mut s = avoiding_congestion(30_000.0);
         s.on_ack(&ack_owd(1_000_000, 0, 20_000, 30 * MSS));
         s.target_bitrate_bps = 2_000_000.0;
-        let cwnd = s.cwnd_bytes();
+        let cwnd_bytes = s.cwnd_bytes();
         s.on_loss(&loss(1_000_000, 10, 960_000));
-        assert_eq!(s.cwnd_bytes(), cwnd * 0.8);
+        assert_eq!(s.cwnd_bytes(), cwnd_bytes * 0.8);
         assert_eq!(s.target_bitrate_bps(), 1_800_000.0);
         // Within one srtt (40 ms) of that event: the same loss event.
         s.on_loss(&loss(1_039_000, 11, 999_000));
-        assert_eq!(s.cwnd_bytes(), cwnd * 0.8);
+        assert_eq!(s.cwnd_bytes(), cwnd_bytes * 0.8);
         assert_eq!(s.target_bitrate_bps(), 1_800_000.0);
         // One srtt later: a new event.
         s.on_loss(&loss(1_040_000, 12, 1_000_000));
-        assert_eq!(s.cwnd_bytes(), cwnd * 0.64);
+        assert_eq!(s.cwnd_bytes(), cwnd_bytes * 0.64);
         assert_eq!(s.target_bitrate_bps(), 1_620_000.0);
         // Never below MIN_CWND.
         for k in 0..20 {
@@ -818,159 +816,5 @@ mod tests {
         );
         assert_eq!(err("scream:ramp_up_kbps=0"), "scream: ramp_up_kbps must be > 0, got 0");
         assert!(crate::build("scream:ramp_up_kbps=1000,competing_flows=false,mss_bytes=1464").is_ok());
-    }
-
-    /// What the link model's bottleneck saw of one SCReAM flow.
-    struct Run {
-        /// Bytes that left the bottleneck per second of the run.
-        delivered_per_s: Vec<u64>,
-        /// Time from entering the bottleneck queue to leaving the link, µs, per packet.
-        queue_us: Vec<u64>,
-        dropped: u64,
-        final_target_bps: f64,
-        final_qdelay_target_s: f64,
-    }
-
-    impl Run {
-        fn utilization(&self, rate_mbps: f64, from_s: usize, to_s: usize) -> f64 {
-            let bytes: u64 = self.delivered_per_s[from_s..to_s].iter().sum();
-            bytes as f64 * 8.0 / (rate_mbps * 1e6 * (to_s - from_s) as f64)
-        }
-
-        /// The first whole second in which the flow delivered at least `fraction` of the link.
-        fn first_second_at(&self, rate_mbps: f64, fraction: f64) -> Option<usize> {
-            self.delivered_per_s.iter().position(|&b| b as f64 * 8.0 >= fraction * rate_mbps * 1e6)
-        }
-
-        fn queue_percentile_ms(&self, p: f64) -> f64 {
-            let mut q = self.queue_us.clone();
-            q.sort_unstable();
-            q[((q.len() - 1) as f64 * p) as usize] as f64 / 1000.0
-        }
-    }
-
-    /// One SCReAM flow of 1500-byte packets over the link model (pantheon-link): a constant-rate
-    /// bottleneck with a DropTail queue of `queue_packets`, `one_way_delay_ms` each way, the
-    /// acknowledgements returning over a pure delay, every event in fake time.
-    fn run_over_link(rate_mbps: f64, one_way_delay_ms: u64, queue_packets: u64, duration_s: u64) -> Run {
-        run_config_over_link(ScreamConfig::default(), rate_mbps, one_way_delay_ms, queue_packets, duration_s)
-    }
-
-    fn run_config_over_link(
-        config: ScreamConfig,
-        rate_mbps: f64,
-        one_way_delay_ms: u64,
-        queue_packets: u64,
-        duration_s: u64,
-    ) -> Run {
-        let mut cc = Scream::new(config);
-        let delay_us = one_way_delay_ms * 1000;
-        let forward = PathConfig {
-            delay_us,
-            loss_probability: 0.0,
-            queue: QueueLimit::Packets(queue_packets),
-            delivery: Delivery::Constant { rate_mbps },
-            policer: None,
-        };
-        let end_us = duration_s * 1_000_000;
-        let mut run = Run {
-            delivered_per_s: vec![0; duration_s as usize],
-            queue_us: Vec::new(),
-            dropped: 0,
-            final_target_bps: 0.0,
-            final_qdelay_target_s: 0.0,
-        };
-        link_loop::run(&mut cc, &forward, 1, delay_us, MSS, end_us, &mut |seen| match seen {
-            Seen::Departure { t_us, size_bytes, queued_at_us } if t_us < end_us => {
-                run.delivered_per_s[(t_us / 1_000_000) as usize] += u64::from(size_bytes);
-                run.queue_us.push(t_us - queued_at_us);
-            }
-            Seen::Drop => run.dropped += 1,
-            _ => {}
-        });
-        run.final_target_bps = cc.target_bitrate_bps();
-        run.final_qdelay_target_s = cc.qdelay_target_s();
-        run
-    }
-
-    #[test]
-    fn on_12_mbps_the_ramp_up_limits_utilization_and_no_queue_builds() {
-        // 12 Mbit/s, 20 ms each way, a 1-BDP (40-packet, 60 kB) DropTail buffer, 30 s. The target
-        // (header) is 417.7 kbit/s at 3 s, then +200 kbit/s per second: 0.818 Mbit/s at 5 s and
-        // 5.818 Mbit/s at 30 s, so 5–30 s carries a mean of 3.318 Mbit/s, 27.6% of the link.
-        let run = run_over_link(12.0, 20, 40, 30);
-        let utilization = run.utilization(12.0, 5, 30);
-        eprintln!(
-            "scream 12 Mbit/s: utilization 5-30 s {:.1}%, p95 queue {:.2} ms, {} drops, target at 30 s {:.3} Mbit/s",
-            utilization * 100.0,
-            run.queue_percentile_ms(0.95),
-            run.dropped,
-            run.final_target_bps / 1e6
-        );
-        assert!((utilization - 0.276).abs() < 0.01, "utilization {utilization}");
-        assert!((run.final_target_bps - 5.818e6).abs() < 0.05e6, "target {}", run.final_target_bps);
-        // Below the link rate all along: 80% of the link (9.6 Mbit/s) is never reached in 30 s,
-        // queueing stays at the packet-service scale (1 ms per packet), nothing is dropped.
-        assert_eq!(run.first_second_at(12.0, 0.8), None);
-        assert!(run.queue_percentile_ms(0.95) <= 2.0, "p95 {}", run.queue_percentile_ms(0.95));
-        assert_eq!(run.dropped, 0);
-    }
-
-    #[test]
-    fn on_12_mbps_80_percent_of_the_link_takes_about_49_seconds() {
-        // 9.6 Mbit/s = 417.7k + 200k·(t − 3): t ≈ 48.9 s; the first whole second at 80% is the
-        // one that ends after that.
-        let run = run_over_link(12.0, 20, 40, 55);
-        let second = run.first_second_at(12.0, 0.8).expect("reaches 80% within 55 s");
-        assert!((48..=50).contains(&second), "first second at 80%: {second}");
-        assert_eq!(run.dropped, 0);
-    }
-
-    #[test]
-    fn on_a_faster_longer_path_utilization_is_the_ramp_not_the_link() {
-        // The closed-loop suite's 48 Mbit/s × 100 ms path (SCReAM is excluded from its ≥70% check):
-        // over 10–30 s the target runs from 1.818 to 5.818 Mbit/s, a mean of 3.818 Mbit/s, 8.0%.
-        let run = run_over_link(48.0, 50, 400, 30);
-        let utilization = run.utilization(48.0, 10, 30);
-        assert!((utilization - 0.0795).abs() < 0.005, "utilization {utilization}");
-        assert_eq!(run.dropped, 0);
-    }
-
-    #[test]
-    fn on_a_link_slower_than_the_ramp_the_window_holds_the_queue_at_the_target() {
-        // 2 Mbit/s, 20 ms each way, a deep 300-packet (1.8 s) buffer, 60 s: the target passes
-        // 2 Mbit/s near 11 s; from then on the window steers qdelay toward qdelay_target and the
-        // backlog in the RTP queue pulls the target back to what the window lets through. With
-        // §4.1.2.2 off the target stays QDELAY_TARGET_LO = 100 ms.
-        let fixed = ScreamConfig { competing_flows: false, ..ScreamConfig::default() };
-        let run = run_config_over_link(fixed, 2.0, 20, 300, 60);
-        let late_p95_ms = late_queue_p95_ms(&run);
-        eprintln!(
-            "scream (competing_flows=false) 2 Mbit/s: utilization 20-60 s {:.1}%, late p95 queue {late_p95_ms:.1} ms",
-            run.utilization(2.0, 20, 60) * 100.0
-        );
-        assert!(run.utilization(2.0, 20, 60) >= 0.95);
-        assert!((80.0..=115.0).contains(&late_p95_ms), "late p95 queue {late_p95_ms} ms");
-        assert_eq!(run.dropped, 0);
-        assert_eq!(run.final_qdelay_target_s, 0.1);
-        // With §4.1.2.2 on (the default) SCReAM's own steady queue looks like a competing flow's
-        // — the false positive the RFC warns of: a low variance lets qdelay_target follow the
-        // queue's average plus its standard deviation upward, bounded by QDELAY_TARGET_HI.
-        let run = run_over_link(2.0, 20, 300, 60);
-        let late_p95_ms = late_queue_p95_ms(&run);
-        eprintln!(
-            "scream 2 Mbit/s: late p95 queue {late_p95_ms:.1} ms, qdelay_target {:.3} s",
-            run.final_qdelay_target_s
-        );
-        assert!(run.final_qdelay_target_s > 0.1 && run.final_qdelay_target_s <= 0.4);
-        assert!(late_p95_ms > 115.0 && late_p95_ms <= 400.0, "late p95 queue {late_p95_ms} ms");
-        assert!(run.utilization(2.0, 20, 60) >= 0.95);
-    }
-
-    /// p95 queueing delay of the second half of the run's packets, ms.
-    fn late_queue_p95_ms(run: &Run) -> f64 {
-        let mut q = run.queue_us[run.queue_us.len() / 2..].to_vec();
-        q.sort_unstable();
-        q[q.len() * 95 / 100] as f64 / 1000.0
     }
 }

@@ -226,8 +226,8 @@ impl CongestionControl for Vegas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reno::tests::ack;
-    use crate::test_path::FixedPath;
+    use crate::testing::ack;
+    use crate::testing::FixedPath;
 
     const MSS: u64 = 1500;
 

@@ -4,11 +4,14 @@
 //! over a pure delay. The numbers checked are what a researcher would look at in Pantheon's
 //! report: utilization of the bottleneck and the queueing delay packets met there.
 //!
-//! The loop is `pantheon_cc::link_loop`: one flow, no cross traffic.
+//! The loop is `support::link_loop`: one flow, no cross traffic.
+
+mod support;
 
 use pantheon_cc::build;
-use pantheon_cc::link_loop::{self, Seen};
 use pantheon_link::{Delivery, PathConfig, QueueLimit};
+use support::link_loop::{self, Seen};
+use support::percentile::percentile;
 
 const PACKET_BYTES: u64 = 1500;
 
@@ -58,12 +61,11 @@ fn run(spec: &str, s: &Scenario) -> Outcome {
         Seen::Drop => dropped += 1,
         _ => {}
     });
-    queue_us.sort_unstable();
     let capacity_bytes = s.rate_mbps * 1e6 / 8.0 * (s.duration_s - s.warmup_s) as f64;
     let outcome = Outcome {
         utilization: delivered_bytes as f64 / capacity_bytes,
         mean_queue_ms: queue_us.iter().sum::<u64>() as f64 / queue_us.len() as f64 / 1000.0,
-        p95_queue_ms: queue_us[queue_us.len() * 95 / 100] as f64 / 1000.0,
+        p95_queue_ms: percentile(&queue_us, 95) as f64 / 1000.0,
         dropped,
     };
     eprintln!(

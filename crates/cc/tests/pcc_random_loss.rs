@@ -4,12 +4,15 @@
 //!
 //! One full-throttle flow over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a DropTail buffer
 //! of 100 or 40 packets, and 1% of packets lost at random before the queue (the emulator's
-//! `--uplink-loss 0.01`); acknowledgements return over a pure delay (`pantheon_cc::link_loop`). Utilization is what left
+//! `--uplink-loss 0.01`); acknowledgements return over a pure delay (`support::link_loop`). Utilization is what left
 //! the bottleneck over 25 s after a 5 s warm-up, over the link's capacity.
 
+mod support;
+
 use pantheon_cc::build;
-use pantheon_cc::link_loop::{self, Seen};
 use pantheon_link::{Delivery, PathConfig, QueueLimit};
+use support::link_loop::{self, Seen};
+use support::percentile::percentile;
 
 const PACKET_BYTES: u64 = 1500;
 const RATE_MBPS: f64 = 12.0;
@@ -38,17 +41,16 @@ fn run(spec: &str, loss_probability: f64, queue_packets: u64, seed: u64) -> Outc
     let mut queue_us: Vec<u64> = Vec::new();
     link_loop::run(cc.as_mut(), &forward, seed, ONE_WAY_DELAY_US, PACKET_BYTES, DURATION_US, &mut |seen| match seen {
         Seen::Sent { t_us, bytes } if t_us >= WARMUP_US => sent_bytes += bytes,
-        Seen::Departure { t_us, size_bytes, queued_at_us } if t_us >= WARMUP_US && t_us <= DURATION_US => {
+        Seen::Departure { t_us, size_bytes, queued_at_us } if (WARMUP_US..=DURATION_US).contains(&t_us) => {
             delivered_bytes += u64::from(size_bytes);
             queue_us.push(t_us - queued_at_us);
         }
         _ => {}
     });
-    queue_us.sort_unstable();
     let capacity_bytes = RATE_MBPS * 1e6 / 8.0 * (DURATION_US - WARMUP_US) as f64 / 1e6;
     let outcome = Outcome {
         utilization: delivered_bytes as f64 / capacity_bytes,
-        p95_queue_ms: queue_us[queue_us.len() * 95 / 100] as f64 / 1000.0,
+        p95_queue_ms: percentile(&queue_us, 95) as f64 / 1000.0,
         sent_over_capacity: sent_bytes as f64 / capacity_bytes,
     };
     eprintln!(

@@ -41,7 +41,7 @@ impl<P> Queue<P> {
     pub fn enqueue(&mut self, item: Queued<P>) -> Result<(), Queued<P>> {
         let fits = match self.limit {
             QueueLimit::Infinite => true,
-            QueueLimit::Packets(n) => self.packets.len() as u64 + 1 <= n,
+            QueueLimit::Packets(n) => (self.packets.len() as u64) < n,
             QueueLimit::Bytes(n) => self.bytes + u64::from(item.size_bytes) <= n,
         };
         if !fits {

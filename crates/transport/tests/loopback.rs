@@ -134,8 +134,8 @@ fn flow(cc: &str, seconds: f64) {
         let srtt_us: u64 = fields[3].parse().unwrap();
         // Loopback round trips are microseconds; a second would mean stale or wrong timestamps.
         assert!(srtt_us < 1_000_000, "srtt {srtt_us} us");
-        let cwnd: u64 = fields[1].parse().unwrap();
-        assert!(cwnd >= 2 * 1464, "{cc} window {cwnd} below two packets");
+        let cwnd_bytes: u64 = fields[1].parse().unwrap();
+        assert!(cwnd_bytes >= 2 * 1464, "{cc} window {cwnd_bytes} below two packets");
     }
     assert!(last_t_us as f64 > (seconds - 1.0) * 1e6, "acknowledgements stopped at {last_t_us} us");
     let received: u64 = receiver.stderr().lines().last().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();

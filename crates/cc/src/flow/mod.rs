@@ -169,7 +169,7 @@ impl Flow {
             return Verdict::Send(Permit { pacing_rate_bps: None, probe: true });
         }
         let decision = self.cc.decision();
-        if decision.cwnd_bytes.is_some_and(|cwnd| self.book.inflight_bytes() + PACKET_BYTES > cwnd) {
+        if decision.cwnd_bytes.is_some_and(|cwnd_bytes| self.book.inflight_bytes() + PACKET_BYTES > cwnd_bytes) {
             return Verdict::Closed;
         }
         if let Some(rate_bps) = decision.pacing_rate_bps {

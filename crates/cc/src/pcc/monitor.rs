@@ -374,7 +374,7 @@ pub(crate) mod tests {
     use std::collections::VecDeque;
 
     use super::*;
-    use crate::reno::tests::ack;
+    use crate::testing::ack;
     use crate::{CongestionControl, SentPackets};
 
     /// Test-only: a path with a fixed RTT whose loss rate is a function of the rate a packet was
@@ -396,7 +396,7 @@ pub(crate) mod tests {
         loop {
             loop {
                 let d = cc.decision();
-                let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + 1500 <= c);
+                let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| sender.inflight_bytes() + 1500 <= cwnd_bytes);
                 if !window_open || now_us < next_send_us {
                     break;
                 }
@@ -412,7 +412,7 @@ pub(crate) mod tests {
                 }
             }
             let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + 1500 <= c);
+            let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| sender.inflight_bytes() + 1500 <= cwnd_bytes);
             let candidates = [
                 acks.front().map(|a| a.0),
                 (window_open && next_send_us > now_us).then_some(next_send_us),

@@ -541,7 +541,7 @@ mod tests {
 
     #[test]
     fn rtt_gradients_below_the_tolerance_or_within_their_noise_count_as_zero() {
-        use crate::reno::tests::ack;
+        use crate::testing::ack;
         let mi_with = |rtt_us: &dyn Fn(u64) -> u64| {
             let mut m: Monitor<u8> = Monitor::new(1500, 1);
             m.start(0, 100_000, 12e6, 0);

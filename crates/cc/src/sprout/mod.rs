@@ -320,7 +320,7 @@ impl CongestionControl for Sprout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_path::{FixedPath, MSS};
+    use crate::testing::{percentile, FixedPath, MSS};
 
     fn sprout() -> Sprout {
         Sprout::new(SproutConfig::default())
@@ -339,7 +339,7 @@ mod tests {
             if s.decision().wake_at_us.is_some_and(|w| w <= now) {
                 s.on_timer(now);
             }
-            s.on_ack(&Acked { peer_recv_us: recv, ..crate::reno::tests::ack(now, first + i, t_us, MSS) });
+            s.on_ack(&Acked { peer_recv_us: recv, ..crate::testing::ack(now, first + i, t_us, MSS) });
         }
         *seq += packets;
     }
@@ -415,8 +415,7 @@ mod tests {
             }
         });
         let utilization = acked_after_warmup as f64 / 8000.0;
-        queue_ms.sort_by(f64::total_cmp);
-        let p95 = queue_ms[queue_ms.len() * 95 / 100];
+        let p95 = percentile(&queue_ms, 95);
         assert!(utilization > 0.95, "utilization {utilization}");
         assert!(p95 < 100.0 && p95 > 10.0, "p95 queueing {p95} ms");
     }

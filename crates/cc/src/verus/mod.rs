@@ -139,7 +139,7 @@ pub struct Verus {
     phase: Phase,
     /// W, packets: the window in slow start and the loss phase, the epoch's target window in
     /// the epochs.
-    window: f64,
+    window_packets: f64,
     /// D_est, ms.
     d_est_ms: f64,
     /// D_min, ms (0 before the first acknowledgement).
@@ -169,7 +169,7 @@ impl Verus {
         Verus {
             config,
             phase: Phase::SlowStart,
-            window: config.initial_cwnd_packets as f64,
+            window_packets: config.initial_cwnd_packets as f64,
             d_est_ms: 0.0,
             d_min_ms: 0.0,
             d_max_ms: None,
@@ -198,7 +198,7 @@ impl Verus {
 
     /// The window the last epoch chose (or the slow-start / loss-phase window), packets.
     pub fn window_packets(&self) -> f64 {
-        self.window
+        self.window_packets
     }
 
     pub fn profile(&self) -> &DelayProfile {
@@ -212,7 +212,7 @@ impl Verus {
 
     /// §3.4 (and the end of slow start): cut the window and wait out the loss phase.
     fn react_to_loss(&mut self, now_us: u64, window_at_loss: f64) {
-        self.window = (self.config.m * window_at_loss).max(1.0);
+        self.window_packets = (self.config.m * window_at_loss).max(1.0);
         self.reaction_us = Some(now_us);
         self.phase = Phase::Loss;
         self.profile.rebuild();
@@ -241,7 +241,7 @@ impl Verus {
         let in_flight = (self.inflight_bytes as f64 / self.config.mss_bytes as f64).round();
         let n = (self.srtt_us as f64 / self.config.epoch_us as f64).ceil();
         let send = if n > 1.0 { next_window + (2.0 - n) / (n - 1.0) * in_flight } else { next_window - in_flight };
-        self.window = next_window;
+        self.window_packets = next_window;
         self.credit_packets = send.max(0.0).floor() as u64;
     }
 }
@@ -273,16 +273,16 @@ impl CongestionControl for Verus {
                 if let Some(w) = sent_window {
                     self.profile.record(w, rtt_ms);
                 }
-                self.window += 1.0;
+                self.window_packets += 1.0;
                 if rtt_ms > self.config.ss_exit_ms {
-                    self.react_to_loss(e.now_us, sent_window.map_or(self.window, |w| w as f64));
+                    self.react_to_loss(e.now_us, sent_window.map_or(self.window_packets, |w| w as f64));
                 }
             }
             Phase::Loss => {
-                self.window += 1.0 / self.window;
+                self.window_packets += 1.0 / self.window_packets;
                 if self.reaction_us.is_some_and(|r| e.sent_us > r) {
                     self.phase = Phase::Epochs;
-                    self.d_est_ms = self.profile.delay_ms(self.window as usize).max(self.d_min_ms);
+                    self.d_est_ms = self.profile.delay_ms(self.window_packets as usize).max(self.d_min_ms);
                     self.credit_packets = 0;
                 }
             }
@@ -299,7 +299,7 @@ impl CongestionControl for Verus {
         if self.reaction_us.is_some_and(|r| e.sent_us <= r) {
             return;
         }
-        let window_at_loss = self.sent_window(e.seq).map_or(self.window, |w| w as f64);
+        let window_at_loss = self.sent_window(e.seq).map_or(self.window_packets, |w| w as f64);
         self.react_to_loss(e.now_us, window_at_loss);
     }
 
@@ -320,7 +320,7 @@ impl CongestionControl for Verus {
     fn decision(&self) -> Decision {
         let mss = self.config.mss_bytes;
         let cwnd_bytes = match self.phase {
-            Phase::SlowStart | Phase::Loss => (self.window.floor() as u64).max(1) * mss,
+            Phase::SlowStart | Phase::Loss => (self.window_packets.floor() as u64).max(1) * mss,
             Phase::Epochs => self.inflight_bytes + self.credit_packets * mss,
         };
         Decision { cwnd_bytes: Some(cwnd_bytes), pacing_rate_bps: None, wake_at_us: self.next_epoch_us }
@@ -330,8 +330,8 @@ impl CongestionControl for Verus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reno::tests::ack;
-    use crate::test_path::{FixedPath, MSS};
+    use crate::testing::ack;
+    use crate::testing::{FixedPath, MSS};
 
     /// A Verus in the epochs on a hand-made profile: flat at 40 ms up to a 10-packet pipe, then
     /// 4 ms per packet (a 250 packets/s link behind a 40 ms RTT).

@@ -1,14 +1,50 @@
-//! Test-only: an exact fixed path for unit tests — a bottleneck serving one 1500-byte packet every
-//! `service_us` from an infinite FIFO, behind a propagation RTT — driven by the real `SentPackets`
-//! bookkeeping and the controller's decisions, in fake time. On an empty path a packet's RTT is
-//! exactly `base_rtt_us`; each packet queued ahead adds `service_us`, so queue lengths can be read
-//! off RTTs by hand. (The closed-loop tests in tests/ use the real link model instead.)
+//! Test-only support for the unit tests of every algorithm:
+//!
+//! - `ack` and `loss`: the events the bookkeeping would hand a controller, built by hand;
+//! - `FixedPath`: an exact fixed path — a bottleneck serving one 1500-byte packet every
+//!   `service_us` from an infinite FIFO, behind a propagation RTT — driven by the real
+//!   `SentPackets` bookkeeping and the controller's decisions, in fake time. On an empty path a
+//!   packet's RTT is exactly `base_rtt_us`; each packet queued ahead adds `service_us`, so queue
+//!   lengths can be read off RTTs by hand. (The closed-loop tests in tests/ use the real link
+//!   model instead, tests/support/link_loop.rs.)
+//! - `percentile`: the one percentile definition of the Rust tests, the same file the
+//!   integration tests use (tests/support/percentile.rs).
 
 use std::collections::VecDeque;
 
-use crate::{Acked, CongestionControl, SentPackets};
+use crate::{Acked, CongestionControl, Lost, SentPackets};
+
+#[path = "../tests/support/percentile.rs"]
+mod percentile;
+pub(crate) use percentile::percentile;
 
 pub(crate) const MSS: u64 = 1500;
+
+/// An acknowledgement of packet `seq` sent at `sent_us`, as the bookkeeping would report it.
+pub(crate) fn ack(now_us: u64, seq: u64, sent_us: u64, bytes: u64) -> Acked {
+    let rtt_us = now_us - sent_us;
+    Acked {
+        now_us,
+        seq,
+        bytes,
+        sent_us,
+        peer_recv_us: sent_us + rtt_us / 2,
+        rtt_us,
+        srtt_us: rtt_us,
+        min_rtt_us: rtt_us,
+        delivered_bytes: (seq + 1) * bytes,
+        delivered_bytes_at_send: 0,
+        delivered_time_at_send_us: 0,
+        first_sent_time_at_send_us: 0,
+        inflight_bytes: 0,
+        app_limited: false,
+    }
+}
+
+/// The loss of 1500-byte packet `seq` sent at `sent_us`, declared at `now_us`.
+pub(crate) fn loss(now_us: u64, seq: u64, sent_us: u64) -> Lost {
+    Lost { now_us, seq, bytes: 1500, sent_us, inflight_bytes: 0 }
+}
 
 pub(crate) struct FixedPath {
     pub service_us: u64,
@@ -22,7 +58,7 @@ impl FixedPath {
     /// Runs `cc` until `until_us`, calling `observe` after each acknowledgement has been given
     /// to the controller. Returns the number of packets acknowledged.
     pub fn run<C: CongestionControl>(&self, cc: &mut C, until_us: u64, mut observe: impl FnMut(&Acked, &C)) -> u64 {
-        let mut sender = SentPackets::new();
+        let mut book = SentPackets::new();
         // (ack time, seq, departure from the bottleneck = the peer's receive time)
         let mut acks: VecDeque<(u64, u64, u64)> = VecDeque::new();
         let mut last_departure_us = 0;
@@ -32,11 +68,11 @@ impl FixedPath {
         loop {
             loop {
                 let d = cc.decision();
-                let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + MSS <= c);
+                let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
                 if !window_open || now_us < next_send_us {
                     break;
                 }
-                let sent = sender.on_sent(now_us, MSS);
+                let sent = book.on_sent(now_us, MSS);
                 cc.on_sent(&sent);
                 let departure_us = now_us.max(last_departure_us) + self.service_us;
                 last_departure_us = departure_us;
@@ -47,7 +83,7 @@ impl FixedPath {
                 }
             }
             let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + MSS <= c);
+            let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
             let candidates = [
                 acks.front().map(|a| a.0),
                 (window_open && next_send_us > now_us).then_some(next_send_us),
@@ -60,7 +96,7 @@ impl FixedPath {
             now_us = next_us.max(now_us);
             while acks.front().is_some_and(|a| a.0 <= now_us) {
                 let (_, seq, peer_recv_us) = acks.pop_front().expect("checked");
-                if let Some(a) = sender.on_ack(now_us, seq, peer_recv_us) {
+                if let Some(a) = book.on_ack(now_us, seq, peer_recv_us) {
                     cc.on_ack(&a);
                     acked += 1;
                     observe(&a, cc);

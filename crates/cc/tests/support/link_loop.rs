@@ -1,7 +1,7 @@
 //! A closed loop over the link model in fake time: one full-throttle flow whose controller, fed
 //! by the shared `SentPackets` bookkeeping, sends over a `pantheon_link::Path` and hears its
 //! acknowledgements back over a second, pure-delay path. The algorithms' behaviour tests use it
-//! (tests/closed_loop.rs, tests/pcc_random_loss.rs, scream.rs) to check what a researcher reads
+//! (closed_loop.rs, pcc_random_loss.rs, scream_link.rs) to check what a researcher reads
 //! off Pantheon's report — utilization, queueing delay — against a real queue.
 //!
 //! It is the smallest driver that closes the loop, not the simulator (crates/sim adds several
@@ -12,7 +12,7 @@
 
 use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit};
 
-use crate::{CongestionControl, SentPackets};
+use pantheon_cc::{CongestionControl, SentPackets};
 
 /// An acknowledgement's size on the return path (an IPv4 + TCP header).
 const ACK_BYTES: u32 = 40;
@@ -40,7 +40,7 @@ pub fn run(
     duration_us: u64,
     observe: &mut dyn FnMut(Seen),
 ) {
-    let mut sender = SentPackets::new();
+    let mut book = SentPackets::new();
     let mut forward: Path<u64> = Path::new(forward, seed, false);
     let reverse_config = PathConfig {
         delay_us: ack_delay_us,
@@ -57,11 +57,12 @@ pub fn run(
     while now_us < duration_us {
         loop {
             let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + packet_bytes <= c);
+            let window_open =
+                d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + packet_bytes <= cwnd_bytes);
             if !window_open || now_us < next_send_us {
                 break;
             }
-            let sent = sender.on_sent(now_us, packet_bytes);
+            let sent = book.on_sent(now_us, packet_bytes);
             cc.on_sent(&sent);
             forward.push(now_us, sent.seq, packet_bytes as u32);
             observe(Seen::Sent { t_us: now_us, bytes: packet_bytes });
@@ -70,12 +71,12 @@ pub fn run(
             }
         }
         let d = cc.decision();
-        let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + packet_bytes <= c);
+        let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + packet_bytes <= cwnd_bytes);
         now_us = [
             forward.next_wakeup_us(),
             reverse.next_wakeup_us(),
             (window_open && next_send_us > now_us).then_some(next_send_us),
-            sender.loss_deadline_us(),
+            book.loss_deadline_us(),
             d.wake_at_us,
         ]
         .into_iter()
@@ -101,12 +102,12 @@ pub fn run(
             }
         });
         for &(t_us, seq, peer_recv_us) in &acks {
-            if let Some(acked) = sender.on_ack(t_us, seq, peer_recv_us) {
+            if let Some(acked) = book.on_ack(t_us, seq, peer_recv_us) {
                 cc.on_ack(&acked);
             }
         }
         acks.clear();
-        sender.detect_losses(now_us, &mut |lost| cc.on_loss(lost));
+        book.detect_losses(now_us, &mut |lost| cc.on_loss(lost));
         if cc.decision().wake_at_us.is_some_and(|w| w <= now_us) {
             cc.on_timer(now_us);
         }
