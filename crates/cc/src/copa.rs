@@ -34,22 +34,17 @@
 //! 3 round trips, mode-switch window 5 round trips and nearly-empty threshold 10% (§2);
 //! initial window 10 packets (RFC 6928); MSS 1500 bytes. `mode_switching=false` pins δ.
 //!
-//! Deviations: (1) RTTmin is the minimum over ten 1-second buckets, so its window is 9–10 s
-//! rather than exactly 10 s (a fixed array instead of a per-sample history). (2) RTTmax spans
-//! the same 5 round trips as the nearly-empty test (genericCC: 4 srtt). It was once the largest
-//! RTTstanding, which is smaller than the largest RTT: then the threshold fell to 1–2 packets of
-//! queueing, which δ = 0.1's swing between 1 and 20 packets did not always reach, so Copa entered
-//! competitive mode alone on a 5-BDP buffer and filled it (simulator, 12 Mbit/s, 40 ms: p95
-//! queueing 133 ms; now 21 ms, and the same share against Cubic). (3) v is capped at
-//! δ·cwnd/4, so one round trip never changes the window by more than a quarter of itself. The
-//! paper lets v double without bound; capped at δ·cwnd (a whole window a round trip), v ran up
-//! to the cap on the way up, the first round trip down then removed the whole window, and the
-//! next run up started from there: a limit cycle that some runs never left (emulator, 12 Mbit/s,
-//! 20 ms each way, 5-BDP buffer: 68.7–94.1% of the link over ten runs; simulator, 20 host-latency
-//! seeds: mean 89.8%, worst 77.8%). With a quarter: mean 94.8%, worst 92.6%, p95 queueing
-//! 14.1 ms against 16.1, the same shares against Cubic. (4) In default mode the window ignores
-//! losses: Copa's signal is delay (§2), which is what makes it robust to non-congestive loss. The
-//! window never goes below 2 packets.
+//! Deviations (docs/cc.md, "Copa", has the runs behind 2 and 3): (1) RTTmin is the minimum over
+//! ten 1-second buckets, so its window is 9–10 s rather than exactly 10 s (a fixed array instead
+//! of a per-sample history). (2) RTTmax is the largest RTT over the same 5 round trips as the
+//! nearly-empty test (genericCC: 4 srtt); the largest RTTstanding put the threshold at 1–2
+//! packets, and δ = 0.1 then entered competitive mode alone on a 5-BDP buffer (p95 queueing
+//! 133 ms, with this 21 ms). (3) v is capped at δ·cwnd/4, so one round trip never changes the
+//! window by more than a quarter of itself: the paper lets v double without bound, and a larger
+//! cap left a limit cycle on a 5-BDP buffer (simulator, 20 seeds: worst 77.8% of the link; with
+//! a quarter, 92.6%). (4) In default mode the window ignores losses: Copa's signal is delay
+//! (§2), which is what makes it robust to non-congestive loss. The window never goes below 2
+//! packets.
 //!
 //! Driver: window and pacing rate (once an RTT has been measured); no timer.
 

@@ -8,95 +8,49 @@
 //! are lost. The flow therefore never probes the way TCP does: it climbs at most RAMP_UP_SPEED
 //! and backs off on queueing before the bottleneck buffer fills.
 //!
-//! Sections implemented (RFC 8298):
-//! - §4.1.2 qdelay: the one-way delay of each acknowledged packet, peer_recv_us −
-//!   sent_us on two unsynchronised clocks, minus the base one-way delay, as RFC 6817 §2.4.2 says
-//!   (RFC 8298 points there): the minimum of per-minute minima over BASE_HISTORY = 10 minutes.
-//!   No smoothing ("No smoothing of the qdelay is performed").
-//! - §4.1.2 update_variables, sampled every 50 ms: qdelay_fraction = qdelay/qdelay_target, its
-//!   EWMA qdelay_fraction_avg (QDELAY_WEIGHT), the last 20 fractions, qdelay_trend =
-//!   clamp(R(1)/R(0) · qdelay_fraction_avg, 0, 1) with R the autocorrelation of those 20 at lag
-//!   1 and 0, and the peak-hold qdelay_trend_mem = max(0.99·qdelay_trend_mem, qdelay_trend).
-//! - §4.1.2.1 update_cwnd, per acknowledgement: in fast increase mode cwnd += bytes_newly_acked
-//!   while bytes_in_flight·1.5 + bytes_newly_acked > cwnd, left when qdelay_trend ≥
-//!   QDELAY_TREND_TH; otherwise the LEDBAT rule off_target = (qdelay_target − qdelay)/
-//!   qdelay_target, cwnd += GAIN·off_target·bytes_newly_acked·MSS/cwnd, no increase while
-//!   bytes_in_flight·1.25 + bytes_newly_acked ≤ cwnd, then cwnd ≤ max_bytes_in_flight ·
-//!   MAX_BYTES_IN_FLIGHT_HEAD_ROOM (the largest flight of the last 5 s) and cwnd ≥ MIN_CWND.
-//!   bytes_newly_acked counts lost packets too (§4.1.2: the highest acknowledged sequence
-//!   number moves past them).
-//! - §4.1.2.1 loss: a loss event (one or more losses within s_rtt) sets cwnd = max(MIN_CWND,
-//!   BETA_LOSS·cwnd), leaves fast increase mode, and (§4.1.3, promptly) target_bitrate =
-//!   max(BETA_R·target_bitrate, TARGET_BITRATE_MIN).
-//! - §4.1.2.2 competing flows: qdelay_target moves between QDELAY_TARGET_LO and _HI from the
-//!   average (last 50) and variance (all 100) of qdelay/QDELAY_TARGET_LO samples, 1.5× when
-//!   loss_event_rate > 0.002, halved or ×0.9 back down when the variance says it is unsafe.
-//! - §4.1.2.3 lost packet detection is the shared `SentPackets` bookkeeping (RFC 9002 §6.1: packet and time
-//!   thresholds), which plays the part of the RFC's RACK-like reordering window.
-//! - §4.1.2.4 send window: cwnd + MSS − bytes_in_flight while qdelay ≤ qdelay_target, cwnd −
-//!   bytes_in_flight above it; the driver's window is cwnd + MSS or cwnd accordingly.
-//! - §4.1.2.5 packet pacing: pace_bitrate = max(RATE_PACE_MIN, cwnd·8/s_rtt), used while the
-//!   RTP queue holds a backlog (see the encoder model below).
-//! - §4.1.2.6 fast increase resumes once qdelay_trend has stayed below QDELAY_TREND_LO for
-//!   T_RESUME_FAST_INCREASE.
-//! - §4.1.3 media rate control every RATE_ADJUST_INTERVAL: ramp_up_speed = min(RAMP_UP_SPEED,
-//!   target_bitrate/2), scaled by scale = clamp((4·(target − target_last_max)/target_last_max)²,
-//!   0.2, 1); fast increase adds ramp_up_speed·interval·scale; otherwise delta = current_rate·(1
-//!   − PRE_CONGESTION_GUARD·qdelay_trend) − TX_QUEUE_SIZE_FACTOR·rtp_queue_size, a positive
-//!   delta scaled and capped at ramp_up_speed·interval, and target ×0.95 when the RTP queue
-//!   delay exceeds RTP_QDELAY_TH; finally target ≤ max(current_rate, rate_media)·(2 −
-//!   qdelay_trend_mem) and within [TARGET_BITRATE_MIN, TARGET_BITRATE_MAX]. current_rate is the
-//!   larger of the transmit and acknowledged rates, both measured over each 200 ms interval.
+//! Sections implemented (RFC 8298; docs/cc.md, "SCReAM", spells out each formula):
+//! - §4.1.2 qdelay: one-way delay above its base (RFC 6817 §2.4.2: the minimum of per-minute
+//!   minima over BASE_HISTORY = 10 minutes), unsmoothed; update_variables every 50 ms
+//!   (qdelay_fraction, its EWMA, qdelay_trend from the autocorrelation of the last 20 fractions,
+//!   its peak-hold qdelay_trend_mem).
+//! - §4.1.2.1 update_cwnd per acknowledgement: fast increase (cwnd += bytes newly acked) until
+//!   qdelay_trend ≥ QDELAY_TREND_TH, else the LEDBAT rule GAIN·off_target·bytes·MSS/cwnd, capped
+//!   by the largest flight of the last 5 s × 1.1 and floored at MIN_CWND; a loss event (one per
+//!   s_rtt) scales cwnd by BETA_LOSS and the target by BETA_R.
+//! - §4.1.2.2 competing flows: qdelay_target between QDELAY_TARGET_LO and _HI from the average
+//!   and variance of qdelay samples and the loss event rate.
+//! - §4.1.2.3 lost packet detection is the shared `SentPackets` bookkeeping (RFC 9002 §6.1: packet
+//!   and time thresholds), which plays the part of the RFC's RACK-like reordering window.
+//! - §4.1.2.4 send window (cwnd + MSS while qdelay ≤ qdelay_target, else cwnd), §4.1.2.5 pacing
+//!   at max(RATE_PACE_MIN, cwnd·8/s_rtt) while the RTP queue holds a backlog, §4.1.2.6 fast
+//!   increase resumes after T_RESUME_FAST_INCREASE with qdelay_trend below QDELAY_TREND_LO.
+//! - §4.1.3 media rate control every RATE_ADJUST_INTERVAL: a scaled, capped ramp up in fast
+//!   increase; otherwise a delta from current_rate, qdelay_trend and the RTP queue; ×0.95 when
+//!   the RTP queue delay exceeds RTP_QDELAY_TH; bounded by the media rate and the target range.
 //!
-//! Constants (RFC 8298 §4.1.1.1): QDELAY_TARGET_LO 0.1 s, QDELAY_TARGET_HI 0.4 s, QDELAY_WEIGHT
-//! 0.1, QDELAY_TREND_TH 0.2, MIN_CWND 3000 bytes, MAX_BYTES_IN_FLIGHT_HEAD_ROOM 1.1, GAIN 1.0,
-//! BETA_LOSS 0.8, BETA_R 0.9, RATE_ADJUST_INTERVAL 0.2 s, RAMP_UP_SPEED 200 kbit/s per second,
-//! RTP_QDELAY_TH 0.02 s, TARGET_RATE_SCALE_RTP_QDELAY 0.95, QDELAY_TREND_LO 0.2,
-//! T_RESUME_FAST_INCREASE 5 s, RATE_PACE_MIN 50 kbit/s. Ours where the RFC leaves a range or a
-//! choice: PRE_CONGESTION_GUARD 0.1 (RFC: 0.0..1.0), TX_QUEUE_SIZE_FACTOR 1.0 (0.0..2.0),
-//! TARGET_BITRATE_MIN 0.1 Mbit/s and TARGET_BITRATE_MAX 100 Mbit/s (deployment-specific in the
-//! RFC); MSS is the driver's packet (`mss_bytes`, 1464 in pantheon-udp; the RFC's 1000 bytes is
-//! "max RTP packet size"). Configurable: `qdelay_target_ms` (QDELAY_TARGET_LO), `min_rate_mbps`,
-//! `max_rate_mbps`, `ramp_up_kbps` (RAMP_UP_SPEED, kbit/s per second), `competing_flows`.
+//! Constants: RFC 8298 §4.1.1.1's values, each cited where it is declared below. Ours where the
+//! RFC leaves a range or a choice: PRE_CONGESTION_GUARD 0.1 (RFC: 0.0..1.0), TX_QUEUE_SIZE_FACTOR
+//! 1.0 (0.0..2.0), TARGET_BITRATE_MIN 0.1 Mbit/s and TARGET_BITRATE_MAX 100 Mbit/s
+//! (deployment-specific); MSS is the driver's packet (`mss_bytes`, 1464 in pantheon-udp; the
+//! RFC's 1000 bytes is "max RTP packet size"). Configurable: `qdelay_target_ms`
+//! (QDELAY_TARGET_LO), `min_rate_mbps`, `max_rate_mbps`, `ramp_up_kbps` (RAMP_UP_SPEED, kbit/s
+//! per second), `competing_flows`.
 //!
-//! The media source (a deviation: there is no RTP, no real encoder and no frame structure): an
-//! encoder that always has content and produces exactly target_bitrate as a fluid, into an RTP
-//! queue counted in bits. The driver sends whenever the window and the pacing rate allow, so the
-//! pacing rate is the encoder's rate (target_bitrate) while the queue is empty, and the RFC's
-//! pace_bitrate (never below the target) while a backlog of at least one packet waits — the
-//! backlog builds only when the window holds packets back, which is the signal §4.1.3 reacts to.
-//! rate_media is what the encoder produced over the last interval (here the target itself), and
-//! rate_media_median (a 10 s median of it) is left out of the rate limit: with an encoder that
-//! follows the target exactly it adds nothing but memory of older, higher targets. No frame
-//! skipping or discarding (§4.1.3's SHOULD): the window and the rate reductions drain the queue.
+//! Deviations (docs/cc.md gives each its reason): the media source is a fluid encoder that
+//! always has content and produces exactly target_bitrate into an RTP queue counted in bits (no
+//! RTP, frames, rate_media_median or frame skipping); the pacing rate is the target while that
+//! queue is empty and pace_bitrate while a backlog waits. (1) Every packet is acknowledged, so
+//! cwnd updates per acknowledgement. (2) §4.1.2.2 runs on the 50 ms samples, all 100 for the
+//! variance. (3) loss_event_rate is an EWMA over 500 round trips. (4) The fast-increase calm
+//! period also counts from leaving fast increase. (5) target_bitrate_last_max is set at loss
+//! events and on leaving fast increase. (6) target_bitrate starts at TARGET_BITRATE_MIN.
+//! (7) max_bytes_in_flight spans five 1-second buckets. (8) No ECN, no cwnd_i, no pacing
+//! headroom (earlier drafts and SCReAMv2).
 //!
-//! Other deviations, each a choice where the RFC is silent or per-packet feedback changes a
-//! meaning: (1) the driver acknowledges every packet (the RFC's feedback arrives every 20–400 ms)
-//! so cwnd updates per acknowledgement with that packet's bytes, which sums to the same growth.
-//! (2) §4.1.2.2 runs on the 50 ms samples rather than per feedback message, so its 100-sample
-//! history spans 5 s whatever the packet rate; the RFC's pseudocode takes the variance over
-//! "200" samples of a 100-sample history: all 100 are used. (3) loss_event_rate is an EWMA over
-//! round trips with weight 1/500, so that 0.002 means "more than one loss event in about the last
-//! 500 round trips". (4) The T_RESUME_FAST_INCREASE calm period counts from the later of the
-//! last qdelay_trend ≥ QDELAY_TREND_LO and leaving fast increase mode (else a loss with an empty
-//! queue would resume it at once). (5) target_bitrate_last_max is set at loss events and on
-//! leaving fast increase mode ("updated when congestion is detected"). (6) target_bitrate starts
-//! at TARGET_BITRATE_MIN (the RFC's 0 is clamped there at the first adjustment anyway).
-//! (7) max_bytes_in_flight is the maximum over five 1-second buckets (4–5 s, not exactly 5 s).
-//! (8) No ECN: the transport has none, so BETA_ECN plays no part. RFC 8298's pseudocode has no
-//! congestion-window inflection point (cwnd_i) and no pacing headroom: those belong to the
-//! earlier drafts and to the SCReAMv2 draft, and are not modelled.
-//!
-//! What RFC 8298 leads one to expect on 12 Mbit/s, 20 ms each way, a 1-BDP DropTail buffer, 30 s:
-//! the target climbs ×1.1 per 200 ms from 0.1 Mbit/s (ramp_up_speed = target/2) until it reaches
-//! 0.4 Mbit/s, where target/2 = RAMP_UP_SPEED (after 3 s), then 200 kbit/s per second: about 5.8 Mbit/s at 30 s, so the link is
-//! never filled, utilization over 5–30 s is about 28% (the mean target 3.3 Mbit/s over
-//! 12 Mbit/s), 80% of the link (9.6 Mbit/s) would take about 49 s, and since the flow stays below
-//! the link rate there is no standing queue: queueing delay far below the 100 ms target, no loss.
-//! Tests below check those numbers over the link model; on a link slower than the ramp the window
-//! holds queueing delay near qdelay_target and the RTP queue pulls the target down to the link —
-//! with §4.1.2.2 on, the flow's own steady queue raises qdelay_target (the false positive the
-//! RFC warns of), so there the queue settles above 100 ms (about 170 ms on 2 Mbit/s).
+//! Expected (worked out in docs/cc.md and checked by tests/scream_link.rs over the link model):
+//! on 12 Mbit/s, 20 ms each way, the ramp reaches 5.8 Mbit/s at 30 s (28% of the link over
+//! 5–30 s, 80% after about 49 s) with no standing queue; on a link slower than the ramp the window
+//! holds queueing near qdelay_target (about 170 ms on 2 Mbit/s with §4.1.2.2 on).
 //!
 //! Driver: window (the send window) and pacing rate, and a timer for the 200 ms rate control.
 

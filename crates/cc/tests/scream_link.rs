@@ -1,6 +1,6 @@
 //! SCReAM (RFC 8298) over the link model in fake time: what its ramp-up limit and its window do
 //! to utilization and queueing on a real DropTail queue, checked against the figures worked out
-//! from the RFC's constants in src/scream.rs's header. One flow of 1500-byte packets, the
+//! from the RFC's constants in docs/cc.md ("SCReAM"). One flow of 1500-byte packets, the
 //! acknowledgements returning over a pure delay (`support::link_loop`).
 
 mod support;
@@ -87,7 +87,7 @@ fn run_config_over_link(
 #[test]
 fn on_12_mbps_the_ramp_up_limits_utilization_and_no_queue_builds() {
     // 12 Mbit/s, 20 ms each way, a 1-BDP (40-packet, 60 kB) DropTail buffer, 30 s. The target
-    // (header) is 417.7 kbit/s at 3 s, then +200 kbit/s per second: 0.818 Mbit/s at 5 s and
+    // (docs/cc.md) is 417.7 kbit/s at 3 s, then +200 kbit/s per second: 0.818 Mbit/s at 5 s and
     // 5.818 Mbit/s at 30 s, so 5–30 s carries a mean of 3.318 Mbit/s, 27.6% of the link.
     let run = run_over_link(12.0, 20, 40, 30);
     let utilization = run.utilization(12.0, 5, 30);

@@ -29,39 +29,23 @@
 //! Constants: α = 100 and the 5% loss threshold (§2.2); ε_min = 0.01, ε_max = 0.05 (§2.3);
 //! MI length uniform over 1.7–2.2 SRTT, at least 40 packets (see `monitor.rs` for why).
 //!
-//! Deviations and choices, with reasons:
-//! 1. Starting rate: the paper starts at 2·MSS/RTT. Before the first acknowledgement there is
-//!    no RTT, so we start at the rate that sends RFC 6928's initial window of 10 packets per
-//!    100 ms (1.2 Mbit/s at 1500 bytes) — about what TCP sends in its first round trip on a
-//!    100 ms path.
-//! 2. x in the utility is the MI's target rate (the pacing rate; see `monitor.rs` for why not a
-//!    packet count), L the MI's lost fraction of packets, and the throughput T = x·(1 − L)·D,
-//!    where D ≤ 1 is the MI's delivery ratio (`monitor.rs`: how much longer its packets took
-//!    to be acknowledged than to be sent). Without D, T would be x·(1 − L) however slowly the
-//!    bottleneck delivered, and over an unbounded buffer with a little random loss the rate
-//!    would grow without end; with D, a growing queue shows as throughput below x.
-//! 3. An MI none of whose packets was acknowledged or lost (a stalled path) has utility −∞:
-//!    it counts as a fall, never as a success.
-//! 4. Safety window: the sender is paced at the MI's rate, and a window of 4 × rate × min RTT
-//!    (at least 4 packets; 100 ms before the first RTT sample) bounds what it can pile up. In
-//!    flight are rate × RTT, so the window binds only once the queue holds three min RTTs'
-//!    worth of the rate. It stops an unbounded flight when acknowledgements stop coming, and
-//!    over a deep buffer it bounds the queue that Allegro's loss-only utility cannot see. (A
-//!    window in SRTTs would not: it grows with the queue it permits.) Why not 2 × min RTT:
-//!    that binds as soon as a one-BDP buffer is full, and a window-bound sender is ack-clocked
-//!    and bursty, so its MIs no longer measure their rates (see `vivace.rs`, which it misled).
+//! Deviations and choices (docs/cc.md, "PCC Allegro", gives each its reasons and figures):
+//! 1. Starting rate: RFC 6928's 10 packets per 100 ms (1.2 Mbit/s at 1500 bytes), not the
+//!    paper's 2·MSS/RTT: before the first acknowledgement there is no RTT.
+//! 2. x in the utility is the MI's target rate (`monitor.rs` says why not a packet count), and
+//!    T = x·(1 − L)·D, with D ≤ 1 the MI's delivery ratio (`monitor.rs`): without D, over an
+//!    unbounded buffer with a little random loss the rate would grow without end.
+//! 3. An MI none of whose packets was acknowledged or lost (a stalled path) has utility −∞.
+//! 4. Safety window: paced at the MI's rate, with a window of 4 × rate × min RTT (at least 4
+//!    packets; 100 ms before the first RTT sample). It binds only once the queue holds three min
+//!    RTTs of the rate; at 2 × it bound on a full one-BDP buffer, and an ack-clocked sender's
+//!    MIs no longer measure their rates (see `vivace.rs`, which it misled).
 //! 5. The rate never goes below 20 packets per second, so that an MI keeps producing results.
-//! 6. Starting ends on a fall of utility that chance loss does not explain: when the newer MI's
-//!    loss rate is higher by no more than two standard errors of the difference of two binomial
-//!    rates (pooled), the two MIs are compared at their pooled loss rate. An MI has as few as 40
-//!    packets at the starting rates, and under 2% random loss two of them (5%, the sigmoid's
-//!    cliff) are lost in one MI in five: the start ended near 1.2 Mbit/s and the 1–5% steps of
-//!    decision making took most of a run to climb back. Simulator, 12 Mbit/s, 20 ms, 60 kB,
-//!    20 seeds × 30 s (`bench/random_loss.py`), mean (worst seed): 1% loss 92.7% (90.3%) →
-//!    93.8% (90.3%); 2% 69.0% (10.4%) → 91.8% (83.2%); 3% 62.6% (9.7%) → 88.4% (73.3%); 5%
-//!    35.3% → 60.2%; loss-free unchanged. Rate adjusting keeps the paper's plain comparison:
-//!    with the same rule there, two flows sharing a link converged less (Jain's index over 30 s,
-//!    10 seeds, mean 0.97 → 0.90), since a ramp then runs on through the noise of congestion loss.
+//! 6. Starting ends on a fall of utility that chance loss does not explain (loss rates within
+//!    two standard errors are compared pooled): under 2% random loss one 40-packet MI in five
+//!    lost 5% and ended the start near 1.2 Mbit/s (`bench/random_loss.py`, 20 seeds: 2% loss
+//!    69.0% → 91.8% of the link). Rate adjusting keeps the paper's plain comparison: with the
+//!    same rule there two flows converged less (Jain's index 0.97 → 0.90).
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 

@@ -23,16 +23,11 @@
 //!     ω0 = 0.05, δ = 0.1: k counts the consecutive decisions whose change was capped; a change
 //!     within the boundary recalibrates k to the smallest value whose boundary still contains
 //!     it; a change of direction resets k to 0.
-//! - §4.3 unreliable statistics:
-//!   - the RTT gradient is the slope of the least-squares line through the MI's (send time, RTT)
-//!     samples (`monitor.rs`);
-//!   - low-pass filter: a slope smaller in magnitude than 0.01 counts as 0 (plus a noise test,
-//!     deviation 2), so RTT jitter alone — which b = 900 would turn into a penalty hundreds of
-//!     times the throughput term — does not read as congestion;
-//!   - double check of abnormal measurements: a pair whose higher rate saw less loss, or a
-//!     flatter RTT, than its lower rate is counter-intuitive (sending faster hardly ever causes
-//!     either; noise or a change of conditions does), so a second pair is run and the rate moves
-//!     by the mean of the two pairs' gradients (what counts as less loss: deviation 4).
+//! - §4.3 unreliable statistics: the RTT gradient is the least-squares slope through the MI's
+//!   (send time, RTT) samples (`monitor.rs`); a slope below 0.01 in magnitude counts as 0 (plus a
+//!   noise test, deviation 2), so jitter that b = 900 would magnify does not read as congestion;
+//!   a counter-intuitive pair (less loss, or a flatter RTT, at the higher rate) is run again and
+//!   the rate moves by the mean of the two pairs' gradients (what counts as less: deviation 4).
 //! - MIs are pipelined as in Allegro §3; after the probes the sender holds r until their
 //!   results are in, then moves and probes around the new rate at once.
 //!
@@ -41,69 +36,32 @@
 //! tolerance 0.01 (§4.3). θ0 = 0.1 Mbit/s per unit of utility gradient and m(τ) = τ are ours
 //! (deviation 3).
 //!
-//! Deviations and choices, with reasons:
+//! Deviations and choices (docs/cc.md, "PCC Vivace", gives each its measurements):
 //! 1. Starting rate, x as the MI's target rate, utility −∞ for an MI with no resolved packet,
 //!    the 20 packets/s floor: as in `allegro.rs` (deviations 1–5 there), for the same reasons.
-//! 2. The RTT-gradient filter also counts a slope as 0 when it is less than two standard errors
-//!    of the fit away from 0. Over the real emulator on a shared machine, single packets delayed
-//!    by several ms of scheduling made the bare slope swing by ±0.02, enough to drive the rate
-//!    at random.
-//! 3. θ0 and the shape of m(τ): the paper's text was not available to us beyond §4.2's rules, so
-//!    both are our choice, made for a path of the size Pantheon emulates. At 12 Mbit/s an MI
-//!    carries ~70 packets, and under 1% random loss one loss more or less in one probe moves γ by
-//!    ~1.4 per Mbit/s, more than twice its signal there (0.9·x^−0.1 − c·L ≈ 0.6). With θ0 = 1
-//!    (Mbit/s)² almost every step was capped by ω, so the rate moved ±5–35% on the sign of that
-//!    noise: in the simulator it averaged 77% of the link (seeds 71–81%) and kept the 60 kB
-//!    buffer full (p95 delay 53–60 ms, 20 of them propagation). With θ0 = 0.1 a step is θ0·γ,
-//!    the noise averages out over decisions, and the rate stays near the link (85%, p95 delay
-//!    22 ms); a large gradient (a filling queue: b·x·dRTT/dT is hundreds) still moves the rate
-//!    by ω·r at once. θ0 = 0.05 did as well under loss but shared more slowly: a second flow
-//!    joining at 10 s got 3.5–4.8 Mbit/s against 4.7–5.7 with 0.1.
-//! 4. The double check counts a lower loss rate at the higher rate as abnormal only when it is
-//!    lower by more than two standard errors of the difference of two binomial rates (pooled).
-//!    With a plain comparison, under 1% random loss ~40% of pairs were re-checked: exactly those
-//!    whose noise favoured the higher rate, whose γ the average then halved, while noise
-//!    favouring the lower rate went unchecked. That biased γ down by about as much as its
-//!    signal: in the simulator the rate averaged 81–84% of the link over θ0 = 0.03–0.1, single
-//!    seeds down to 74%, where it hovered at 9 Mbit/s for the whole run.
-//! 5. The 4 × rate × min-RTT safety window must not bind in normal operation: at 2 × it bound
-//!    whenever a one-BDP buffer was full, the sender went ack-clocked, the MIs' RTT slopes then
-//!    favoured the higher probe, and over 1% random loss the rate settled at twice the link's
-//!    with half its packets dropped (tests/pcc_random_loss.rs).
-//! 6. When the gradient is 0 or not finite (probes with no resolved packet), the rate holds and
-//!    the probes repeat; τ and k are unchanged.
-//! 7. §4.3's MI timeout (halve the rate when an MI's results do not come) is left out: the
-//!    driver declares every unacknowledged packet lost within RFC 9002's time threshold, so every
-//!    MI completes, and a path that stops delivering shows as MIs with 100% loss.
-//! 8. Two probes whose loss rates differ by no more than chance (two standard errors of the
-//!    difference of two binomial rates, pooled, as in 4) are both scored at their pooled loss
-//!    rate. Random loss moves an MI's loss rate by whole packets: at 12 Mbit/s one loss more
-//!    among a probe's ~70 packets moves γ by c·ΔL/(2ε) ≈ 1.6 per Mbit/s, against a signal of
-//!    0.9·x^−0.1 − c·L ≈ 0.6 under 1% loss. Scored at their own rates, γ's sign was near a coin
-//!    toss, runs of τ ended at random, and a rate pushed down (the start ended by a latency
-//!    spike, the drain after an overshoot) climbed back by θ0·0.6 = 0.06 Mbit/s a decision: one
-//!    30 s emulated run held 57% of the link. Pooled, a pair measures the loss term's level c·L
-//!    without that noise and the amplifier works as on a loss-free path (`bench/random_loss.py`,
-//!    20 seeds × 30 s, 60 kB buffer, mean (worst): 1% 86.2% (80.9%) → 88.0% (86.4%); 3% 78.1%
-//!    (54.3%) → 86.4% (83.7%); 5% 69.1% (44.9%) → 82.6% (78.7%)). The cost: a loss that does
-//!    grow with the rate but by less than chance shows counts as level loss, so without a queue
-//!    to raise the RTT (a policer) small MIs settle a little above the policed rate (simulator,
-//!    12 Mbit/s policer, 60 kB bucket: loss 4.8% → 6.2%, utilization 94.9% → 94.4%; 3 Mbit/s,
-//!    15 kB: loss 6.4% → 8.0%). Loss-free runs are unchanged, to the digit: there is nothing to
-//!    pool. (This replaces a rule that moved such pairs unamplified by θ0·γ: it stopped the
-//!    noise's runs, and the drift's.)
+//! 2. The RTT-gradient filter also zeroes a slope less than two standard errors of the fit from
+//!    0: scheduling delays over the emulator swung the bare slope by ±0.02.
+//! 3. θ0 = 0.1 Mbit/s per unit of gradient and m(τ) = τ are ours. With θ0 = 1 under 1% random
+//!    loss almost every step was capped by ω and the rate moved on the sign of the noise (77% of
+//!    the link, p95 delay 53–60 ms); with 0.1, 85% and 22 ms; 0.05 shared more slowly.
+//! 4. The double check counts a lower loss rate at the higher rate as abnormal only beyond two
+//!    standard errors of the difference (pooled binomial): a plain comparison re-checked only
+//!    the pairs whose noise favoured the higher rate and biased γ down (81–84% of the link).
+//! 5. The 4 × rate × min-RTT safety window must not bind in normal operation: at 2 × the
+//!    sender went ack-clocked on a full buffer and, over 1% loss, settled at twice the link's
+//!    rate (tests/pcc_random_loss.rs).
+//! 6. A gradient of 0 or not finite holds the rate and repeats the probes; τ and k unchanged.
+//! 7. §4.3's MI timeout is left out: the driver declares every unacknowledged packet lost, so
+//!    every MI completes, and a dead path shows as MIs with 100% loss.
+//! 8. Two probes whose loss rates differ by no more than chance (as in 4) are both scored at
+//!    their pooled loss rate: one loss more among ~70 packets moves γ by ~1.6 per Mbit/s against
+//!    a signal of ~0.6 (`bench/random_loss.py`, 20 seeds, 60 kB: 1% loss 86.2% → 88.0% of the
+//!    link, 5% 69.1% → 82.6%). Cost: behind a policer, small MIs settle a little above the
+//!    policed rate (loss 4.8% → 6.2% at 12 Mbit/s).
 //! 9. The starting phase ends when the utility falls by more than chance loss explains (two
-//!    standard errors of c·x·L at the newer MI's rate). With a bare comparison, one random loss
-//!    among the few packets of an early MI ended it at 1.2 Mbit/s, and gradient ascent then
-//!    climbed by ~0.07 Mbit/s a decision: at 2% random loss 4 of 20 seeds stayed under 2 Mbit/s
-//!    for the whole 30 s (mean 61.7% of the link; with this, 80.9%, none below 64%; 3%: 57.4 →
-//!    78.1%; 5%: 69.1%). Allegro's form of the same rule (`allegro.rs` deviation 6: both MIs
-//!    compared at their pooled loss rate unless the newer lost more beyond chance) did as well
-//!    up to 3% but at 5% left a seed near 1 Mbit/s (mean 51.5%, worst 9.1%): a chance rise past
-//!    two standard errors then ends the start outright, where here it only has to outweigh the
-//!    loss term's noise. Allegro keeps its form because its sigmoid makes the loss term's noise
-//!    no single number. (These figures predate 8's pooling, which made the climb after a low
-//!    start fast.)
+//!    standard errors of c·x·L): a bare comparison ended it at 1.2 Mbit/s on one early loss (2%
+//!    loss: mean 61.7% → 80.9% of the link). Allegro's pooled form (`allegro.rs` deviation 6)
+//!    left a seed near 1 Mbit/s at 5% loss.
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 

@@ -60,20 +60,9 @@
 //! `initial_cwnd_packets`, `mss_bytes`. The paper's 1000 packets/s top bin is 11.7 Mbit/s of
 //! 1464-byte packets: a faster link looks to the filter like a 1000 packets/s one.
 //!
-//! What to expect on a fixed-rate link: the forecast of a constant rate is the 5th percentile of
-//! Poisson deliveries, about 100 − 1.645·√100 ≈ 83% of the true deliveries over 100 ms. When
-//! that window exceeds the path's bandwidth-delay product (RTT well under ~80 ms at rates within
-//! the model's range), the bottleneck stays busy — full utilization, with a queue of roughly
-//! (window − BDP) packets, below the 100 ms target. When it does not (long RTTs, or rates above
-//! the top bin), Sprout under-uses the link: throughput is at most the window over the RTT,
-//! about 83 ms worth of the rate per RTT. Sprout does not aim to fill a wired pipe.
-//!
-//! Measured over pantheon-emu (20 s, one flow, 1464-byte packets): 12 Mbit/s, 20 ms each way,
-//! 60 kB buffers: 97% utilization, p95 one-way delay 60 ms, 0.3% loss (the ~40-packet buffer is
-//! shallower than the queue Sprout's window allows, so it stays full). Verizon-LTE-short trace,
-//! 20 ms, 1000-packet buffers: 5.5 Mbit/s (84% of the trace's capacity), p95 109 ms, where the
-//! userspace Cubic gets 5.7 Mbit/s at p95 867 ms — the paper's claim (§5): comparable
-//! throughput at a fraction of the delay.
+//! On a fixed-rate link the cautious forecast is about 83% of the deliveries over 100 ms: Sprout
+//! fills the link while that exceeds the BDP and under-uses it beyond (docs/cc.md, "Sprout", with
+//! the figures measured over pantheon-emu).
 //!
 //! Driver: window only, and a timer (tick closing and re-evaluation).
 
