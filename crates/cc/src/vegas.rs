@@ -29,11 +29,12 @@
 //! Linux's Vegas falls back to) and ends slow start. (3) The window never goes below 2 packets.
 //! (4) In the linear mode the round trip's RTT is the smallest sample acknowledged while the
 //! distinguished packet was in flight, not the distinguished packet's alone (as Linux's tcp_vegas
-//! does; slow start keeps the single sample, so that it leaves before its bursts overflow): a window sent in a burst queues behind itself and
-//! a userspace sender's wake-ups add scheduling noise, so single samples sit a packet or two above
-//! BaseRTT with nothing queued. With α = 1 that noise alone read as Diff > α and held the window
-//! at 57% of a 12 Mbit/s / 40 ms path with an empty queue (over the emulator, 15 s, 300 kB
-//! buffer); with the round's minimum it uses 94–96% and queues 2–4 ms at the 95th percentile.
+//! does; slow start keeps the single sample, so that it leaves before its bursts overflow): a
+//! window sent in a burst queues behind itself and a userspace sender's wake-ups add scheduling
+//! noise, so single samples sit a packet or two above BaseRTT with nothing queued. With α = 1
+//! that noise alone read as Diff > α and held the window at 57% of a 12 Mbit/s / 40 ms path with
+//! an empty queue (over the emulator, 15 s, 300 kB buffer); with the round's minimum it uses
+//! 94–96% and queues 2–4 ms at the 95th percentile.
 //! (5) The window stays a whole number of packets: pantheon-udp sends whole datagrams only, so a
 //! fractional window's part never leaves, yet Expected = cwnd/BaseRTT counted it as queued. The
 //! slow-start exit made such a window (x.5 packets); over a Mahimahi-style link, whose 1 ms

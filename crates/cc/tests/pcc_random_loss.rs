@@ -4,8 +4,8 @@
 //!
 //! One full-throttle flow over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a DropTail buffer
 //! of 100 or 40 packets, and 1% of packets lost at random before the queue (the emulator's
-//! `--uplink-loss 0.01`); acknowledgements return over a pure delay (`support::link_loop`). Utilization is what left
-//! the bottleneck over 25 s after a 5 s warm-up, over the link's capacity.
+//! `--uplink-loss 0.01`); acknowledgements return over a pure delay (`support::link_loop`).
+//! Utilization is what left the bottleneck over 25 s after a 5 s warm-up, over the link's capacity.
 
 mod support;
 

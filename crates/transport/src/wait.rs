@@ -12,7 +12,8 @@
 //! bbr-user to 325 Mbit/s of a 1 Gbit/s link on this 2-core machine, the emulator starved). Then
 //! the sender sleeps to its deadline and, woken some tens of µs late, sends the few datagrams
 //! that fell due meanwhile back to back: the pacer lets a late sender catch up by up to
-//! `MAX_LAG_NS` (pacing.rs), so the rate holds and each burst is a handful of datagrams.
+//! `MAX_LAG_NS` (crates/cc/src/flow/pacer.rs), so the rate holds and each burst is a handful of
+//! datagrams.
 
 use std::io;
 use std::os::fd::RawFd;

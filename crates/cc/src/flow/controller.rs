@@ -1,8 +1,8 @@
 //! The controller a flow runs, as a command line names it (`--cc copa:delta=0.1`, `--flow copa`):
-//! built by the registry (`crate::build`) and told the flow's packet size: unless the spec sets `mss_bytes`
-//! itself, it gets `mss_bytes=1464`, so that "a packet" in the algorithm's arithmetic — Vegas's
-//! α and β, Copa's 1/δ queued packets, every initial and minimum window — is exactly one of our
-//! datagrams rather than the registry's default of 1500 bytes.
+//! built by the registry (`crate::build`) and told the flow's packet size: unless the spec sets
+//! `mss_bytes` itself, it gets `mss_bytes=1464`, so that "a packet" in the algorithm's arithmetic
+//! — Vegas's α and β, Copa's 1/δ queued packets, every initial and minimum window — is exactly one
+//! of our datagrams rather than the registry's default of 1500 bytes.
 
 use super::datagram::PACKET_BYTES;
 use crate::{CongestionControl, SpecError};
