@@ -7,12 +7,21 @@
 //! a congestion window, a pacing rate, or both, and when it next wants to be woken. It never
 //! reads a clock, touches a socket, starts a thread or allocates per packet. The bookkeeping that
 //! turns raw acknowledgements into these events (RTT estimation, loss detection, delivery-rate
-//! samples) is shared by every driver and lives in `sent_packets`.
+//! samples) is shared by every driver and lives in `sent_packets`; the send rule around it (when
+//! may the next datagram go, pacing, timers, silence probing) is `flow`, which the UDP transport
+//! and the simulator both drive, so a controller added here runs in both with nothing else to
+//! write.
+//!
+//! Layout: one file per algorithm, a family in its folder with the helpers only it uses
+//! (`pcc/`, `sprout/`, `verus/`); `filter` serves several families; `params` (a spec's
+//! parameters and their error) is a leaf the algorithms import, and `registry` (`build`, `KNOWN`)
+//! imports the algorithms.
 //!
 //! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
 //! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them
 //! (the simulator and the transport count IP datagram bytes, as the link model does); rates are
-//! bits per second (`*_bps`).
+//! bits per second (`*_bps`). `flow` alone also needs nanoseconds (pacing) and wraps both in a
+//! time type, `flow::Instant`.
 
 pub mod bbr;
 pub mod copa;
