@@ -1,7 +1,8 @@
 //! `pantheon-sim`: Pantheon's discrete-event simulator (DESIGN.md: the virtual-time driver of the
 //! two sans-IO cores). It runs the harness's experiment — flows of crates/cc controllers through
 //! the instrumented tunnel over one emulated bottleneck (docs/harness.md) — with the emulator's
-//! link model (`pantheon_link::Path`, configured by pantheon-emu's own option code) and
+//! link model (`pantheon_link::Path`, configured by the emulator's own option code,
+//! `pantheon_cli::path_options`) and
 //! pantheon-udp's sender logic (`pantheon_transport::control`), in virtual time: deterministic,
 //! single-threaded per run, and thousands of times faster than real time at modest rates.
 //!

@@ -44,10 +44,10 @@
 
 use std::collections::VecDeque;
 
+use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::{Event, Path};
 use pantheon_transport::control::{Control, Verdict};
 use pantheon_transport::wire::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
-use pantheon_tunnel::wire::OVERHEAD_BYTES;
 
 use crate::host::HostLatency;
 use crate::observer::{Direction, Observer};
