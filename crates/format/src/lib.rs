@@ -8,7 +8,7 @@
 //! - [`tunnel_wire`]: what crosses the path between two tunnel endpoints (the 8-byte header, its
 //!   36 bytes of overhead on the path, the control messages);
 //! - [`tunnel_log`]: the tunnel's per-datagram logs (native µs form, the original's text form);
-//! - [`line`]: the fixed buffer both native forms assemble their lines in, fast enough for
+//! - [`line`](mod@line): the fixed buffer both native forms assemble their lines in, fast enough for
 //!   1 Gbit/s.
 
 pub mod line;

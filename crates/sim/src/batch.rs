@@ -10,8 +10,9 @@
 //! ```
 //!
 //! `path` holds the emulator's path options, parsed by the code every driver shares
-//! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job — malformed JSON, an unknown field, a bad
-//! option, even a bug that panics — is answered with its error and never stops the others.
+//! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job
+//! — malformed JSON, an unknown field, a bad option, even a bug that panics — is answered with
+//! its error and never stops the others.
 //! Worker threads (`std::thread::scope`) take the next line from the shared input as they
 //! become free; each run is single-threaded and deterministic, so a job's result does not
 //! depend on how many run beside it.
