@@ -1,4 +1,4 @@
-"""Reads the emulator's native per-packet link log (see crates/emu/src/log.rs for the format)
+"""Reads the emulator's native per-packet link log (see crates/format/src/link_log.rs for the format)
 and summarises one direction: what entered, what left and when, what was dropped."""
 from __future__ import annotations
 

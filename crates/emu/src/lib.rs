@@ -7,12 +7,14 @@
 //!  peer 100.64.k.1 ── pemuN ◄─downlink─┐ ┌─uplink─► pemu0 ── command (100.64.k.2, default route)
 //!                                      relay threads
 //! ```
-
 //!
-//! Namespaces, TUN devices and the supervised command come from `pantheon_netns`, shared with
-//! the tunnel.
+//! - [`args`]: its command line; the path options in it are `pantheon_cli::path_options`, shared
+//!   with the simulator, so both accept the same options with the same messages;
+//! - [`relay`]: one direction's relay thread; it writes the link logs with
+//!   `pantheon_format::link_log`, the simulator's writers too;
+//! - [`netns`]: the emulated namespace and its TUN devices, from `pantheon_netns`, shared with
+//!   the tunnel, as is the supervised command.
 
 pub mod args;
-pub mod log;
 pub mod netns;
 pub mod relay;

@@ -6,15 +6,16 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use pantheon_cli::usage;
 use pantheon_emu::args::EmulateArgs;
-use pantheon_emu::log::{describe, queue_text, MahimahiLog, NativeLog};
 use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Totals};
+use pantheon_format::link_log::{describe, queue_text, MahimahiLog, NativeLog};
 use pantheon_link::{Path, PathConfig};
+use pantheon_netns::child;
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
 use pantheon_netns::sys::{epoch_us, monotonic_us, set_nonblocking};
-use pantheon_netns::{child, usage};
 
 const NAME: &str = "pantheon emulate";
 

@@ -17,10 +17,9 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use pantheon_format::link_log::{MahimahiLog, NativeLog};
 use pantheon_link::{Event, Path};
 use pantheon_netns::sys::{monotonic_us, tighten_timer_slack};
-
-use crate::log::{MahimahiLog, NativeLog};
 
 /// Largest datagram read from a TUN device; the devices' MTU is 1500, so this never truncates.
 const SLOT_BYTES: usize = 2048;

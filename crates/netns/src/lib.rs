@@ -11,7 +11,6 @@
 //! - [`privileges`]: CAP_NET_ADMIN through an unprivileged user namespace when not root.
 //! - [`stop`]: an eventfd that tells I/O threads to finish.
 //! - [`sys`]: checked system calls and clocks.
-//! - [`usage`]: one-line errors and exit statuses, the same for every binary.
 
 pub mod child;
 pub mod namespace;
@@ -19,4 +18,3 @@ pub mod privileges;
 pub mod stop;
 pub mod sys;
 pub mod tun;
-pub mod usage;

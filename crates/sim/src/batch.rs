@@ -9,9 +9,10 @@
 //! {"id": 8, "ok": false, "error": "--uplink-rate: rate must be positive, got '0'"}
 //! ```
 //!
-//! `path` holds pantheon-emu's path options, parsed by its own code (`PathArgs`), so a job's
-//! mistake reads as the emulator's message. A bad job — malformed JSON, an unknown field, a bad
-//! option, even a bug that panics — is answered with its error and never stops the others.
+//! `path` holds the emulator's path options, parsed by the code every driver shares
+//! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job
+//! — malformed JSON, an unknown field, a bad option, even a bug that panics — is answered with
+//! its error and never stops the others.
 //! Worker threads (`std::thread::scope`) take the next line from the shared input as they
 //! become free; each run is single-threaded and deterministic, so a job's result does not
 //! depend on how many run beside it.
@@ -20,8 +21,7 @@ use std::io::{self, BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use clap::Parser;
-use pantheon_emu::args::{PathArgs, PathPair};
+use pantheon_cli::path_options::{PathArgs, PathPair};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -66,25 +66,13 @@ struct Failed<'a> {
     error: &'a str,
 }
 
-/// pantheon-emu's path options alone, as a job gives them.
-#[derive(Debug, Parser)]
-#[command(name = "path", no_binary_name = true, allow_negative_numbers = true)]
-struct PathOptions {
-    #[command(flatten)]
-    path: PathArgs,
-}
-
 /// Validates a job's path options as pantheon-emu does; `seed`, if given, is its `--seed`.
 pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, String> {
     let mut argv = options.to_vec();
     if let Some(seed) = seed {
         argv.extend(["--seed".to_string(), seed.to_string()]);
     }
-    let parsed = PathOptions::try_parse_from(argv).map_err(|e| {
-        let rendered = e.to_string();
-        rendered.lines().next().unwrap_or("bad path options").trim_start_matches("error: ").to_string()
-    })?;
-    parsed.path.to_paths().map_err(|e| e.to_string())
+    PathArgs::validate_words(&argv)
 }
 
 fn scenario(job: &Job) -> Result<Scenario, String> {

@@ -1,9 +1,11 @@
 //! `pantheon-sim`: Pantheon's discrete-event simulator (DESIGN.md: the virtual-time driver of the
 //! two sans-IO cores). It runs the harness's experiment — flows of crates/cc controllers through
 //! the instrumented tunnel over one emulated bottleneck (docs/harness.md) — with the emulator's
-//! link model (`pantheon_link::Path`, configured by pantheon-emu's own option code) and
-//! pantheon-udp's sender logic (`pantheon_cc::flow`, the send rule both drivers share), in virtual time: deterministic,
-//! single-threaded per run, and thousands of times faster than real time at modest rates.
+//! link model (`pantheon_link::Path`, configured by the emulator's own option code,
+//! `pantheon_cli::path_options`) and pantheon-udp's send rule (`pantheon_cc::flow`, the one both
+//! drivers share), in virtual time: deterministic, single-threaded per run, and thousands of times
+//! faster than real time at modest rates. It depends on sans-IO crates only: the formats of the
+//! files it writes are the emulator's and the tunnel's own code (`pantheon_format`).
 //!
 //! - [`scenario`]: the run (path, flows, runtime) and its validation;
 //! - [`simulation`]: the event loop; [`host`]: the hosts' wake-up latencies around it;

@@ -6,9 +6,11 @@
 //!   tunnel's four native logs (docs/tunnel.md): `flowI.sender.ingress.log` and
 //!   `flowI.receiver.egress.log` for data, `flowI.receiver.ingress.log` and
 //!   `flowI.sender.egress.log` for acknowledgements; lines `t_us uid bytes` with the inner
-//!   datagram's size (the tunnel's `native_line`, formatted faster: a test holds them equal);
+//!   datagram's size, written with the tunnel's own header and line code
+//!   (`pantheon_format::tunnel_log`);
 //! - `uplink.log` and `downlink.log` in pantheon-emu's `--uplink-log` form (docs/emulator.md),
-//!   written by the emulator's own writer; its lateness column is 0 (virtual time is never late).
+//!   written by the emulator's own writer (`pantheon_format::link_log`); its lateness column is 0
+//!   (virtual time is never late).
 //!
 //! Times are µs since the run's start. The headers say so in the words the readers look for:
 //! `t_us 0 is 0000000000000000 us since the Unix epoch` — zero, written with the sixteen digits
@@ -20,9 +22,10 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path as FsPath, PathBuf};
 
-use pantheon_emu::log::{describe, LineBuffer, NativeLog};
+use pantheon_format::line::LineBuffer;
+use pantheon_format::link_log::{describe, NativeLog};
+use pantheon_format::tunnel_log::{native_header_lines, native_line, Side};
 use pantheon_link::{DropCause, PathConfig};
-use pantheon_tunnel::wire::OVERHEAD_BYTES;
 
 use crate::observer::{Direction, Observer};
 use crate::scenario::Scenario;
@@ -51,25 +54,12 @@ fn create(path: &FsPath) -> io::Result<BufWriter<File>> {
 }
 
 impl TunnelLog {
-    fn create(path: &FsPath, endpoint: &str, side: &str, meaning: &str, scenario_line: &str) -> io::Result<TunnelLog> {
+    fn create(path: &FsPath, endpoint: &str, side: Side, meaning: &str, scenario_line: &str) -> io::Result<TunnelLog> {
         let mut out = create(path)?;
-        write!(
-            out,
-            "# pantheon-tunnel log v1\n\
-             # endpoint: {endpoint} (simulated by pantheon-sim)\n\
-             # {side}: {meaning}\n\
-             # {BASE_LINE}\n\
-             # bytes: the inner IP datagram; on the path it is {OVERHEAD_BYTES} bytes more\n\
-             # {scenario_line}\n\
-             # columns: t_us uid bytes\n"
-        )?;
+        let endpoint = format!("{endpoint} (simulated by pantheon-sim)");
+        out.write_all(native_header_lines(&endpoint, side, meaning, BASE_LINE, scenario_line).as_bytes())?;
         Ok(TunnelLog { out })
     }
-}
-
-/// A native tunnel log line: `t_us uid bytes`.
-fn tunnel_line(line: &mut LineBuffer, t_us: u64, uid: u64, bytes: u32) -> &[u8] {
-    line.start().int(t_us).text(" ").int(uid).text(" ").int(bytes).end()
 }
 
 /// The scenario in one line, for every header.
@@ -123,28 +113,28 @@ impl Logs {
                 sender_ingress: TunnelLog::create(
                     &file(format!("flow{i}.sender.ingress.log")),
                     &sender,
-                    "ingress",
+                    Side::Ingress,
                     ingress,
                     &line,
                 )?,
                 receiver_egress: TunnelLog::create(
                     &file(format!("flow{i}.receiver.egress.log")),
                     &receiver,
-                    "egress",
+                    Side::Egress,
                     egress,
                     &line,
                 )?,
                 receiver_ingress: TunnelLog::create(
                     &file(format!("flow{i}.receiver.ingress.log")),
                     &receiver,
-                    "ingress",
+                    Side::Ingress,
                     ingress,
                     &line,
                 )?,
                 sender_egress: TunnelLog::create(
                     &file(format!("flow{i}.sender.egress.log")),
                     &sender,
-                    "egress",
+                    Side::Egress,
                     egress,
                     &line,
                 )?,
@@ -185,7 +175,7 @@ impl Logs {
     }
 
     fn tunnel_line(&mut self, pick: fn(&mut FlowLogs) -> &mut TunnelLog, flow: usize, t_us: u64, uid: u64, bytes: u32) {
-        let line = tunnel_line(&mut self.line, t_us, uid, bytes);
+        let line = native_line(&mut self.line, t_us, uid, u64::from(bytes));
         let result = pick(&mut self.flows[flow]).out.write_all(line);
         self.note(result);
     }
@@ -264,20 +254,5 @@ impl Observer for Logs {
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         let result = self.link(direction).opportunity(t_us);
         self.note(result);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tunnel_lines_are_the_tunnels_own() {
-        let mut line = LineBuffer::default();
-        for (t_us, uid, bytes) in [(0, 0, 1464), (29_999_999, 123_456, 60), (u64::MAX, u64::MAX, u32::MAX)] {
-            let mut theirs = Vec::new();
-            pantheon_tunnel::log::native_line(&mut theirs, t_us, uid, bytes as usize);
-            assert_eq!(tunnel_line(&mut line, t_us, uid, bytes), &theirs[..]);
-        }
     }
 }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use pantheon_emu::args::PathArgs;
-use pantheon_netns::usage;
+use pantheon_cli::path_options::PathArgs;
+use pantheon_cli::usage;
 use pantheon_sim::scenario::{parse_runtime_s, seconds_to_us, FlowPlan, Scenario};
 use pantheon_sim::{batch, outcome};
 

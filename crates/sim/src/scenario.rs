@@ -6,7 +6,7 @@
 //! Times on the command line and in jobs are seconds; inside, microseconds from the run's start,
 //! the link model's unit (`seconds_to_us`).
 
-use pantheon_emu::args::PathPair;
+use pantheon_cli::path_options::PathPair;
 
 /// One flow: which controller, and when its sender runs (`start_us` ≤ t < `end_us`).
 #[derive(Debug, Clone, PartialEq)]

@@ -46,8 +46,8 @@ use std::collections::VecDeque;
 
 use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
+use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::{Event, Path};
-use pantheon_tunnel::wire::OVERHEAD_BYTES;
 
 use crate::host::HostLatency;
 use crate::observer::{Direction, Observer};

@@ -3,9 +3,8 @@
 
 mod common;
 
-use clap::Parser;
 use common::{body, run_ok, sim, Scratch};
-use pantheon_emu::args::EmulateArgs;
+use pantheon_cli::path_options::PathArgs;
 
 const PATH: &[&str] = &["--delay", "20", "--uplink-queue-bytes", "60000", "--runtime-s", "5"];
 
@@ -38,10 +37,9 @@ fn the_same_seed_gives_byte_identical_files_and_another_seed_other_losses() {
     assert_ne!(metrics_a, metrics_c);
 }
 
-/// What pantheon-emu says of the same options, after its own prefix.
+/// What pantheon-emu says of the same options (its path options are this code), after its own prefix.
 fn emulator_message(args: &[&str]) -> String {
-    let argv = [&["pantheon-emu"], args, &["--", "true"]].concat();
-    EmulateArgs::try_parse_from(argv).expect("clap accepts").path.to_paths().unwrap_err().to_string()
+    PathArgs::validate_words(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap_err()
 }
 
 #[test]

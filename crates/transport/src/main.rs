@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use pantheon_cc::flow::controller;
-use pantheon_netns::usage;
+use pantheon_cli::usage;
 use pantheon_transport::clock::process_cpu_s;
 use pantheon_transport::log::AckLog;
 use pantheon_transport::socket::UdpSocket;

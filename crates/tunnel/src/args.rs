@@ -5,8 +5,7 @@ use std::net::SocketAddrV4;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-
-use crate::wire::OVERHEAD_BYTES;
+use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 
 #[derive(Debug, Parser)]
 #[command(

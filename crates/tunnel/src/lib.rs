@@ -13,7 +13,7 @@
 //!
 //! Every datagram the command sends is read from its endpoint's TUN device, gets a unique id
 //! (UID), is logged (time, UID, size) in the endpoint's ingress log (it enters the tunnel), and
-//! travels to the peer inside a UDP datagram with the UID in front ([`wire`]); the peer logs
+//! travels to the peer inside a UDP datagram with the UID in front (`pantheon_format::tunnel_wire`); the peer logs
 //! (time, UID, size) in its egress log (it leaves the tunnel) and writes the inner datagram to its
 //! own TUN device. Either endpoint sends and receives (data one way, acknowledgements the other),
 //! whichever side started the tunnel. Pairing a sender's ingress log with the receiver's egress
@@ -22,10 +22,12 @@
 //!
 //! The server listens and prints how a client must connect (address, port and a token); the
 //! client connects out, so it may sit behind a NAT ([`session`]). Logs are microsecond-precise
-//! in our native form and also in the original's text form ([`log`]). The deciding parts (wire
-//! format, UIDs, admission, handshake schedule, log formats) are sans-IO and unit-tested; the
-//! driver ([`relay`], [`socket`], [`endpoint`]) moves datagrams in batches; namespaces, the TUN
-//! device and the supervised command come from `pantheon_netns`, shared with the emulator.
+//! in our native form and also in the original's text form ([`log`]). The deciding parts
+//! (admission, handshake schedule, segmentation) are sans-IO and unit-tested; the wire format,
+//! UIDs and log formats are data the simulator writes too, so they live in `pantheon_format`
+//! (`tunnel_wire`, `tunnel_log`); the driver ([`relay`], [`socket`], [`endpoint`]) moves
+//! datagrams in batches; namespaces, the TUN device and the supervised command come from
+//! `pantheon_netns`, shared with the emulator.
 
 pub mod args;
 pub mod checksum;
@@ -37,4 +39,3 @@ pub mod segment;
 pub mod session;
 pub mod socket;
 pub mod virtio;
-pub mod wire;

@@ -8,17 +8,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use pantheon_cli::usage;
+use pantheon_format::tunnel_log::{Context, Side};
+use pantheon_format::tunnel_wire::{hello, inner_mtu_bytes};
+use pantheon_netns::child;
 use pantheon_netns::privileges::{self, Scope};
 use pantheon_netns::stop::StopSignal;
 use pantheon_netns::sys::{epoch_us, monotonic_us};
-use pantheon_netns::{child, usage};
 use pantheon_tunnel::args::{CommonArgs, Endpoint, TunnelArgs};
 use pantheon_tunnel::endpoint::{inner_addresses, random_token, InnerEnd};
-use pantheon_tunnel::log::{Context, Log, Side};
+use pantheon_tunnel::log::Log;
 use pantheon_tunnel::relay::{wait, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot};
 use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Role, Verdict, CONNECT_TIMEOUT_US};
 use pantheon_tunnel::socket::UdpSocket;
-use pantheon_tunnel::wire::{hello, inner_mtu_bytes};
 
 const NAME: &str = "pantheon-tunnel";
 /// Longest token a client accepts (a server makes 16 hex digits).

@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use pantheon_format::tunnel_wire::{data_header, Uids, HEADER_BYTES};
 use pantheon_netns::sys::{epoch_us, tighten_timer_slack};
 
 use crate::coalesce::Coalescer;
@@ -41,7 +42,6 @@ use crate::segment::{complete_checksum, Segmenter};
 use crate::session::{Admission, Ignored, Keepalive, Verdict};
 use crate::socket::{RecvBatch, SendBatch, UdpSocket};
 use crate::virtio::{self, Offload, Segmentation};
-use crate::wire::{data_header, Uids, HEADER_BYTES};
 
 /// Datagrams moved per system call at most.
 pub const BATCH: usize = 64;

@@ -14,7 +14,7 @@
 
 use std::net::SocketAddrV4;
 
-use crate::wire::{decapsulate, welcome, Malformed, Message};
+use pantheon_format::tunnel_wire::{decapsulate, welcome, Malformed, Message};
 
 /// The client repeats its hello this often until the server answers.
 pub const HELLO_INTERVAL_US: u64 = 250_000;
@@ -170,7 +170,7 @@ impl Keepalive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{data_header, hello};
+    use pantheon_format::tunnel_wire::{data_header, hello};
 
     fn addr(text: &str) -> SocketAddrV4 {
         text.parse().unwrap()

@@ -1,5 +1,6 @@
-//! What crosses the path between the two endpoints: every datagram is one UDP datagram whose
-//! payload starts with an 8-byte header, a 64-bit number in network byte order.
+//! What crosses the path between the two endpoints of pantheon-tunnel: every datagram is one UDP
+//! datagram whose payload starts with an 8-byte header, a 64-bit number in network byte order.
+//! (The simulator sizes its datagrams on the path with the same overhead.)
 //!
 //! ```text
 //!  0                   1                   2                   3

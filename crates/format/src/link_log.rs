@@ -1,4 +1,6 @@
-//! The emulator's per-packet logs, one file per direction and format.
+//! The link's per-packet logs, one file per direction and form: the emulator writes them from
+//! the wall clock, the simulator from virtual time, both with the writers below, so that the
+//! harness and `pantheon analyze` read either run the same way (docs/emulator.md).
 //!
 //! Native form (microseconds since the base, on CLOCK_MONOTONIC; uid numbers the packets of one
 //! direction in the order they entered the path):
@@ -13,6 +15,9 @@
 //! milliseconds since the init timestamp, and the bottleneck's view only (arrivals at its queue,
 //! departures with their queueing delay, opportunities, queue drops):
 //!   `t + bytes`, `t - bytes delay_ms`, `t # 1500`, `t d 1 bytes`.
+//!
+//! The writers take any `io::Write` (a file by default, a `Vec<u8>` in tests); they read no
+//! clock: every time is an argument.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -20,6 +25,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path as FsPath;
 
 use pantheon_link::{Delivery, DropCause, PathConfig, QueueLimit, OPPORTUNITY_BYTES};
+
+use crate::line::LineBuffer;
 
 const BUFFER_BYTES: usize = 1 << 20;
 
@@ -50,72 +57,31 @@ pub fn describe(config: &PathConfig) -> String {
     )
 }
 
-/// One log line assembled in a fixed buffer, integers written digit by digit straight into it:
-/// several times faster than `core::fmt` (and than copying from a formatting buffer), which
-/// matters at 1 Gbit/s, where each direction logs hundreds of thousands of lines a second (the
-/// simulator writes its tunnel lines with it too).
-pub struct LineBuffer {
-    bytes: [u8; LINE_BYTES],
-    len: usize,
-}
-
-/// Longer than any line: five 20-digit numbers, separators and a drop cause.
-const LINE_BYTES: usize = 160;
-
-impl Default for LineBuffer {
-    fn default() -> Self {
-        LineBuffer { bytes: [0; LINE_BYTES], len: 0 }
-    }
-}
-
-impl LineBuffer {
-    /// Starts a new line.
-    pub fn start(&mut self) -> &mut Self {
-        self.len = 0;
-        self
-    }
-
-    pub fn int(&mut self, n: impl Into<u64>) -> &mut Self {
-        let mut n: u64 = n.into();
-        let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
-        self.len += digits;
-        for slot in self.bytes[self.len - digits..self.len].iter_mut().rev() {
-            *slot = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-        self
-    }
-
-    pub fn text(&mut self, text: &str) -> &mut Self {
-        self.bytes[self.len..self.len + text.len()].copy_from_slice(text.as_bytes());
-        self.len += text.len();
-        self
-    }
-
-    /// The line, newline included.
-    pub fn end(&mut self) -> &[u8] {
-        self.text("\n");
-        &self.bytes[..self.len]
-    }
-}
-
 fn create(path: &FsPath) -> io::Result<BufWriter<File>> {
     Ok(BufWriter::with_capacity(BUFFER_BYTES, File::create(path)?))
 }
 
 /// The native microsecond log.
-pub struct NativeLog {
-    out: BufWriter<File>,
+pub struct NativeLog<W: Write = BufWriter<File>> {
+    out: W,
     /// Entries waiting until every model event before them has been written, so that the file
     /// stays in time order although entries are read before the events that precede them are
-    /// computed.
+    /// computed: (t_us, uid, bytes).
     pending_entries: VecDeque<(u64, u64, u32)>,
     line: LineBuffer,
 }
 
 impl NativeLog {
+    /// A log into a new file at `path`, its header written.
     pub fn create(path: &FsPath, header: &[String]) -> io::Result<NativeLog> {
-        let mut out = create(path)?;
+        NativeLog::new(create(path)?, header)
+    }
+}
+
+impl<W: Write> NativeLog<W> {
+    /// A log into `out`; writes the header, one `# ` line for each of `header` between the
+    /// format's own lines.
+    pub fn new(mut out: W, header: &[String]) -> io::Result<NativeLog<W>> {
         writeln!(out, "# pantheon-emu link log v1")?;
         for line in header {
             writeln!(out, "# {line}")?;
@@ -169,13 +135,20 @@ impl NativeLog {
 }
 
 /// The Mahimahi-compatible millisecond log.
-pub struct MahimahiLog {
-    out: BufWriter<File>,
+pub struct MahimahiLog<W: Write = BufWriter<File>> {
+    out: W,
 }
 
 impl MahimahiLog {
+    /// A log into a new file at `path`, its header written.
     pub fn create(path: &FsPath, header: &[String]) -> io::Result<MahimahiLog> {
-        let mut out = create(path)?;
+        MahimahiLog::new(create(path)?, header)
+    }
+}
+
+impl<W: Write> MahimahiLog<W> {
+    /// A log into `out`; writes `header`, one `# ` line each.
+    pub fn new(mut out: W, header: &[String]) -> io::Result<MahimahiLog<W>> {
         for line in header {
             writeln!(out, "# {line}")?;
         }
@@ -209,8 +182,8 @@ mod tests {
 
     #[test]
     fn native_lines_in_time_order() {
-        let path = std::env::temp_dir().join(format!("pantheon-emu-log-test-{}", std::process::id()));
-        let mut log = NativeLog::create(&path, &["direction: uplink".to_string()]).unwrap();
+        let mut out = Vec::new();
+        let mut log = NativeLog::new(&mut out, &["direction: uplink".to_string()]).unwrap();
         log.entry(0, 0, 1500);
         log.entry(5, 1, 40);
         log.opportunity(3).unwrap();
@@ -218,8 +191,7 @@ mod tests {
         log.drop(20_001, 1, 40, DropCause::Queue).unwrap();
         log.entry(u64::MAX - 1, u64::MAX, u32::MAX);
         log.finish().unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let text = String::from_utf8(out).unwrap();
         let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert_eq!(
             body,
@@ -233,5 +205,18 @@ mod tests {
             ]
         );
         assert!(text.starts_with("# pantheon-emu link log v1\n# direction: uplink\n# columns: t_us + uid bytes"));
+    }
+
+    #[test]
+    fn mahimahi_lines_are_whole_milliseconds() {
+        let mut out = Vec::new();
+        let mut log = MahimahiLog::new(&mut out, &["queue: infinite".to_string()]).unwrap();
+        log.arrival(1_999, 1500).unwrap();
+        log.opportunity(2_000).unwrap();
+        log.departure(21_500, 1500, 19_600).unwrap();
+        log.drop(22_000, 40).unwrap();
+        log.finish().unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "# queue: infinite\n1 + 1500\n2 # 1500\n21 - 1500 20\n22 d 1 40\n");
     }
 }
