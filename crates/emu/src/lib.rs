@@ -9,8 +9,8 @@
 //! ```
 
 //!
-//! Namespaces, TUN devices and the supervised command come from `pantheon_netns`, shared with
-//! the tunnel.
+//! Namespaces, TUN devices, the supervised command, the clock and the stop signal come from
+//! `pantheon_sys`, shared with the tunnel and the UDP transport.
 
 pub mod args;
 pub mod log;

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use pantheon_emu::args::PathArgs;
-use pantheon_netns::usage;
 use pantheon_sim::scenario::{parse_runtime_s, seconds_to_us, FlowPlan, Scenario};
 use pantheon_sim::{batch, outcome};
+use pantheon_sys::usage;
 
 const NAME: &str = "pantheon-sim";
 

@@ -37,13 +37,13 @@ use std::fmt;
 use std::io;
 
 use pantheon_cc::CongestionControl;
+use pantheon_sys::clock::{tighten_timer_slack, FlowClock};
+use pantheon_sys::signal::Signals;
+use pantheon_sys::udp::{is_unreachable, RecvBatch, UdpSocket};
 
-use crate::clock::{tighten_timer_slack, FlowClock};
 use crate::control::{Control, Permit, Verdict};
 use crate::log::AckLog;
 use crate::pacing::gap_ns;
-use crate::socket::{is_unreachable, RecvBatch, UdpSocket};
-use crate::stop::Stop;
 use crate::wait::{spin_ns, wait, Ready};
 use crate::wire::{Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
 
@@ -104,12 +104,12 @@ struct Flow {
     unreachable: u64,
 }
 
-/// Runs a flow to `socket` (connected to the receiver) until `stop` is requested, handing the
+/// Runs a flow to `socket` (connected to the receiver) until `signals` request a stop, handing the
 /// totals so far to `report` whenever they are asked for (SIGUSR1).
 pub fn run(
     cc: Box<dyn CongestionControl + Send>,
     socket: &UdpSocket,
-    stop: &Stop,
+    signals: &Signals,
     log: Option<AckLog>,
     report: &mut dyn FnMut(&Totals),
 ) -> io::Result<Totals> {
@@ -125,7 +125,7 @@ pub fn run(
         retry_at_ns: 0,
         unreachable: 0,
     };
-    let outcome = flow.run(socket, stop, report);
+    let outcome = flow.run(socket, signals, report);
     let log = flow.log.take().map(AckLog::finish);
     outcome?;
     log.transpose()?;
@@ -145,10 +145,10 @@ impl Flow {
         }
     }
 
-    fn run(&mut self, socket: &UdpSocket, stop: &Stop, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
+    fn run(&mut self, socket: &UdpSocket, signals: &Signals, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
         let mut ready = Ready { readable: true, ..Ready::default() };
-        while !stop.requested() {
-            if stop.take_report_request() {
+        while !signals.stop().is_raised() {
+            if signals.take_report_request() {
                 report(&self.totals());
             }
             if ready.readable {
@@ -162,7 +162,7 @@ impl Flow {
             let deadline_ns =
                 self.control.deadline_ns(self.clock.now_us(), send_at_ns).map(|t| self.clock.to_monotonic_ns(t));
             let gap_ns = self.control.decision().pacing_rate_bps.map(|rate_bps| gap_ns(PACKET_BYTES, rate_bps));
-            ready = wait(socket.fd(), self.blocked, stop.fd(), deadline_ns, spin_ns(gap_ns))?;
+            ready = wait(socket.fd(), self.blocked, signals.stop().fd(), deadline_ns, spin_ns(gap_ns))?;
         }
         Ok(())
     }

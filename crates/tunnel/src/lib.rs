@@ -24,8 +24,9 @@
 //! client connects out, so it may sit behind a NAT ([`session`]). Logs are microsecond-precise
 //! in our native form and also in the original's text form ([`log`]). The deciding parts (wire
 //! format, UIDs, admission, handshake schedule, log formats) are sans-IO and unit-tested; the
-//! driver ([`relay`], [`socket`], [`endpoint`]) moves datagrams in batches; namespaces, the TUN
-//! device and the supervised command come from `pantheon_netns`, shared with the emulator.
+//! driver ([`relay`], [`endpoint`]) moves datagrams in batches; namespaces, the TUN device, the
+//! supervised command and the batched UDP socket come from `pantheon_sys`, shared with the
+//! emulator and the UDP transport.
 
 pub mod args;
 pub mod checksum;
@@ -35,6 +36,5 @@ pub mod log;
 pub mod relay;
 pub mod segment;
 pub mod session;
-pub mod socket;
 pub mod virtio;
 pub mod wire;
