@@ -23,7 +23,7 @@ const CONTROL_BYTES: usize = 64;
 /// How a socket is set up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    /// Receive and send buffers asked for, in bytes: past net.core.[rw]mem_max only with
+    /// Receive and send buffers asked for, in bytes: past `net.core.[rw]mem_max` only with
     /// CAP_NET_ADMIN, otherwise as much as that allows.
     pub buffer_bytes: usize,
     /// Stamp each received datagram with the kernel's receive time (SO_TIMESTAMPNS).
