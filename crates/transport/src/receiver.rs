@@ -4,9 +4,9 @@
 //!
 //! Data is read in batches of up to 64 (recvmmsg) keeping only the 24-byte header of each, and
 //! the batch's acknowledgements leave in one sendmmsg. The receive time is the kernel's
-//! (SO_TIMESTAMPNS), moved onto CLOCK_MONOTONIC (`pantheon_sys::clock`), so a batch read late still reports
-//! when each datagram arrived — the receive times that delay-based controllers and rate
-//! estimators built on the receiver's clock need. An acknowledgement the socket cannot take
+//! (SO_TIMESTAMPNS), moved onto CLOCK_MONOTONIC (`pantheon_sys::clock`), so a batch read late
+//! still reports when each datagram arrived — the receive times that delay-based controllers and
+//! rate estimators built on the receiver's clock need. An acknowledgement the socket cannot take
 //! (buffer full, sender unreachable) is dropped: the sender sees a loss, as on a congested path.
 
 use std::fmt;
@@ -42,8 +42,8 @@ impl fmt::Display for Totals {
     }
 }
 
-/// Acknowledges what arrives on `socket` (bound, with timestamps on) until `signals` request a stop,
-/// handing the totals so far to `report` whenever they are asked for (SIGUSR1).
+/// Acknowledges what arrives on `socket` (bound, with timestamps on) until `signals` request a
+/// stop, handing the totals so far to `report` whenever they are asked for (SIGUSR1).
 pub fn run(socket: &UdpSocket, signals: &Signals, report: &mut dyn FnMut(&Totals)) -> io::Result<Totals> {
     let mut data = RecvBatch::new(BATCH, HEADER_BYTES);
     let mut acks = SendBatch::new(BATCH, ACK_BYTES);

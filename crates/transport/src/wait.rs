@@ -5,7 +5,8 @@
 //! slack at 1 ns (`pantheon_sys::clock`). No timer wakes a thread precisely — a few µs late at
 //! best, tens of µs when the virtual CPU was halted (measured for the emulator,
 //! crates/emu/src/relay.rs) — so a wait sleeps only until `SPIN_NS` before its deadline and then
-//! polls without sleeping until the deadline has come. That is what gives pacing its sub-millisecond precision.
+//! polls without sleeping until the deadline has come. That is what gives pacing its
+//! sub-millisecond precision.
 //!
 //! Except when datagrams are due closer together than that: at 1 Gbit/s a 1464-byte datagram is
 //! due every 11.7 µs, and spinning between them keeps a core busy for the whole flow (it held
