@@ -12,8 +12,10 @@
 //!   with the simulator, so both accept the same options with the same messages;
 //! - [`relay`]: one direction's relay thread; it writes the link logs with
 //!   `pantheon_format::link_log`, the simulator's writers too;
-//! - [`netns`]: the emulated namespace and its TUN devices, from `pantheon_netns`, shared with
-//!   the tunnel, as is the supervised command.
+//! - [`netns`]: the emulated namespace and its TUN devices.
+//!
+//! Namespaces, TUN devices, the supervised command, the clock and the stop signal come from
+//! `pantheon_sys`, shared with the tunnel and the UDP transport.
 
 pub mod args;
 pub mod netns;

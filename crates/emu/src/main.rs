@@ -12,10 +12,10 @@ use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Totals};
 use pantheon_format::link_log::{describe, queue_text, MahimahiLog, NativeLog};
 use pantheon_link::{Path, PathConfig};
-use pantheon_netns::child;
-use pantheon_netns::privileges::{self, Scope};
-use pantheon_netns::stop::StopSignal;
-use pantheon_netns::sys::{epoch_us, monotonic_us, set_nonblocking};
+use pantheon_sys::child;
+use pantheon_sys::clock::{epoch_us, monotonic_us};
+use pantheon_sys::privileges::{self, Scope};
+use pantheon_sys::stop::StopSignal;
 
 const NAME: &str = "pantheon emulate";
 
@@ -103,18 +103,18 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     privileges::ensure_net_admin(Scope::CallerNamespace).map_err(|e| e.to_string())?;
     child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
     let ends = netns::create().map_err(|e| format!("cannot set up the emulated namespace: {e}"))?;
-    for fd in [ends.inner.fd(), ends.outer.fd()] {
-        set_nonblocking(fd).map_err(|e| format!("cannot configure the TUN device: {e}"))?;
+    for tun in [&ends.inner, &ends.outer] {
+        tun.set_nonblocking().map_err(|e| format!("cannot configure the TUN device: {e}"))?;
     }
     let netns_inode = ends.inner_ns.inode().map_err(|e| e.to_string())?;
-    let stop = StopSignal::new().map_err(|e| e.to_string())?;
+    let stop = Arc::new(StopSignal::new().map_err(|e| e.to_string())?);
 
     let last_read_us = Arc::new(AtomicU64::new(0));
     let uplink_dir = Direction {
         path: Path::new(uplink, pair.uplink_seed(), up_mm.is_some() || up_log.is_some()),
         source: ends.inner.fd(),
         sink: ends.outer.fd(),
-        stop: stop.fd(),
+        stop: Arc::clone(&stop),
         base_us,
         log: up_log,
         mm_log: up_mm,
@@ -124,7 +124,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         path: Path::new(downlink, pair.downlink_seed(), down_mm.is_some() || down_log.is_some()),
         source: ends.outer.fd(),
         sink: ends.inner.fd(),
-        stop: stop.fd(),
+        stop: Arc::clone(&stop),
         base_us,
         log: down_log,
         mm_log: down_mm,

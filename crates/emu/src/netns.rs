@@ -12,9 +12,9 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use pantheon_netns::namespace::{local_ipv4_addresses, Namespace};
-use pantheon_netns::sys::check;
-use pantheon_netns::tun::{Tun, ETHERNET_MTU_BYTES};
+use pantheon_sys::errno::check;
+use pantheon_sys::namespace::{local_ipv4_addresses, Namespace};
+use pantheon_sys::tun::{Tun, ETHERNET_MTU_BYTES};
 
 /// Both ends of an emulated path.
 #[derive(Debug)]

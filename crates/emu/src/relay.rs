@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use pantheon_format::link_log::{MahimahiLog, NativeLog};
 use pantheon_link::{Event, Path};
-use pantheon_netns::sys::{monotonic_us, tighten_timer_slack};
+use pantheon_sys::clock::{monotonic_us, tighten_timer_slack};
+use pantheon_sys::poll::wait;
+use pantheon_sys::stop::StopSignal;
 
 /// Largest datagram read from a TUN device; the devices' MTU is 1500, so this never truncates.
 const SLOT_BYTES: usize = 2048;
@@ -93,8 +95,8 @@ pub struct Direction {
     pub source: RawFd,
     /// Descriptor departing datagrams are written to.
     pub sink: RawFd,
-    /// Readable when the direction must stop.
-    pub stop: RawFd,
+    /// Raised when the direction must stop.
+    pub stop: Arc<StopSignal>,
     /// Time zero of the model and the logs, on CLOCK_MONOTONIC.
     pub base_us: u64,
     pub log: Option<NativeLog>,
@@ -104,7 +106,7 @@ pub struct Direction {
 }
 
 impl Direction {
-    /// Relays until `stop` becomes readable; returns the counters. The logs are flushed however
+    /// Relays until `stop` is raised; returns the counters. The logs are flushed however
     /// the relay ends, so an I/O error loses nothing already logged.
     pub fn run(mut self) -> io::Result<Totals> {
         let mut totals = Totals::default();
@@ -156,12 +158,12 @@ impl Direction {
             let idle = now_us.saturating_sub(self.last_read_us.load(Ordering::Relaxed)) > IDLE_AFTER_US;
             match sleep_for(self.path.next_wakeup_us().map(|t| t.saturating_sub(now_us)), idle) {
                 Some(timeout_us) => {
-                    if self.wait(timeout_us)? {
+                    if wait(self.source, false, self.stop.fd(), Some(timeout_us * 1000))?.stop {
                         break;
                     }
                 }
                 None => {
-                    if self.stop_requested() {
+                    if self.stop.is_raised() {
                         break;
                     }
                 }
@@ -227,30 +229,5 @@ impl Direction {
             note(log.settle());
         }
         result
-    }
-
-    fn stop_requested(&self) -> bool {
-        let mut fd = libc::pollfd { fd: self.stop, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, zero timeout.
-        unsafe { libc::poll(&mut fd, 1, 0) == 1 }
-    }
-
-    /// Sleeps until the source is readable, `timeout_us` passes, or stop is signalled (→ true).
-    fn wait(&self, timeout_us: u64) -> io::Result<bool> {
-        let mut fds = [
-            libc::pollfd { fd: self.source, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.stop, events: libc::POLLIN, revents: 0 },
-        ];
-        let ts = libc::timespec {
-            tv_sec: (timeout_us / 1_000_000) as libc::time_t,
-            tv_nsec: ((timeout_us % 1_000_000) * 1000) as libc::c_long,
-        };
-        // SAFETY: fds and ts outlive the call; a null sigmask keeps the thread's mask.
-        let ret = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
-        if ret < 0 {
-            let err = io::Error::last_os_error();
-            return if err.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };
-        }
-        Ok(fds[1].revents != 0)
     }
 }

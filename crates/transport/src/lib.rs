@@ -14,8 +14,10 @@
 //!   for our datagrams (`pantheon_cc::flow::controller`) — are sans-IO in crates/cc, which the
 //!   simulator drives too.
 //! - [`receiver`]: acknowledges each datagram to its source; stateless.
-//! - [`socket`], [`clock`], [`stop`], [`log`]: batched UDP I/O, CLOCK_MONOTONIC, SIGTERM/SIGINT,
-//!   the sender's per-acknowledgement log.
+//! - [`log`]: the sender's per-acknowledgement log.
+//!
+//! Batched UDP I/O, the clocks and the stop on SIGTERM/SIGINT come from `pantheon_sys`, shared
+//! with the tunnel and the emulator.
 //!
 //! Reliability is deliberately absent: nothing is retransmitted, reordered data is not buffered,
 //! and there is no stream. Pantheon measures congestion control with full-throttle flows whose
@@ -23,11 +25,8 @@
 //! (genericCC for Copa, Indigo, Sprout) were unreliable the same way. A lost datagram is only a
 //! loss event for the controller.
 
-pub mod clock;
 pub mod log;
 pub mod receiver;
 pub mod sender;
-pub mod socket;
-pub mod stop;
 pub mod wait;
 pub mod wire;

@@ -4,17 +4,18 @@
 //!
 //! Data is read in batches of up to 64 (recvmmsg) keeping only the 24-byte header of each, and
 //! the batch's acknowledgements leave in one sendmmsg. The receive time is the kernel's
-//! (SO_TIMESTAMPNS), moved onto CLOCK_MONOTONIC (clock.rs), so a batch read late still reports
-//! when each datagram arrived — the receive times that delay-based controllers and rate
-//! estimators built on the receiver's clock need. An acknowledgement the socket cannot take
+//! (SO_TIMESTAMPNS), moved onto CLOCK_MONOTONIC (`pantheon_sys::clock`), so a batch read late
+//! still reports when each datagram arrived — the receive times that delay-based controllers and
+//! rate estimators built on the receiver's clock need. An acknowledgement the socket cannot take
 //! (buffer full, sender unreachable) is dropped: the sender sees a loss, as on a congested path.
 
 use std::fmt;
 use std::io;
 
-use crate::clock::{monotonic_us, RealtimeOffset};
-use crate::socket::{RecvBatch, SendBatch, UdpSocket};
-use crate::stop::Stop;
+use pantheon_sys::clock::{monotonic_us, RealtimeOffset};
+use pantheon_sys::signal::Signals;
+use pantheon_sys::udp::{RecvBatch, SendBatch, UdpSocket};
+
 use crate::wait::{wait, SPIN_NS};
 use crate::wire::{Ack, Data, ACK_BYTES, HEADER_BYTES};
 
@@ -41,34 +42,36 @@ impl fmt::Display for Totals {
     }
 }
 
-/// Acknowledges what arrives on `socket` (bound, with timestamps on) until `stop` is requested,
-/// handing the totals so far to `report` whenever they are asked for (SIGUSR1).
-pub fn run(socket: &UdpSocket, stop: &Stop, report: &mut dyn FnMut(&Totals)) -> io::Result<Totals> {
+/// Acknowledges what arrives on `socket` (bound, with timestamps on) until `signals` request a
+/// stop, handing the totals so far to `report` whenever they are asked for (SIGUSR1).
+pub fn run(socket: &UdpSocket, signals: &Signals, report: &mut dyn FnMut(&Totals)) -> io::Result<Totals> {
     let mut data = RecvBatch::new(BATCH, HEADER_BYTES);
-    let mut acks = SendBatch::<ACK_BYTES>::new(BATCH);
+    let mut acks = SendBatch::new(BATCH, ACK_BYTES);
     let mut totals = Totals::default();
-    while !stop.requested() {
-        if stop.take_report_request() {
+    while !signals.stop().is_raised() {
+        if signals.take_report_request() {
             report(&totals);
         }
         let n = data.receive(socket)?;
         if n == 0 {
-            wait(socket.fd(), false, stop.fd(), None, SPIN_NS)?;
+            wait(socket.fd(), false, signals.stop().fd(), None, SPIN_NS)?;
             continue;
         }
         let offset = RealtimeOffset::now();
         let now_us = monotonic_us();
         for i in 0..n {
-            let Some(datagram) = Data::decode(data.bytes(i)) else {
+            let received = data.get(i);
+            let Some(datagram) = Data::decode(received.bytes) else {
                 totals.ignored += 1;
                 continue;
             };
             totals.received += 1;
-            totals.received_bytes += data.len(i) as u64;
-            let recv_us = data.realtime_ns(i).map_or(now_us, |ns| offset.to_monotonic_us(ns));
-            let slot = acks.slot().expect("one acknowledgement slot per datagram of the batch");
+            totals.received_bytes += received.len as u64;
+            let recv_us = received.realtime_ns.map_or(now_us, |ns| offset.to_monotonic_us(ns));
+            let slot = acks.slot().and_then(|slot| slot.try_into().ok());
+            let slot = slot.expect("one acknowledgement slot per datagram of the batch");
             Ack { seq: datagram.seq, send_us: datagram.send_us, recv_us }.encode(slot);
-            acks.commit(data.from(i));
+            acks.commit(ACK_BYTES, Some(received.from));
         }
         totals.acks_dropped += acks.flush(socket)?;
     }

@@ -6,8 +6,8 @@
 //! `on_timer` when its `wake_at_us` comes; `detect_losses` again when `loss_deadline_us` passes.
 //! Those decisions, the send rule and silence probing are sans-IO in `pantheon_cc::flow::Flow`,
 //! which the simulator drives too; this file adds the clock, the socket and the sleeping.
-//! Times are µs since the flow started (clock.rs: the simulator's flows also start at 0); sizes
-//! are 1464 bytes per datagram, the IP packet (wire.rs).
+//! Times are µs since the flow started (`pantheon_sys::clock::FlowClock`: the simulator's flows
+//! also start at 0); sizes are 1464 bytes per datagram, the IP packet (wire.rs).
 //!
 //! One iteration:
 //! 1. Drain every acknowledgement queued (recvmmsg, up to 64 per call), stamping each batch with
@@ -39,11 +39,11 @@ use std::io;
 use pantheon_cc::flow::pacer::gap_ns;
 use pantheon_cc::flow::{Flow, Instant, Permit, Verdict};
 use pantheon_cc::CongestionControl;
+use pantheon_sys::clock::{tighten_timer_slack, FlowClock};
+use pantheon_sys::signal::Signals;
+use pantheon_sys::udp::{is_unreachable, RecvBatch, UdpSocket};
 
-use crate::clock::{tighten_timer_slack, FlowClock};
 use crate::log::AckLog;
-use crate::socket::{is_unreachable, RecvBatch, UdpSocket};
-use crate::stop::Stop;
 use crate::wait::{spin_ns, wait, Ready};
 use crate::wire::{Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
 
@@ -105,12 +105,12 @@ struct LiveFlow {
     unreachable: u64,
 }
 
-/// Runs a flow to `socket` (connected to the receiver) until `stop` is requested, handing the
+/// Runs a flow to `socket` (connected to the receiver) until `signals` request a stop, handing the
 /// totals so far to `report` whenever they are asked for (SIGUSR1).
 pub fn run(
     cc: Box<dyn CongestionControl + Send>,
     socket: &UdpSocket,
-    stop: &Stop,
+    signals: &Signals,
     log: Option<AckLog>,
     report: &mut dyn FnMut(&Totals),
 ) -> io::Result<Totals> {
@@ -126,7 +126,7 @@ pub fn run(
         retry_at: Instant::ZERO,
         unreachable: 0,
     };
-    let outcome = live.run(socket, stop, report);
+    let outcome = live.run(socket, signals, report);
     let log = live.log.take().map(AckLog::finish);
     outcome?;
     log.transpose()?;
@@ -146,10 +146,10 @@ impl LiveFlow {
         }
     }
 
-    fn run(&mut self, socket: &UdpSocket, stop: &Stop, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
+    fn run(&mut self, socket: &UdpSocket, signals: &Signals, report: &mut dyn FnMut(&Totals)) -> io::Result<()> {
         let mut ready = Ready { readable: true, ..Ready::default() };
-        while !stop.requested() {
-            if stop.take_report_request() {
+        while !signals.stop().is_raised() {
+            if signals.take_report_request() {
                 report(&self.totals());
             }
             if ready.readable {
@@ -162,7 +162,7 @@ impl LiveFlow {
             let send_at = self.send_due(socket)?;
             let deadline_ns = self.flow.deadline(self.now(), send_at).map(|t| self.clock.to_monotonic_ns(t.as_ns()));
             let gap_ns = self.flow.decision().pacing_rate_bps.map(|rate_bps| gap_ns(PACKET_BYTES, rate_bps));
-            ready = wait(socket.fd(), self.blocked, stop.fd(), deadline_ns, spin_ns(gap_ns))?;
+            ready = wait(socket.fd(), self.blocked, signals.stop().fd(), deadline_ns, spin_ns(gap_ns))?;
         }
         Ok(())
     }

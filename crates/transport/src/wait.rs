@@ -1,11 +1,12 @@
 //! Waiting for the next thing to do: a datagram arriving, the socket taking datagrams again, a
 //! stop request, or a deadline (the next paced send, a controller's timer, a loss deadline).
 //!
-//! One ppoll(2) with a nanosecond timeout does it, with the thread's timer slack at 1 ns
-//! (clock.rs). No timer wakes a thread precisely — a few µs late at best, tens of µs when the
-//! virtual CPU was halted (measured for the emulator, crates/emu/src/relay.rs) — so a wait
-//! sleeps only until `SPIN_NS` before its deadline and then polls without sleeping until the
-//! deadline has come. That is what gives pacing its sub-millisecond precision.
+//! One ppoll(2) with a nanosecond timeout does it (`pantheon_sys::poll`), with the thread's timer
+//! slack at 1 ns (`pantheon_sys::clock`). No timer wakes a thread precisely — a few µs late at
+//! best, tens of µs when the virtual CPU was halted (measured for the emulator,
+//! crates/emu/src/relay.rs) — so a wait sleeps only until `SPIN_NS` before its deadline and then
+//! polls without sleeping until the deadline has come. That is what gives pacing its
+//! sub-millisecond precision.
 //!
 //! Except when datagrams are due closer together than that: at 1 Gbit/s a 1464-byte datagram is
 //! due every 11.7 µs, and spinning between them keeps a core busy for the whole flow (it held
@@ -18,18 +19,11 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::clock::monotonic_ns;
+use pantheon_sys::clock::monotonic_ns;
+pub use pantheon_sys::poll::Ready;
 
 /// A deadline closer than this is waited for by polling rather than sleeping.
 pub const SPIN_NS: u64 = 50_000;
-
-/// How a wait ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ready {
-    pub readable: bool,
-    pub writable: bool,
-    pub stop: bool,
-}
 
 /// How long to spin before a deadline when datagrams are paced `gap_ns` apart (`None`: not
 /// paced): `SPIN_NS`, or nothing when the gap is shorter than that.
@@ -55,27 +49,8 @@ pub fn wait(
     deadline_ns: Option<u64>,
     spin_ns: u64,
 ) -> io::Result<Ready> {
-    let events = if want_writable { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN };
-    let mut fds =
-        [libc::pollfd { fd: socket, events, revents: 0 }, libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 }];
-    let timeout = sleep_ns(deadline_ns.map(|d| d.saturating_sub(monotonic_ns())), spin_ns).map(|ns| libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    });
-    let timeout_ptr = timeout.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: fds and the timeout outlive the call; a null sigmask keeps the thread's mask.
-    let ret = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ptr, std::ptr::null()) };
-    if ret < 0 {
-        let err = io::Error::last_os_error();
-        return if err.kind() == io::ErrorKind::Interrupted { Ok(Ready::default()) } else { Err(err) };
-    }
-    // POLLERR on the socket (a pending ICMP error) counts as readable: the next receive consumes it.
-    let socket_events = fds[0].revents;
-    Ok(Ready {
-        readable: socket_events & (libc::POLLIN | libc::POLLERR) != 0,
-        writable: socket_events & libc::POLLOUT != 0,
-        stop: fds[1].revents != 0,
-    })
+    let timeout_ns = sleep_ns(deadline_ns.map(|d| d.saturating_sub(monotonic_ns())), spin_ns);
+    pantheon_sys::poll::wait(socket, want_writable, stop, timeout_ns)
 }
 
 #[cfg(test)]
@@ -101,12 +76,9 @@ mod tests {
 
     #[test]
     fn a_wait_returns_by_its_deadline() {
-        let socket =
-            crate::socket::UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0), false).unwrap();
-        let stop =
-            crate::socket::UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0), false).unwrap();
+        let stop = pantheon_sys::stop::StopSignal::new().unwrap();
         let start = monotonic_ns();
-        let ready = wait(socket.fd(), false, stop.fd(), Some(start + 2_000_000), SPIN_NS).unwrap();
+        let ready = wait(-1, false, stop.fd(), Some(start + 2_000_000), SPIN_NS).unwrap();
         let waited = monotonic_ns() - start;
         assert_eq!(ready, Ready::default());
         // Asleep until 50 µs before the 2 ms deadline; a loaded machine may wake it later.

@@ -14,9 +14,9 @@
 use std::io;
 use std::net::Ipv4Addr;
 
-use pantheon_netns::namespace::Namespace;
-use pantheon_netns::sys::{check, set_nonblocking};
-use pantheon_netns::tun::Tun;
+use pantheon_sys::errno::check;
+use pantheon_sys::namespace::Namespace;
+use pantheon_sys::tun::Tun;
 
 use crate::session::Role;
 
@@ -46,7 +46,7 @@ impl InnerEnd {
             tun.configure(local, peer, inner_mtu_bytes)?;
             Ok(tun)
         })?;
-        set_nonblocking(tun.fd())?;
+        tun.set_nonblocking()?;
         Ok(InnerEnd { namespace, tun })
     }
 }

@@ -25,9 +25,9 @@
 //! in our native form and also in the original's text form ([`log`]). The deciding parts
 //! (admission, handshake schedule, segmentation) are sans-IO and unit-tested; the wire format,
 //! UIDs and log formats are data the simulator writes too, so they live in `pantheon_format`
-//! (`tunnel_wire`, `tunnel_log`); the driver ([`relay`], [`socket`], [`endpoint`]) moves
-//! datagrams in batches; namespaces, the TUN device and the supervised command come from
-//! `pantheon_netns`, shared with the emulator.
+//! (`tunnel_wire`, `tunnel_log`); the driver ([`relay`], [`endpoint`]) moves datagrams in
+//! batches; namespaces, the TUN device, the supervised command and the batched UDP socket come
+//! from `pantheon_sys`, shared with the emulator and the UDP transport.
 
 pub mod args;
 pub mod checksum;
@@ -37,5 +37,4 @@ pub mod log;
 pub mod relay;
 pub mod segment;
 pub mod session;
-pub mod socket;
 pub mod virtio;

@@ -11,16 +11,17 @@ use std::sync::Arc;
 use pantheon_cli::usage;
 use pantheon_format::tunnel_log::{Context, Side};
 use pantheon_format::tunnel_wire::{hello, inner_mtu_bytes};
-use pantheon_netns::child;
-use pantheon_netns::privileges::{self, Scope};
-use pantheon_netns::stop::StopSignal;
-use pantheon_netns::sys::{epoch_us, monotonic_us};
+use pantheon_sys::child;
+use pantheon_sys::clock::{epoch_us, monotonic_us};
+use pantheon_sys::poll::wait;
+use pantheon_sys::privileges::{self, Scope};
+use pantheon_sys::stop::StopSignal;
+use pantheon_sys::udp::UdpSocket;
 use pantheon_tunnel::args::{CommonArgs, Endpoint, TunnelArgs};
 use pantheon_tunnel::endpoint::{inner_addresses, random_token, InnerEnd};
 use pantheon_tunnel::log::Log;
-use pantheon_tunnel::relay::{wait, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot};
+use pantheon_tunnel::relay::{Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot, SOCKET};
 use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Role, Verdict, CONNECT_TIMEOUT_US};
-use pantheon_tunnel::socket::UdpSocket;
 
 const NAME: &str = "pantheon-tunnel";
 /// Longest token a client accepts (a server makes 16 hex digits).
@@ -48,7 +49,7 @@ fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
     match endpoint {
         Endpoint::Server { listen, .. } => {
             let socket =
-                UdpSocket::bind(*listen).map_err(|e| format!("--listen {listen}: cannot listen there: {e}"))?;
+                UdpSocket::bind(*listen, SOCKET).map_err(|e| format!("--listen {listen}: cannot listen there: {e}"))?;
             let local = socket.local_addr().map_err(|e| e.to_string())?;
             let token = random_token().map_err(|e| format!("cannot draw a token: {e}"))?;
             Ok(Outer {
@@ -65,7 +66,7 @@ fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
                     "--token: expected the token the server printed (1 to {MAX_TOKEN_BYTES} printable characters)"
                 ));
             }
-            let socket = UdpSocket::bind(SocketAddrV4::new(0.into(), 0))
+            let socket = UdpSocket::bind(SocketAddrV4::new(0.into(), 0), SOCKET)
                 .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
             socket.connect(*server).map_err(|e| format!("{server}: cannot reach the server: {e}"))?;
             let local = socket.local_addr().map_err(|e| e.to_string())?;
@@ -112,7 +113,7 @@ fn connect(socket: &UdpSocket, admission: &mut Admission, server: SocketAddrV4, 
             // Refusals (nobody listening yet) look like silence: try again.
             Connecting::SendHello => drop(socket.send_to(&greeting, server)),
             Connecting::Wait { timeout_us } => {
-                wait(socket.fd(), -1, Some(timeout_us)).map_err(|e| e.to_string())?;
+                wait(socket.fd(), false, -1, Some(timeout_us * 1000)).map_err(|e| e.to_string())?;
                 while let Some(n) = socket.try_recv(&mut buffer).map_err(|e| e.to_string())? {
                     if admission.on_datagram(server, &buffer[..n]) == Verdict::Welcomed {
                         return Ok(());

@@ -34,13 +34,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pantheon_format::tunnel_wire::{data_header, Uids, HEADER_BYTES};
-use pantheon_netns::sys::{epoch_us, tighten_timer_slack};
+use pantheon_sys::clock::{epoch_us, tighten_timer_slack};
+use pantheon_sys::poll::wait;
+use pantheon_sys::udp::{self, RecvBatch, SendBatch, UdpSocket};
 
 use crate::coalesce::Coalescer;
 use crate::log::Log;
 use crate::segment::{complete_checksum, Segmenter};
 use crate::session::{Admission, Ignored, Keepalive, Verdict};
-use crate::socket::{RecvBatch, SendBatch, UdpSocket};
 use crate::virtio::{self, Offload, Segmentation};
 
 /// Datagrams moved per system call at most.
@@ -78,23 +79,12 @@ impl PeerSlot {
     }
 }
 
-/// Waits until `fd` is readable or `timeout_us` passes; returns whether `stop` (if not -1)
-/// became readable.
-pub fn wait(fd: RawFd, stop: RawFd, timeout_us: Option<u64>) -> io::Result<bool> {
-    let mut fds = [
-        libc::pollfd { fd, events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 },
-    ];
-    let timeout_ms = timeout_us.map_or(-1, |us| us.div_ceil(1000).min(i32::MAX as u64) as i32);
-    // SAFETY: two valid pollfds.
-    if unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) } < 0 {
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-    Ok(fds[1].revents != 0)
-}
+/// The endpoint's outer socket. Buffers of 16 MiB (130 ms at 1 Gbit/s), so that a thread
+/// descheduled for a while loses nothing; a drop for a full one is counted (SO_RXQ_OVFL) and
+/// reported. Sends wait for room in the buffer: the outbound thread has nothing else to do
+/// meanwhile, and the TUN device's queue holds the command's packets until it reads again.
+pub const SOCKET: udp::Options =
+    udp::Options { buffer_bytes: 16 << 20, timestamps: true, overflow_counts: true, blocking_sends: true };
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OutboundTotals {
@@ -136,7 +126,7 @@ impl Outbound {
                 keepalive.sent(epoch_us());
                 continue;
             }
-            if wait(self.tun, self.stop, timeout_us)? {
+            if wait(self.tun, false, self.stop, timeout_us.map(|us| us * 1000))?.stop {
                 break;
             }
             let peer = self.peer.get();
@@ -182,9 +172,9 @@ impl Outbound {
                 }
                 for i in 0..count {
                     if batch.is_full() {
-                        self.flush(&mut batch, to, &mut totals)?;
+                        self.flush(&mut batch, &mut totals)?;
                     }
-                    let slot = batch.slot();
+                    let slot = batch.slot().expect("a batch is flushed when full");
                     let len = match &segments {
                         Some(segmenter) => segmenter.write(i, &mut slot[HEADER_BYTES..]),
                         None => {
@@ -195,25 +185,20 @@ impl Outbound {
                     let uid = uids.assign();
                     slot[..HEADER_BYTES].copy_from_slice(&data_header(uid));
                     self.log.record(t_us, uid, len);
-                    batch.commit(HEADER_BYTES + len);
+                    batch.commit(HEADER_BYTES + len, to);
                 }
             }
-            self.flush(&mut batch, to, &mut totals)?;
+            self.flush(&mut batch, &mut totals)?;
         }
         Ok((totals, self.log.finish()))
     }
 
-    fn flush(
-        &mut self,
-        batch: &mut SendBatch,
-        to: Option<SocketAddrV4>,
-        totals: &mut OutboundTotals,
-    ) -> io::Result<()> {
+    fn flush(&mut self, batch: &mut SendBatch, totals: &mut OutboundTotals) -> io::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
         let count = batch.len() as u64;
-        let refused = batch.send(&self.socket, to)?;
+        let refused = batch.flush(&self.socket)?;
         totals.sent += count - refused;
         totals.refused += refused;
         if let Some((_, keepalive)) = self.keepalive.as_mut() {
@@ -253,13 +238,17 @@ impl Inbound {
         let mut coalescer = Coalescer::default();
         tighten_timer_slack();
         loop {
-            if wait(self.socket.fd(), self.stop, None)? {
+            if wait(self.socket.fd(), false, self.stop, None)?.stop {
                 break;
             }
             let received = batch.receive(&self.socket)?;
             for i in 0..received {
                 let datagram = batch.get(i);
-                let t_us = datagram.epoch_us.unwrap_or_else(epoch_us).saturating_sub(self.base_epoch_us);
+                let epoch_us = datagram.realtime_ns.map_or_else(epoch_us, |ns| ns / 1000);
+                let t_us = epoch_us.saturating_sub(self.base_epoch_us);
+                if let Some(drops) = datagram.overflow_drops {
+                    totals.overflow_drops = drops;
+                }
                 let from = datagram.from;
                 match self.admission.on_datagram(from, datagram.bytes) {
                     Verdict::Deliver { uid, inner } => {
@@ -283,7 +272,6 @@ impl Inbound {
                 }
             }
             self.write(&mut coalescer, &mut totals);
-            totals.overflow_drops = batch.overflow_drops;
             if let Some(pause_us) = moderation_pause_us(received) {
                 std::thread::sleep(Duration::from_micros(pause_us));
             }

@@ -1,15 +1,16 @@
-//! The transport's clock: CLOCK_MONOTONIC (clock_gettime(2)), read through the vDSO in tens of
-//! nanoseconds. The controller, the wire format and the logs use microseconds; pacing uses
-//! nanoseconds, because at 1 Gbit/s one 1464-byte packet lasts 11.712 µs and rounding each gap to
-//! whole microseconds would skew the rate by up to 8.5 %.
+//! The drivers' clocks. CLOCK_MONOTONIC (clock_gettime(2), read through the vDSO in tens of
+//! nanoseconds) is shared by every namespace on the machine and never steps, so every time a
+//! driver measures or schedules with is on it. The wall clock (CLOCK_REALTIME) appears only where
+//! a time must mean something outside the host: log headers, and the kernel's receive stamps,
+//! which it takes on CLOCK_REALTIME only (SO_TIMESTAMPNS, socket(7)); `RealtimeOffset` moves such a
+//! stamp onto CLOCK_MONOTONIC by the two clocks' current difference, which a step of the wall clock
+//! changes and NTP's slewing does not (both clocks are slewed alike).
 //!
-//! The sender counts from its flow's start (`FlowClock`); the receiver stamps with
-//! CLOCK_MONOTONIC itself. The kernel stamps received datagrams with
-//! CLOCK_REALTIME only (SO_TIMESTAMPNS, socket(7)); `RealtimeOffset` moves such a stamp onto
-//! CLOCK_MONOTONIC by the two clocks' current difference, which a step of the wall clock changes
-//! and NTP's slewing does not (both clocks are slewed alike).
+//! Nanoseconds where a driver schedules (pacing at 1 Gbit/s spaces 1464-byte packets 11.712 µs
+//! apart; whole microseconds would skew the rate by up to 8.5 %), microseconds everywhere else.
+//! Sleeping precisely also needs the thread's timer slack lowered (`tighten_timer_slack`).
 
-fn read(clock: libc::clockid_t) -> u64 {
+fn read_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a valid timespec; the clocks used here always exist.
     unsafe { libc::clock_gettime(clock, &mut ts) };
@@ -18,7 +19,7 @@ fn read(clock: libc::clockid_t) -> u64 {
 
 /// Nanoseconds on CLOCK_MONOTONIC.
 pub fn monotonic_ns() -> u64 {
-    read(libc::CLOCK_MONOTONIC)
+    read_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// Microseconds on CLOCK_MONOTONIC.
@@ -26,12 +27,19 @@ pub fn monotonic_us() -> u64 {
     monotonic_ns() / 1000
 }
 
-/// The sender's clock: CLOCK_MONOTONIC, reading 0 when the flow starts. Controllers see time
-/// from the flow's start, as in the simulator, where every flow starts at 0: state initialised to
-/// time 0 (BBR's RTprop stamp, draft-cardwell-iccrg-bbr-congestion-control-00 §4.1.2.3, is
-/// "now" at initialisation) then means the same thing in both drivers.
+/// Microseconds since the Unix epoch on CLOCK_REALTIME: for log headers and the kernel's stamps,
+/// never for measuring an interval.
+pub fn epoch_us() -> u64 {
+    read_ns(libc::CLOCK_REALTIME) / 1000
+}
+
+/// A clock reading 0 when it starts: CLOCK_MONOTONIC minus its origin. A flow's sender counts
+/// from its flow's start, as in the simulator, where every flow starts at 0: state initialised to
+/// time 0 (BBR's RTprop stamp, draft-cardwell-iccrg-bbr-congestion-control-00 §4.1.2.3, is "now"
+/// at initialisation) then means the same thing in both drivers.
 #[derive(Debug, Clone, Copy)]
 pub struct FlowClock {
+    /// CLOCK_MONOTONIC at the start, in nanoseconds.
     origin_ns: u64,
 }
 
@@ -57,13 +65,14 @@ impl FlowClock {
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC, read now.
 #[derive(Debug, Clone, Copy)]
 pub struct RealtimeOffset {
+    /// The difference in nanoseconds (positive on any machine whose wall clock is past 1970).
     offset_ns: i128,
 }
 
 impl RealtimeOffset {
     pub fn now() -> RealtimeOffset {
         let monotonic = monotonic_ns();
-        let realtime = read(libc::CLOCK_REALTIME);
+        let realtime = read_ns(libc::CLOCK_REALTIME);
         RealtimeOffset { offset_ns: realtime as i128 - monotonic as i128 }
     }
 
@@ -75,11 +84,12 @@ impl RealtimeOffset {
 
 /// User plus system CPU seconds this process has used so far (CLOCK_PROCESS_CPUTIME_ID).
 pub fn process_cpu_s() -> f64 {
-    read(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
+    read_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
 }
 
-/// Lets this thread's timers fire within a nanosecond of their deadline (the default slack is
-/// 50 µs, prctl(2) PR_SET_TIMERSLACK), which pacing at 1 Gbit/s could not afford.
+/// Lets this thread's timers fire within a nanosecond of their deadline. The default slack is
+/// 50 µs (prctl(2) PR_SET_TIMERSLACK): most of the emulator's delay error budget, and more than
+/// the gap between two paced datagrams at 1 Gbit/s.
 pub fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
@@ -93,7 +103,7 @@ mod tests {
     fn a_realtime_stamp_taken_now_maps_to_monotonic_now() {
         let offset = RealtimeOffset::now();
         let before_us = monotonic_us();
-        let mapped_us = offset.to_monotonic_us(read(libc::CLOCK_REALTIME));
+        let mapped_us = offset.to_monotonic_us(read_ns(libc::CLOCK_REALTIME));
         let after_us = monotonic_us();
         // Within the 1 ms a descheduled test thread may lose between the reads.
         assert!(mapped_us + 1_000 >= before_us && mapped_us <= after_us + 1_000, "{before_us} {mapped_us} {after_us}");
@@ -113,5 +123,12 @@ mod tests {
         let a = monotonic_ns();
         let b = monotonic_ns();
         assert!(b >= a);
+    }
+
+    #[test]
+    fn the_epoch_is_the_system_time() {
+        let system_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
+        // Within the 1 s a descheduled test thread could never lose.
+        assert!(epoch_us().abs_diff(system_us) < 1_000_000);
     }
 }

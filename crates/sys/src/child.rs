@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::sys::check;
+use crate::errno::check;
 
 /// How long the command may take to exit after a forwarded signal before it is killed.
 pub const SIGNAL_GRACE: Duration = Duration::from_secs(2);

@@ -9,7 +9,7 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use crate::sys::check;
+use crate::errno::check;
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
@@ -123,6 +123,17 @@ impl Tun {
 
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
+    }
+
+    /// Makes reads return `WouldBlock` when no packet is queued, so a driver can drain the device
+    /// and sleep in poll(2) instead.
+    pub fn set_nonblocking(&self) -> io::Result<()> {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let flags = check(libc::fcntl(self.fd(), libc::F_GETFL))?;
+            check(libc::fcntl(self.fd(), libc::F_SETFL, flags | libc::O_NONBLOCK))?;
+        }
+        Ok(())
     }
 
     /// Gives the device `local` and a point-to-point route to `peer` (a /32 route, nothing

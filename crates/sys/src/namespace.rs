@@ -10,7 +10,7 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::sys::check;
+use crate::errno::check;
 use crate::tun::bring_up;
 
 /// A network namespace held open by a descriptor (from /proc/thread-self/ns/net).

@@ -8,7 +8,7 @@
 
 use std::io;
 
-use crate::sys::check;
+use crate::errno::check;
 
 /// Which network namespaces the driver must configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
