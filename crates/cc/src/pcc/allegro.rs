@@ -50,7 +50,8 @@
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
 use super::monitor::{self, Interval, SplitMix64};
-use super::{Pcc, RateControl, Step};
+use super::trials::{Trials, MAX_PAIRS};
+use super::{starting_rate_bps, Pcc, RateControl, Step};
 use crate::params::{Params, SpecError};
 use crate::DEFAULT_MSS_BYTES;
 
@@ -62,6 +63,8 @@ const LOSS_THRESHOLD: f64 = 0.05;
 pub const EPSILON_MIN: f64 = 0.01;
 /// §2.3: ε never exceeds this.
 pub const EPSILON_MAX: f64 = 0.05;
+/// §2.3: a decision runs two pairs of trials.
+const PAIRS: u8 = 2;
 /// Deviation 6: a loss rate higher by this many standard errors is no longer chance.
 const LOSS_RISE_MIN_STDERRS: f64 = 2.0;
 
@@ -166,11 +169,10 @@ pub enum State {
     },
     Deciding {
         epsilon: f64,
-        /// Per pair: whether its r(1 + ε) trial goes first.
-        upper_first: [bool; 2],
-        /// Trials launched so far (0..=4).
-        launched: u8,
-        utilities: [Option<f64>; 4],
+        /// Two pairs of trials at r(1 ± ε).
+        trials: Trials,
+        /// Per trial, its utility once its results are in.
+        utilities: [Option<f64>; 2 * MAX_PAIRS],
     },
     Adjusting {
         /// +1 or −1.
@@ -184,6 +186,7 @@ pub enum State {
 /// §2.3's rate control around Allegro's utility; `Pcc` runs its monitor intervals.
 #[derive(Debug, Clone)]
 pub struct AllegroControl {
+    /// Where §2.3's three-state machine stands.
     state: State,
 }
 
@@ -203,20 +206,18 @@ impl Allegro {
 impl AllegroControl {
     /// Decides around `base_bps` with step `epsilon`, the trial orders drawn from `rng`.
     fn enter_deciding(&mut self, rng: &mut SplitMix64, base_bps: f64, epsilon: f64) -> Step {
-        let upper_first = [rng.coin(), rng.coin()];
-        self.state = State::Deciding { epsilon, upper_first, launched: 0, utilities: [None; 4] };
+        self.state = State::Deciding { epsilon, trials: Trials::draw(rng), utilities: [None; 2 * MAX_PAIRS] };
         Step::Enter { base_bps }
     }
 
     /// Once all four trials around `base_bps` are in: move if both pairs agree, else widen ε and
     /// try again.
     fn decide(&mut self, base_bps: f64, rng: &mut SplitMix64) -> Step {
-        let State::Deciding { epsilon, upper_first, utilities, .. } = self.state else { return Step::Continue };
-        let [Some(u0), Some(u1), Some(u2), Some(u3)] = utilities else { return Step::Continue };
-        let pairs = [(u0, u1), (u2, u3)];
-        let votes = [0, 1].map(|p| {
-            let (first, second) = pairs[p];
-            let (up, down) = if upper_first[p] { (first, second) } else { (second, first) };
+        let State::Deciding { epsilon, trials, utilities } = self.state else { return Step::Continue };
+        let (Some(pair0), Some(pair1)) = (trials.pair(&utilities, 0), trials.pair(&utilities, 1)) else {
+            return Step::Continue;
+        };
+        let votes = [pair0, pair1].map(|(up, down)| {
             if up > down {
                 1
             } else if up < down {
@@ -245,18 +246,11 @@ impl RateControl for AllegroControl {
 
     fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
         match &mut self.state {
-            State::Starting { .. } => {
-                let rate = if first_of_state { base_bps } else { 2.0 * base_bps };
-                (rate, Role::Starting)
-            }
-            State::Deciding { epsilon, upper_first, launched, .. } if *launched < 4 => {
-                let i = *launched;
-                *launched += 1;
-                let upper = (i % 2 == 0) == upper_first[usize::from(i / 2)];
-                let factor = if upper { 1.0 + *epsilon } else { 1.0 - *epsilon };
-                (base_bps * factor, Role::Trial(i))
-            }
-            State::Deciding { .. } => (base_bps, Role::Hold),
+            State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
+            State::Deciding { epsilon, trials, .. } => match trials.launch(PAIRS, base_bps, *epsilon) {
+                Some((i, rate_bps)) => (rate_bps, Role::Trial(i)),
+                None => (base_bps, Role::Hold),
+            },
             State::Adjusting { dir, n, .. } => {
                 let rate = base_bps * (1.0 + f64::from(*n) * EPSILON_MIN * *dir);
                 *n += 1;
@@ -372,7 +366,9 @@ mod tests {
             assert!(close(*rate, 1.2 * f64::from(1 << i)), "{starting:?}");
         }
         // 19.2's utility is the first to fall: decide around 9.6 Mbit/s with ε = ε_min.
-        assert!(matches!(a.state(), State::Deciding { epsilon, launched: 1, .. } if epsilon == EPSILON_MIN));
+        assert!(
+            matches!(a.state(), State::Deciding { epsilon, trials, .. } if epsilon == EPSILON_MIN && trials.launched() == 1)
+        );
         assert!(close(a.base_rate_bps(), 9.6e6));
     }
 

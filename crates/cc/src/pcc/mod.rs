@@ -9,12 +9,14 @@
 //! - this module: the sender around them. It launches MIs back to back (pipelined, NSDI 2015 §3)
 //!   at the rate the rate control asks for, hands each completed MI to it, abandons the MIs of a
 //!   state it has left, and asks the driver to pace at the MI's rate within a safety window;
+//! - [`trials`]: the randomized pairs of MIs at r(1 ± ε) both rate controls compare rates with;
 //! - [`allegro`]: PCC Allegro (NSDI 2015): a loss-based utility, rate changes by fixed steps;
 //! - [`vivace`]: PCC Vivace (NSDI 2018): a latency-aware utility, rate changes by online
 //!   gradient ascent.
 
 pub mod allegro;
 pub mod monitor;
+pub mod trials;
 pub mod vivace;
 
 use monitor::{Interval, Monitor, SplitMix64, INITIAL_RTT_US};
@@ -54,6 +56,16 @@ pub trait RateControl {
     /// Scores `mi`, a completed MI of the current state, and says what the sender does next;
     /// `rng` is the sender's seeded generator, for random MI orders.
     fn on_result(&mut self, mi: &Interval<Self::Role>, base_bps: f64, rng: &mut SplitMix64) -> Step;
+}
+
+/// The rate of a starting MI, the phase both papers open with (Allegro §2.3, Vivace §4): the
+/// state's first MI at r = `base_bps`, each later one at twice the last (r follows each MI).
+fn starting_rate_bps(base_bps: f64, first_of_state: bool) -> f64 {
+    if first_of_state {
+        base_bps
+    } else {
+        2.0 * base_bps
+    }
 }
 
 /// What the sender does after a result.

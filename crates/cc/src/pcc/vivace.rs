@@ -66,7 +66,8 @@
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
 use super::monitor::{self, Interval, SplitMix64};
-use super::{Pcc, RateControl, Step};
+use super::trials::{Trials, MAX_PAIRS};
+use super::{starting_rate_bps, Pcc, RateControl, Step};
 use crate::params::{Params, SpecError};
 use crate::DEFAULT_MSS_BYTES;
 
@@ -97,8 +98,6 @@ fn filtered_rtt_gradient<R>(mi: &Interval<R>) -> f64 {
 const LOSS_DIFFERENCE_MIN_STDERRS: f64 = 2.0;
 /// §4.2: probes at r(1 ± ε).
 pub const EPSILON: f64 = 0.05;
-/// §4.3: a decision runs one pair of probes, and a second when the first is abnormal.
-const MAX_PAIRS: usize = 2;
 /// §4.2: the change boundary starts at ω0 and grows by δ per capped decision.
 pub const OMEGA0: f64 = 0.05;
 pub const OMEGA_STEP: f64 = 0.1;
@@ -188,12 +187,10 @@ pub enum State {
         last: Option<(f64, ProbeResult)>,
     },
     Probing {
-        /// Per pair: whether its r(1 + ε) probe goes first.
-        upper_first: [bool; MAX_PAIRS],
+        /// The probes: pairs of trials at r(1 ± ε).
+        trials: Trials,
         /// Pairs this decision runs: 1, or 2 once the first pair was abnormal (§4.3).
         pairs: u8,
-        /// Probes launched so far (0..=2·pairs).
-        launched: u8,
         results: [Option<ProbeResult>; 2 * MAX_PAIRS],
     },
 }
@@ -293,7 +290,9 @@ impl Stepper {
 /// §4's rate control around Vivace's utility; `Pcc` runs its monitor intervals.
 #[derive(Debug, Clone)]
 pub struct VivaceControl {
+    /// Starting, or probing around r.
     state: State,
+    /// The step size across decisions (τ and k).
     stepper: Stepper,
 }
 
@@ -314,8 +313,7 @@ impl Vivace {
 impl VivaceControl {
     /// Probes around `base_bps`, the probe orders drawn from `rng`.
     fn enter_probing(&mut self, rng: &mut SplitMix64, base_bps: f64) -> Step {
-        let upper_first = [rng.coin(), rng.coin()];
-        self.state = State::Probing { upper_first, pairs: 1, launched: 0, results: [None; 2 * MAX_PAIRS] };
+        self.state = State::Probing { trials: Trials::draw(rng), pairs: 1, results: [None; 2 * MAX_PAIRS] };
         Step::Enter { base_bps }
     }
 
@@ -323,12 +321,8 @@ impl VivaceControl {
     /// move along the utility gradient — the mean of the two pairs' after a double check — and
     /// probe around the new rate.
     fn step(&mut self, base_bps: f64, rng: &mut SplitMix64) -> Step {
-        let State::Probing { upper_first, pairs, results, .. } = self.state else { return Step::Continue };
-        let pair = |p: usize| match (results[2 * p], results[2 * p + 1]) {
-            (Some(first), Some(second)) if upper_first[p] => Some((first, second)),
-            (Some(first), Some(second)) => Some((second, first)),
-            _ => None,
-        };
+        let State::Probing { trials, pairs, results } = self.state else { return Step::Continue };
+        let pair = |p: usize| trials.pair(&results, p);
         let rate_mbps = base_bps / 1e6;
         let Some((upper, lower)) = pair(0) else { return Step::Continue };
         let gamma = if pairs == 1 {
@@ -354,18 +348,11 @@ impl RateControl for VivaceControl {
 
     fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
         match &mut self.state {
-            State::Starting { .. } => {
-                let rate = if first_of_state { base_bps } else { 2.0 * base_bps };
-                (rate, Role::Starting)
-            }
-            State::Probing { upper_first, pairs, launched, .. } if *launched < 2 * *pairs => {
-                let i = *launched;
-                *launched += 1;
-                let upper = (i % 2 == 0) == upper_first[usize::from(i / 2)];
-                let factor = if upper { 1.0 + EPSILON } else { 1.0 - EPSILON };
-                (base_bps * factor, Role::Probe(i))
-            }
-            State::Probing { .. } => (base_bps, Role::Hold),
+            State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
+            State::Probing { trials, pairs, .. } => match trials.launch(*pairs, base_bps, EPSILON) {
+                Some((i, rate_bps)) => (rate_bps, Role::Probe(i)),
+                None => (base_bps, Role::Hold),
+            },
         }
     }
 
@@ -552,9 +539,9 @@ mod tests {
         let start_id = v.epoch_id;
         let mut probes = 0;
         run_scripted(v, 40_000, 10_000_000, loss_of_rate_mbps, |_, v| {
-            if let State::Probing { launched, .. } = v.state() {
+            if let State::Probing { trials, .. } = v.state() {
                 if v.epoch_id == start_id {
-                    probes = launched;
+                    probes = trials.launched();
                 }
             }
             v.epoch_id == start_id
