@@ -51,7 +51,7 @@
 
 use super::monitor::{self, Interval, SplitMix64};
 use super::trials::{Trials, MAX_PAIRS};
-use super::{starting_rate_bps, Pcc, RateControl, Step};
+use super::{starting_rate_bps, Pcc, RateControl, Role, Step};
 use crate::params::{Params, SpecError};
 use crate::DEFAULT_MSS_BYTES;
 
@@ -148,18 +148,6 @@ impl AllegroConfig {
     }
 }
 
-/// What an MI was sent for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Role {
-    #[default]
-    Starting,
-    /// Trial `i` of a decision: pair i / 2, position i % 2 in the pair.
-    Trial(u8),
-    /// Sent at r while a decision's trial results are awaited; its results are not used.
-    Hold,
-    Adjusting,
-}
-
 /// The state of §2.3's control algorithm.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum State {
@@ -242,25 +230,16 @@ impl AllegroControl {
 
 impl RateControl for AllegroControl {
     const NAME: &'static str = "allegro";
-    type Role = Role;
-
     fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
         match &mut self.state {
             State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
-            State::Deciding { epsilon, trials, .. } => match trials.launch(PAIRS, base_bps, *epsilon) {
-                Some((i, rate_bps)) => (rate_bps, Role::Trial(i)),
-                None => (base_bps, Role::Hold),
-            },
+            State::Deciding { epsilon, trials, .. } => trials.launch(PAIRS, base_bps, *epsilon),
             State::Adjusting { dir, n, .. } => {
                 let rate = base_bps * (1.0 + f64::from(*n) * EPSILON_MIN * *dir);
                 *n += 1;
                 (rate, Role::Adjusting)
             }
         }
-    }
-
-    fn sets_base(role: Role) -> bool {
-        matches!(role, Role::Starting | Role::Adjusting)
     }
 
     fn on_result(&mut self, mi: &Interval<Role>, base_bps: f64, rng: &mut SplitMix64) -> Step {

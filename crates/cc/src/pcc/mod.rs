@@ -42,20 +42,30 @@ const MIN_SAFETY_WINDOW_PACKETS: f64 = 4.0;
 pub trait RateControl {
     /// The registry name of the sender.
     const NAME: &'static str;
-    /// What an MI was sent for (a starting MI, a trial, …); it comes back with the MI's results.
-    type Role: Copy + Default + std::fmt::Debug;
 
     /// The rate in bit/s (before the sender's floor and ceiling) and the role of the MI starting
     /// now, around the base rate r = `base_bps`; `first_of_state` for the first MI since the last
     /// `Step::Enter`.
-    fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Self::Role);
-
-    /// Whether launching an MI of `role` moves r to that MI's rate (the climbing MIs).
-    fn sets_base(role: Self::Role) -> bool;
+    fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role);
 
     /// Scores `mi`, a completed MI of the current state, and says what the sender does next;
     /// `rng` is the sender's seeded generator, for random MI orders.
-    fn on_result(&mut self, mi: &Interval<Self::Role>, base_bps: f64, rng: &mut SplitMix64) -> Step;
+    fn on_result(&mut self, mi: &Interval<Role>, base_bps: f64, rng: &mut SplitMix64) -> Step;
+}
+
+/// What an MI was sent for; it comes back with the MI's results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Role {
+    /// The starting phase (both papers): each MI at twice the last.
+    #[default]
+    Starting,
+    /// Trial `i` of a decision's randomized pairs (`trials`; Vivace's probes): pair i / 2,
+    /// position i % 2 in the pair.
+    Trial(u8),
+    /// Sent at r while a decision's trial results are awaited; its results are not used.
+    Hold,
+    /// Allegro's rate adjusting (§2.3): each MI one step further in the decided direction.
+    Adjusting,
 }
 
 /// The rate of a starting MI, the phase both papers open with (Allegro §2.3, Vivace §4): the
@@ -85,7 +95,7 @@ pub enum Step {
 pub struct Pcc<C: RateControl> {
     /// The utility and the rate-control state machine.
     control: C,
-    monitor: Monitor<C::Role>,
+    monitor: Monitor<Role>,
     mss_bytes: u64,
     /// r: the rate the rate control works around, bit/s; while climbing, the rate of the last MI
     /// launched.
@@ -134,7 +144,8 @@ impl<C: RateControl> Pcc<C> {
         let first_of_state = self.monitor.next_id() == self.epoch_id;
         let (rate_bps, role) = self.control.next_interval(self.base_bps, first_of_state);
         let rate_bps = self.clamp_rate(rate_bps);
-        if C::sets_base(role) {
+        // The climbing MIs carry r with them; the others are measured around it.
+        if matches!(role, Role::Starting | Role::Adjusting) {
             self.base_bps = rate_bps;
         }
         self.rate_bps = rate_bps;

@@ -7,6 +7,7 @@
 //! i / 2, position i % 2; the rate controls keep the results, indexed by trial.
 
 use super::monitor::SplitMix64;
+use super::Role;
 
 /// Pairs a decision runs at most: Allegro always two; Vivace one, and a second when the first
 /// is abnormal (§4.3).
@@ -31,17 +32,17 @@ impl Trials {
         self.launched
     }
 
-    /// Launches the next trial around `base_bps` unless `pairs` pairs have been: its index and its
-    /// rate, r(1 + ε) or r(1 − ε) as its pair's order says.
-    pub fn launch(&mut self, pairs: u8, base_bps: f64, epsilon: f64) -> Option<(u8, f64)> {
+    /// The rate and role of the next MI around r = `base_bps`: the next trial, at r(1 + ε) or
+    /// r(1 − ε) as its pair's order says, or, once `pairs` pairs have been launched, a hold at r.
+    pub fn launch(&mut self, pairs: u8, base_bps: f64, epsilon: f64) -> (f64, Role) {
         if self.launched >= 2 * pairs {
-            return None;
+            return (base_bps, Role::Hold);
         }
         let i = self.launched;
         self.launched += 1;
         let upper = (i % 2 == 0) == self.upper_first[usize::from(i / 2)];
         let factor = if upper { 1.0 + epsilon } else { 1.0 - epsilon };
-        Some((i, base_bps * factor))
+        (base_bps * factor, Role::Trial(i))
     }
 
     /// Pair `p`'s results, indexed by trial, as (upper, lower) once both are in.
@@ -61,13 +62,15 @@ mod tests {
     #[test]
     fn each_pair_runs_one_trial_above_and_one_below_r_in_its_drawn_order() {
         let mut trials = Trials { upper_first: [false, true], launched: 0 };
-        let launched: Vec<(u8, f64)> = std::iter::from_fn(|| trials.launch(2, 10e6, 0.05)).collect();
-        let expected = [(0, 9.5e6), (1, 10.5e6), (2, 10.5e6), (3, 9.5e6)];
-        assert_eq!(launched.len(), expected.len());
-        for ((i, rate_bps), (want_i, want_bps)) in launched.into_iter().zip(expected) {
-            assert_eq!(i, want_i);
+        let expected =
+            [(9.5e6, Role::Trial(0)), (10.5e6, Role::Trial(1)), (10.5e6, Role::Trial(2)), (9.5e6, Role::Trial(3))];
+        for (want_bps, want_role) in expected {
+            let (rate_bps, role) = trials.launch(2, 10e6, 0.05);
+            assert_eq!(role, want_role);
             assert!((rate_bps - want_bps).abs() < 1e-6, "{rate_bps}");
         }
+        // Then the sender holds r until the results are in.
+        assert_eq!(trials.launch(2, 10e6, 0.05), (10e6, Role::Hold));
         // Results are indexed by trial; each pair comes back as (upper, lower) once complete.
         let results = [Some("below"), Some("above"), Some("above"), None];
         assert_eq!(trials.pair(&results, 0), Some(("above", "below")));
@@ -77,8 +80,8 @@ mod tests {
     #[test]
     fn a_decision_of_one_pair_launches_two_trials() {
         let mut trials = Trials::draw(&mut SplitMix64::new(1));
-        assert!(trials.launch(1, 10e6, 0.05).is_some() && trials.launch(1, 10e6, 0.05).is_some());
-        assert_eq!(trials.launch(1, 10e6, 0.05), None);
+        let roles = [0, 1, 2].map(|_| trials.launch(1, 10e6, 0.05).1);
+        assert_eq!(roles, [Role::Trial(0), Role::Trial(1), Role::Hold]);
         assert_eq!(trials.launched(), 2);
     }
 }

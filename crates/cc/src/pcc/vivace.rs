@@ -67,7 +67,7 @@
 
 use super::monitor::{self, Interval, SplitMix64};
 use super::trials::{Trials, MAX_PAIRS};
-use super::{starting_rate_bps, Pcc, RateControl, Step};
+use super::{starting_rate_bps, Pcc, RateControl, Role, Step};
 use crate::params::{Params, SpecError};
 use crate::DEFAULT_MSS_BYTES;
 
@@ -137,17 +137,6 @@ impl VivaceConfig {
             theta0: p.positive_f64("theta0", d.theta0)?,
         })
     }
-}
-
-/// What an MI was sent for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Role {
-    #[default]
-    Starting,
-    /// Probe `i`: pair i / 2, position i % 2 in the pair.
-    Probe(u8),
-    /// Sent at r while the probes' results are awaited; its results are not used.
-    Hold,
 }
 
 /// What an MI measured: its rate and the two signals of its utility, which §4.3's double check
@@ -344,20 +333,11 @@ impl VivaceControl {
 
 impl RateControl for VivaceControl {
     const NAME: &'static str = "vivace";
-    type Role = Role;
-
     fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
         match &mut self.state {
             State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
-            State::Probing { trials, pairs, .. } => match trials.launch(*pairs, base_bps, EPSILON) {
-                Some((i, rate_bps)) => (rate_bps, Role::Probe(i)),
-                None => (base_bps, Role::Hold),
-            },
+            State::Probing { trials, pairs, .. } => trials.launch(*pairs, base_bps, EPSILON),
         }
-    }
-
-    fn sets_base(role: Role) -> bool {
-        role == Role::Starting
     }
 
     fn on_result(&mut self, mi: &Interval<Role>, base_bps: f64, rng: &mut SplitMix64) -> Step {
@@ -377,7 +357,7 @@ impl RateControl for VivaceControl {
                     Step::Continue
                 }
             },
-            (State::Probing { results, .. }, Role::Probe(i)) => {
+            (State::Probing { results, .. }, Role::Trial(i)) => {
                 results[usize::from(i)] = Some(result);
                 self.step(base_bps, rng)
             }
