@@ -49,9 +49,11 @@
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
-use super::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
+use super::monitor::{self, Interval, SplitMix64};
+use super::trials::{Trials, MAX_PAIRS};
+use super::{starting_rate_bps, Pcc, RateControl, Role, Step};
 use crate::params::{Params, SpecError};
-use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
+use crate::DEFAULT_MSS_BYTES;
 
 /// §2.2: the sigmoid's steepness α.
 const SIGMOID_ALPHA: f64 = 100.0;
@@ -61,14 +63,10 @@ const LOSS_THRESHOLD: f64 = 0.05;
 pub const EPSILON_MIN: f64 = 0.01;
 /// §2.3: ε never exceeds this.
 pub const EPSILON_MAX: f64 = 0.05;
-/// Deviation 1: the starting rate sends this many packets per `INITIAL_RTT_US`.
-const INITIAL_PACKETS_PER_RTT: f64 = 10.0;
-/// Deviation 5.
-const MIN_RATE_PACKETS_PER_S: f64 = 20.0;
+/// §2.3: a decision runs two pairs of trials.
+const PAIRS: u8 = 2;
 /// Deviation 6: a loss rate higher by this many standard errors is no longer chance.
 const LOSS_RISE_MIN_STDERRS: f64 = 2.0;
-/// A ceiling that keeps the arithmetic finite (100 Gbit/s).
-const MAX_RATE_BPS: f64 = 1e11;
 
 /// §2.2's utility of an MI sent at `rate_mbps` that lost the fraction `loss_rate` of its packets
 /// and whose acknowledged packets arrived `delivery_ratio` (≤ 1) as fast as they left.
@@ -150,18 +148,6 @@ impl AllegroConfig {
     }
 }
 
-/// What an MI was sent for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum Role {
-    #[default]
-    Starting,
-    /// Trial `i` of a decision: pair i / 2, position i % 2 in the pair.
-    Trial(u8),
-    /// Sent at r while a decision's trial results are awaited; its results are not used.
-    Hold,
-    Adjusting,
-}
-
 /// The state of §2.3's control algorithm.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum State {
@@ -171,11 +157,10 @@ pub enum State {
     },
     Deciding {
         epsilon: f64,
-        /// Per pair: whether its r(1 + ε) trial goes first.
-        upper_first: [bool; 2],
-        /// Trials launched so far (0..=4).
-        launched: u8,
-        utilities: [Option<f64>; 4],
+        /// Two pairs of trials at r(1 ± ε).
+        trials: Trials,
+        /// Per trial, its utility once its results are in.
+        utilities: [Option<f64>; 2 * MAX_PAIRS],
     },
     Adjusting {
         /// +1 or −1.
@@ -186,149 +171,41 @@ pub enum State {
     },
 }
 
+/// §2.3's rate control around Allegro's utility; `Pcc` runs its monitor intervals.
 #[derive(Debug, Clone)]
-pub struct Allegro {
-    config: AllegroConfig,
-    monitor: Monitor<Role>,
+pub struct AllegroControl {
+    /// Where §2.3's three-state machine stands.
     state: State,
-    /// r: the rate a decision is made around; in Starting and Adjusting, the rate of the last
-    /// MI launched.
-    base_bps: f64,
-    /// The pacing rate of the MI under way, bit/s.
-    rate_bps: f64,
-    /// MIs with a smaller id belong to an abandoned state; their results are ignored.
-    epoch_id: u64,
-    /// When the MI under way ends; `None` before the first packet.
-    interval_end_us: Option<u64>,
-    /// Latest smoothed RTT (RFC 6298, from the driver); `None` before the first sample.
-    srtt_us: Option<u64>,
-    /// Smallest RTT sample of the flow; `None` before the first.
-    min_rtt_us: Option<u64>,
 }
+
+/// PCC Allegro: the PCC sender with Allegro's utility and rate control.
+pub type Allegro = Pcc<AllegroControl>;
 
 impl Allegro {
     pub fn new(config: AllegroConfig) -> Self {
-        let initial_bps = INITIAL_PACKETS_PER_RTT * (config.mss_bytes * 8) as f64 * 1e6 / INITIAL_RTT_US as f64;
-        Allegro {
-            config,
-            monitor: Monitor::new(config.mss_bytes, config.seed),
-            state: State::Starting { last: None },
-            base_bps: initial_bps,
-            rate_bps: initial_bps,
-            epoch_id: 0,
-            interval_end_us: None,
-            srtt_us: None,
-            min_rtt_us: None,
-        }
+        Pcc::with_control(AllegroControl { state: State::Starting { last: None } }, config.mss_bytes, config.seed)
     }
 
     pub fn state(&self) -> State {
-        self.state
+        self.control.state
+    }
+}
+
+impl AllegroControl {
+    /// Decides around `base_bps` with step `epsilon`, the trial orders drawn from `rng`.
+    fn enter_deciding(&mut self, rng: &mut SplitMix64, base_bps: f64, epsilon: f64) -> Step {
+        self.state = State::Deciding { epsilon, trials: Trials::draw(rng), utilities: [None; 2 * MAX_PAIRS] };
+        Step::Enter { base_bps }
     }
 
-    /// The rate decisions are made around, bit/s.
-    pub fn base_rate_bps(&self) -> f64 {
-        self.base_bps
-    }
-
-    fn clamp_rate(&self, rate_bps: f64) -> f64 {
-        let min_bps = MIN_RATE_PACKETS_PER_S * (self.config.mss_bytes * 8) as f64;
-        rate_bps.clamp(min_bps, MAX_RATE_BPS)
-    }
-
-    /// Starts the next MI at `now_us`, at the rate the state calls for.
-    fn begin_interval(&mut self, now_us: u64) {
-        let first_of_state = self.monitor.next_id() == self.epoch_id;
-        let (rate_bps, role) = match &mut self.state {
-            State::Starting { .. } => {
-                let rate = if first_of_state { self.base_bps } else { 2.0 * self.base_bps };
-                (rate, Role::Starting)
-            }
-            State::Deciding { epsilon, upper_first, launched, .. } if *launched < 4 => {
-                let i = *launched;
-                *launched += 1;
-                let upper = (i % 2 == 0) == upper_first[usize::from(i / 2)];
-                let factor = if upper { 1.0 + *epsilon } else { 1.0 - *epsilon };
-                (self.base_bps * factor, Role::Trial(i))
-            }
-            State::Deciding { .. } => (self.base_bps, Role::Hold),
-            State::Adjusting { dir, n, .. } => {
-                let rate = self.base_bps * (1.0 + f64::from(*n) * EPSILON_MIN * *dir);
-                *n += 1;
-                (rate, Role::Adjusting)
-            }
+    /// Once all four trials around `base_bps` are in: move if both pairs agree, else widen ε and
+    /// try again.
+    fn decide(&mut self, base_bps: f64, rng: &mut SplitMix64) -> Step {
+        let State::Deciding { epsilon, trials, utilities } = self.state else { return Step::Continue };
+        let (Some(pair0), Some(pair1)) = (trials.pair(&utilities, 0), trials.pair(&utilities, 1)) else {
+            return Step::Continue;
         };
-        let rate_bps = self.clamp_rate(rate_bps);
-        if matches!(role, Role::Starting | Role::Adjusting) {
-            self.base_bps = rate_bps;
-        }
-        self.rate_bps = rate_bps;
-        let length_us = self.monitor.draw_length_us(rate_bps, self.srtt_us);
-        self.monitor.start(now_us, length_us, rate_bps, role);
-        self.interval_end_us = Some(now_us + length_us);
-    }
-
-    /// Enters `state` around `base_bps` and starts its first MI now, abandoning the one under way.
-    fn enter(&mut self, now_us: u64, state: State, base_bps: f64) {
-        self.state = state;
-        self.base_bps = self.clamp_rate(base_bps);
-        self.epoch_id = self.monitor.next_id();
-        self.begin_interval(now_us);
-    }
-
-    fn enter_deciding(&mut self, now_us: u64, base_bps: f64, epsilon: f64) {
-        let upper_first = [self.monitor.rng.coin(), self.monitor.rng.coin()];
-        let state = State::Deciding { epsilon, upper_first, launched: 0, utilities: [None; 4] };
-        self.enter(now_us, state, base_bps);
-    }
-
-    /// Starts the next MI if the one under way has ended.
-    fn advance(&mut self, now_us: u64) {
-        if self.interval_end_us.map_or(true, |end_us| now_us >= end_us) {
-            self.begin_interval(now_us);
-        }
-    }
-
-    fn process_results(&mut self, now_us: u64) {
-        while let Some(mi) = self.monitor.pop_complete() {
-            if mi.id >= self.epoch_id {
-                self.on_result(now_us, &mi);
-            }
-        }
-    }
-
-    fn on_result(&mut self, now_us: u64, mi: &Interval<Role>) {
-        let measured = Measured::of(mi);
-        match (&mut self.state, mi.role) {
-            (State::Starting { last }, Role::Starting) | (State::Adjusting { last, .. }, Role::Adjusting) => {
-                // Deviation 6: in Starting, a fall that chance loss explains does not count.
-                let fell = |previous: &Measured| match mi.role {
-                    Role::Starting => fell_beyond_chance(previous, &measured),
-                    _ => measured.utility() < previous.utility(),
-                };
-                match *last {
-                    Some(previous) if fell(&previous) => {
-                        self.enter_deciding(now_us, previous.rate_bps, EPSILON_MIN);
-                    }
-                    _ => *last = Some(measured),
-                }
-            }
-            (State::Deciding { utilities, .. }, Role::Trial(i)) => {
-                utilities[usize::from(i)] = Some(measured.utility());
-                self.decide(now_us);
-            }
-            _ => {}
-        }
-    }
-
-    /// Once all four trials are in: move if both pairs agree, else widen ε and try again.
-    fn decide(&mut self, now_us: u64) {
-        let State::Deciding { epsilon, upper_first, utilities, .. } = self.state else { return };
-        let [Some(u0), Some(u1), Some(u2), Some(u3)] = utilities else { return };
-        let pairs = [(u0, u1), (u2, u3)];
-        let votes = [0, 1].map(|p| {
-            let (first, second) = pairs[p];
-            let (up, down) = if upper_first[p] { (first, second) } else { (second, first) };
+        let votes = [pair0, pair1].map(|(up, down)| {
             if up > down {
                 1
             } else if up < down {
@@ -339,48 +216,55 @@ impl Allegro {
         });
         match votes {
             [1, 1] => {
-                let state = State::Adjusting { dir: 1.0, n: 0, last: None };
-                self.enter(now_us, state, self.base_bps * (1.0 + epsilon));
+                self.state = State::Adjusting { dir: 1.0, n: 0, last: None };
+                Step::Enter { base_bps: base_bps * (1.0 + epsilon) }
             }
             [-1, -1] => {
-                let state = State::Adjusting { dir: -1.0, n: 0, last: None };
-                self.enter(now_us, state, self.base_bps * (1.0 - epsilon));
+                self.state = State::Adjusting { dir: -1.0, n: 0, last: None };
+                Step::Enter { base_bps: base_bps * (1.0 - epsilon) }
             }
-            _ => self.enter_deciding(now_us, self.base_bps, (epsilon + EPSILON_MIN).min(EPSILON_MAX)),
+            _ => self.enter_deciding(rng, base_bps, (epsilon + EPSILON_MIN).min(EPSILON_MAX)),
         }
     }
 }
 
-impl CongestionControl for Allegro {
-    fn name(&self) -> &'static str {
-        "allegro"
+impl RateControl for AllegroControl {
+    const NAME: &'static str = "allegro";
+    fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
+        match &mut self.state {
+            State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
+            State::Deciding { epsilon, trials, .. } => trials.launch(PAIRS, base_bps, *epsilon),
+            State::Adjusting { dir, n, .. } => {
+                let rate = base_bps * (1.0 + f64::from(*n) * EPSILON_MIN * *dir);
+                *n += 1;
+                (rate, Role::Adjusting)
+            }
+        }
     }
 
-    fn on_sent(&mut self, e: &Sent) {
-        self.advance(e.now_us);
-        self.monitor.on_sent(e);
-    }
-
-    fn on_ack(&mut self, e: &Acked) {
-        self.srtt_us = Some(e.srtt_us);
-        self.min_rtt_us = Some(e.min_rtt_us);
-        self.monitor.on_ack(e);
-        self.process_results(e.now_us);
-        self.advance(e.now_us);
-    }
-
-    fn on_loss(&mut self, e: &Lost) {
-        self.monitor.on_loss(e);
-        self.process_results(e.now_us);
-        self.advance(e.now_us);
-    }
-
-    fn on_timer(&mut self, now_us: u64) {
-        self.advance(now_us);
-    }
-
-    fn decision(&self) -> Decision {
-        monitor::decision(self.rate_bps, self.min_rtt_us, self.config.mss_bytes, self.interval_end_us)
+    fn on_result(&mut self, mi: &Interval<Role>, base_bps: f64, rng: &mut SplitMix64) -> Step {
+        let measured = Measured::of(mi);
+        match (&mut self.state, mi.role) {
+            (State::Starting { last }, Role::Starting) | (State::Adjusting { last, .. }, Role::Adjusting) => {
+                // Deviation 6: in Starting, a fall that chance loss explains does not count.
+                let fell = |previous: &Measured| match mi.role {
+                    Role::Starting => fell_beyond_chance(previous, &measured),
+                    _ => measured.utility() < previous.utility(),
+                };
+                match *last {
+                    Some(previous) if fell(&previous) => self.enter_deciding(rng, previous.rate_bps, EPSILON_MIN),
+                    _ => {
+                        *last = Some(measured);
+                        Step::Continue
+                    }
+                }
+            }
+            (State::Deciding { utilities, .. }, Role::Trial(i)) => {
+                utilities[usize::from(i)] = Some(measured.utility());
+                self.decide(base_bps, rng)
+            }
+            _ => Step::Continue,
+        }
     }
 }
 
@@ -402,7 +286,7 @@ mod tests {
                 let id = a.monitor.current().map(|mi| mi.id);
                 if id != last_id {
                     last_id = id;
-                    mis.push((a.rate_bps / 1e6, a.state));
+                    mis.push((a.rate_bps / 1e6, a.state()));
                 }
                 !stop(a)
             },
@@ -453,7 +337,7 @@ mod tests {
     fn starting_doubles_the_rate_until_the_utility_falls_then_decides_around_the_last_good_rate() {
         let mut a = Allegro::new(AllegroConfig::default());
         // A 10 Mbit/s bottleneck: 1.2, 2.4, 4.8 and 9.6 Mbit/s lose nothing; 19.2 loses 48%.
-        let mis = launched(&mut a, 10.0, |a| !matches!(a.state, State::Starting { .. }));
+        let mis = launched(&mut a, 10.0, |a| !matches!(a.state(), State::Starting { .. }));
         let starting: Vec<f64> =
             mis.iter().filter(|(_, s)| matches!(s, State::Starting { .. })).map(|&(r, _)| r).collect();
         assert!(starting.len() >= 5 && starting.len() <= 6, "{starting:?}");
@@ -461,14 +345,17 @@ mod tests {
             assert!(close(*rate, 1.2 * f64::from(1 << i)), "{starting:?}");
         }
         // 19.2's utility is the first to fall: decide around 9.6 Mbit/s with ε = ε_min.
-        assert!(matches!(a.state, State::Deciding { epsilon, launched: 1, .. } if epsilon == EPSILON_MIN));
+        assert!(
+            matches!(a.state(), State::Deciding { epsilon, trials, .. } if epsilon == EPSILON_MIN && trials.launched() == 1)
+        );
         assert!(close(a.base_rate_bps(), 9.6e6));
     }
 
     fn deciding_at(rate_bps: f64) -> Allegro {
         let mut a = Allegro::new(AllegroConfig::default());
         a.srtt_us = Some(40_000);
-        a.enter_deciding(0, rate_bps, EPSILON_MIN);
+        let step = a.control.enter_deciding(&mut a.monitor.rng, rate_bps, EPSILON_MIN);
+        a.take(0, step);
         a
     }
 
@@ -476,12 +363,12 @@ mod tests {
     fn a_trial_the_higher_rate_wins_twice_moves_the_rate_up_by_epsilon() {
         // An idle 100 Mbit/s path: more rate, more utility.
         let mut a = deciding_at(5e6);
-        let mis = launched(&mut a, 100.0, |a| !matches!(a.state, State::Deciding { .. }));
+        let mis = launched(&mut a, 100.0, |a| !matches!(a.state(), State::Deciding { .. }));
         let mut trials: Vec<f64> = mis.iter().take(4).map(|&(r, _)| r).collect();
         trials.sort_by(f64::total_cmp);
         assert!(close(trials[0], 4.95) && close(trials[1], 4.95), "{trials:?}");
         assert!(close(trials[2], 5.05) && close(trials[3], 5.05), "{trials:?}");
-        assert!(matches!(a.state, State::Adjusting { dir, .. } if dir == 1.0));
+        assert!(matches!(a.state(), State::Adjusting { dir, .. } if dir == 1.0));
         assert!(close(a.base_rate_bps(), 5.05e6));
     }
 
@@ -490,8 +377,8 @@ mod tests {
         // A 40 Mbit/s bottleneck: at 50.5 Mbit/s 20.8% is lost, at 49.5 19.2%; both utilities
         // are negative (−10.5 and −9.5), the lower one less so.
         let mut a = deciding_at(50e6);
-        launched(&mut a, 40.0, |a| !matches!(a.state, State::Deciding { .. }));
-        assert!(matches!(a.state, State::Adjusting { dir, .. } if dir == -1.0));
+        launched(&mut a, 40.0, |a| !matches!(a.state(), State::Deciding { .. }));
+        assert!(matches!(a.state(), State::Adjusting { dir, .. } if dir == -1.0));
         assert!(close(a.base_rate_bps(), 49.5e6));
     }
 
@@ -504,8 +391,8 @@ mod tests {
         let mut a = deciding_at(50e6);
         let adjusted = std::cell::Cell::new(false);
         let mis = launched(&mut a, 52.5, |a| {
-            adjusted.set(adjusted.get() || matches!(a.state, State::Adjusting { .. }));
-            adjusted.get() && matches!(a.state, State::Deciding { .. })
+            adjusted.set(adjusted.get() || matches!(a.state(), State::Adjusting { .. }));
+            adjusted.get() && matches!(a.state(), State::Deciding { .. })
         });
         let adjusting: Vec<f64> =
             mis.iter().filter(|(_, s)| matches!(s, State::Adjusting { .. })).map(|&(r, _)| r).collect();

@@ -1,6 +1,6 @@
 //! Monitor intervals, the unit of experiment of PCC (Dong et al., "PCC: Re-architecting
 //! Congestion Control for Consistent High Performance", NSDI 2015, §2.1 and §3; reused unchanged
-//! by PCC Vivace, NSDI 2018, §2). Shared by `allegro` and `vivace`.
+//! by PCC Vivace, NSDI 2018, §2). The sender of both, `Pcc` (`mod.rs`), runs them.
 //!
 //! A PCC sender divides time into consecutive monitor intervals (MIs). During one MI it sends at
 //! one fixed rate; once every packet sent in that MI has been acknowledged or declared lost, the
@@ -43,7 +43,7 @@
 //! `MAX_PENDING_INTERVALS`. Should a stalled path leave more MIs unresolved than that, the
 //! oldest is reported as it stands (its unresolved packets counted neither way).
 
-use crate::{Acked, Decision, Lost, Sent};
+use crate::{Acked, Lost, Sent};
 
 /// MIs awaiting results at most; with MIs of ≥ 1.7 RTT only two or three are ever pending.
 pub const MAX_PENDING_INTERVALS: usize = 16;
@@ -54,26 +54,6 @@ const INTERVAL_MAX_RTTS: f64 = 2.2;
 const MIN_PACKETS_PER_INTERVAL: f64 = 40.0;
 /// SRTT assumed before the first sample.
 pub const INITIAL_RTT_US: u64 = 100_000;
-
-/// The safety window of a PCC sender, in minimum RTTs of flight at its rate: PCC is rate-based
-/// and needs no window, but a driver that never hears back must stop somewhere. Two RTTs bound
-/// the flow as soon as a one-BDP buffer filled (Vivace then became ack-clocked at twice the link
-/// rate with half its packets dropped); four do not.
-const SAFETY_WINDOW_RTTS: f64 = 4.0;
-const MIN_SAFETY_WINDOW_PACKETS: f64 = 4.0;
-
-/// What a PCC sender asks of the driver: pace at `rate_bps`, within the safety window, and wake
-/// it at the end of the current monitor interval.
-pub fn decision(rate_bps: f64, min_rtt_us: Option<u64>, mss_bytes: u64, interval_end_us: Option<u64>) -> Decision {
-    let min_rtt_s = min_rtt_us.unwrap_or(INITIAL_RTT_US) as f64 / 1e6;
-    let window_bytes =
-        (SAFETY_WINDOW_RTTS * rate_bps / 8.0 * min_rtt_s).max(MIN_SAFETY_WINDOW_PACKETS * mss_bytes as f64);
-    Decision {
-        cwnd_bytes: Some(window_bytes as u64),
-        pacing_rate_bps: Some(rate_bps as u64),
-        wake_at_us: interval_end_us,
-    }
-}
 
 /// SplitMix64: a seeded, allocation-free generator for the controllers' random choices.
 #[derive(Debug, Clone)]

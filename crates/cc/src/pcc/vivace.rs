@@ -65,9 +65,11 @@
 //!
 //! Driver: pacing rate and safety window; `wake_at_us` is the end of the current MI.
 
-use super::monitor::{self, Interval, Monitor, INITIAL_RTT_US};
+use super::monitor::{self, Interval, SplitMix64};
+use super::trials::{Trials, MAX_PAIRS};
+use super::{starting_rate_bps, Pcc, RateControl, Role, Step};
 use crate::params::{Params, SpecError};
-use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
+use crate::DEFAULT_MSS_BYTES;
 
 /// §3: the exponent t of the throughput reward.
 const THROUGHPUT_EXPONENT: f64 = 0.9;
@@ -96,18 +98,12 @@ fn filtered_rtt_gradient<R>(mi: &Interval<R>) -> f64 {
 const LOSS_DIFFERENCE_MIN_STDERRS: f64 = 2.0;
 /// §4.2: probes at r(1 ± ε).
 pub const EPSILON: f64 = 0.05;
-/// §4.3: a decision runs one pair of probes, and a second when the first is abnormal.
-const MAX_PAIRS: usize = 2;
 /// §4.2: the change boundary starts at ω0 and grows by δ per capped decision.
 pub const OMEGA0: f64 = 0.05;
 pub const OMEGA_STEP: f64 = 0.1;
 /// Our choice (deviation 3): θ0, Mbit/s of rate change per unit of utility gradient (utility
 /// per Mbit/s), before the confidence amplifier.
 pub const DEFAULT_THETA0: f64 = 0.1;
-/// As in `allegro.rs`: the starting rate sends this many packets per `INITIAL_RTT_US`.
-const INITIAL_PACKETS_PER_RTT: f64 = 10.0;
-const MIN_RATE_PACKETS_PER_S: f64 = 20.0;
-const MAX_RATE_BPS: f64 = 1e11;
 
 /// §3's utility of an MI sent at `rate_mbps` whose RTT rose by `rtt_gradient` seconds per second
 /// and which lost the fraction `loss_rate` of its packets.
@@ -141,17 +137,6 @@ impl VivaceConfig {
             theta0: p.positive_f64("theta0", d.theta0)?,
         })
     }
-}
-
-/// What an MI was sent for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum Role {
-    #[default]
-    Starting,
-    /// Probe `i`: pair i / 2, position i % 2 in the pair.
-    Probe(u8),
-    /// Sent at r while the probes' results are awaited; its results are not used.
-    Hold,
 }
 
 /// What an MI measured: its rate and the two signals of its utility, which §4.3's double check
@@ -191,12 +176,10 @@ pub enum State {
         last: Option<(f64, ProbeResult)>,
     },
     Probing {
-        /// Per pair: whether its r(1 + ε) probe goes first.
-        upper_first: [bool; MAX_PAIRS],
+        /// The probes: pairs of trials at r(1 ± ε).
+        trials: Trials,
         /// Pairs this decision runs: 1, or 2 once the first pair was abnormal (§4.3).
         pairs: u8,
-        /// Probes launched so far (0..=2·pairs).
-        launched: u8,
         results: [Option<ProbeResult>; 2 * MAX_PAIRS],
     },
 }
@@ -293,107 +276,71 @@ impl Stepper {
     }
 }
 
+/// §4's rate control around Vivace's utility; `Pcc` runs its monitor intervals.
 #[derive(Debug, Clone)]
-pub struct Vivace {
-    config: VivaceConfig,
-    monitor: Monitor<Role>,
+pub struct VivaceControl {
+    /// Starting, or probing around r.
     state: State,
+    /// The step size across decisions (τ and k).
     stepper: Stepper,
-    /// r: the rate probes are made around; in Starting, the rate of the last MI launched.
-    base_bps: f64,
-    /// The pacing rate of the MI under way, bit/s.
-    rate_bps: f64,
-    /// MIs with a smaller id belong to an abandoned state; their results are ignored.
-    epoch_id: u64,
-    /// When the MI under way ends; `None` before the first packet.
-    interval_end_us: Option<u64>,
-    /// Latest smoothed RTT (RFC 6298, from the driver); `None` before the first sample.
-    srtt_us: Option<u64>,
-    /// Smallest RTT sample of the flow; `None` before the first.
-    min_rtt_us: Option<u64>,
 }
+
+/// PCC Vivace: the PCC sender with Vivace's utility and rate control.
+pub type Vivace = Pcc<VivaceControl>;
 
 impl Vivace {
     pub fn new(config: VivaceConfig) -> Self {
-        let initial_bps = INITIAL_PACKETS_PER_RTT * (config.mss_bytes * 8) as f64 * 1e6 / INITIAL_RTT_US as f64;
-        Vivace {
-            config,
-            monitor: Monitor::new(config.mss_bytes, config.seed),
-            state: State::Starting { last: None },
-            stepper: Stepper::new(config.theta0),
-            base_bps: initial_bps,
-            rate_bps: initial_bps,
-            epoch_id: 0,
-            interval_end_us: None,
-            srtt_us: None,
-            min_rtt_us: None,
-        }
+        let control = VivaceControl { state: State::Starting { last: None }, stepper: Stepper::new(config.theta0) };
+        Pcc::with_control(control, config.mss_bytes, config.seed)
     }
 
     pub fn state(&self) -> State {
-        self.state
+        self.control.state
+    }
+}
+
+impl VivaceControl {
+    /// Probes around `base_bps`, the probe orders drawn from `rng`.
+    fn enter_probing(&mut self, rng: &mut SplitMix64, base_bps: f64) -> Step {
+        self.state = State::Probing { trials: Trials::draw(rng), pairs: 1, results: [None; 2 * MAX_PAIRS] };
+        Step::Enter { base_bps }
     }
 
-    /// The rate probes are made around, bit/s.
-    pub fn base_rate_bps(&self) -> f64 {
-        self.base_bps
-    }
-
-    fn clamp_rate(&self, rate_bps: f64) -> f64 {
-        let min_bps = MIN_RATE_PACKETS_PER_S * (self.config.mss_bytes * 8) as f64;
-        rate_bps.clamp(min_bps, MAX_RATE_BPS)
-    }
-
-    fn begin_interval(&mut self, now_us: u64) {
-        let first_of_state = self.monitor.next_id() == self.epoch_id;
-        let (rate_bps, role) = match &mut self.state {
-            State::Starting { .. } => {
-                let rate = if first_of_state { self.base_bps } else { 2.0 * self.base_bps };
-                (rate, Role::Starting)
+    /// Once a pair around `base_bps` is in: run a second pair if it was abnormal (§4.3), else
+    /// move along the utility gradient — the mean of the two pairs' after a double check — and
+    /// probe around the new rate.
+    fn step(&mut self, base_bps: f64, rng: &mut SplitMix64) -> Step {
+        let State::Probing { trials, pairs, results } = self.state else { return Step::Continue };
+        let pair = |p: usize| trials.pair(&results, p);
+        let rate_mbps = base_bps / 1e6;
+        let Some((upper, lower)) = pair(0) else { return Step::Continue };
+        let gamma = if pairs == 1 {
+            if abnormal(&upper, &lower) {
+                if let State::Probing { pairs, .. } = &mut self.state {
+                    *pairs = 2;
+                }
+                return Step::StartNext;
             }
-            State::Probing { upper_first, pairs, launched, .. } if *launched < 2 * *pairs => {
-                let i = *launched;
-                *launched += 1;
-                let upper = (i % 2 == 0) == upper_first[usize::from(i / 2)];
-                let factor = if upper { 1.0 + EPSILON } else { 1.0 - EPSILON };
-                (self.base_bps * factor, Role::Probe(i))
-            }
-            State::Probing { .. } => (self.base_bps, Role::Hold),
+            gradient(&upper, &lower, rate_mbps)
+        } else {
+            let Some((upper2, lower2)) = pair(1) else { return Step::Continue };
+            (gradient(&upper, &lower, rate_mbps) + gradient(&upper2, &lower2, rate_mbps)) / 2.0
         };
-        let rate_bps = self.clamp_rate(rate_bps);
-        if role == Role::Starting {
-            self.base_bps = rate_bps;
-        }
-        self.rate_bps = rate_bps;
-        let length_us = self.monitor.draw_length_us(rate_bps, self.srtt_us);
-        self.monitor.start(now_us, length_us, rate_bps, role);
-        self.interval_end_us = Some(now_us + length_us);
+        let change_mbps = self.stepper.change_mbps(gamma, rate_mbps);
+        self.enter_probing(rng, base_bps + change_mbps * 1e6)
     }
+}
 
-    /// Probes around `base_bps`, starting now and abandoning the MI under way.
-    fn enter_probing(&mut self, now_us: u64, base_bps: f64) {
-        let upper_first = [self.monitor.rng.coin(), self.monitor.rng.coin()];
-        self.state = State::Probing { upper_first, pairs: 1, launched: 0, results: [None; 2 * MAX_PAIRS] };
-        self.base_bps = self.clamp_rate(base_bps);
-        self.epoch_id = self.monitor.next_id();
-        self.begin_interval(now_us);
-    }
-
-    fn advance(&mut self, now_us: u64) {
-        if self.interval_end_us.map_or(true, |end_us| now_us >= end_us) {
-            self.begin_interval(now_us);
+impl RateControl for VivaceControl {
+    const NAME: &'static str = "vivace";
+    fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
+        match &mut self.state {
+            State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
+            State::Probing { trials, pairs, .. } => trials.launch(*pairs, base_bps, EPSILON),
         }
     }
 
-    fn process_results(&mut self, now_us: u64) {
-        while let Some(mi) = self.monitor.pop_complete() {
-            if mi.id >= self.epoch_id {
-                self.on_result(now_us, &mi);
-            }
-        }
-    }
-
-    fn on_result(&mut self, now_us: u64, mi: &Interval<Role>) {
+    fn on_result(&mut self, mi: &Interval<Role>, base_bps: f64, rng: &mut SplitMix64) -> Step {
         let result = ProbeResult {
             rate_mbps: mi.rate_mbps(),
             loss_rate: mi.loss_rate(),
@@ -403,85 +350,28 @@ impl Vivace {
         match (&mut self.state, mi.role) {
             (State::Starting { last }, Role::Starting) => match *last {
                 Some((previous_bps, previous)) if utility_fell(&previous, &result) => {
-                    self.enter_probing(now_us, previous_bps)
+                    self.enter_probing(rng, previous_bps)
                 }
-                _ => *last = Some((mi.rate_bps, result)),
+                _ => {
+                    *last = Some((mi.rate_bps, result));
+                    Step::Continue
+                }
             },
-            (State::Probing { results, .. }, Role::Probe(i)) => {
+            (State::Probing { results, .. }, Role::Trial(i)) => {
                 results[usize::from(i)] = Some(result);
-                self.step(now_us);
+                self.step(base_bps, rng)
             }
-            _ => {}
+            _ => Step::Continue,
         }
-    }
-
-    /// Once a pair is in: run a second pair if it was abnormal (§4.3), else move along the
-    /// utility gradient — the mean of the two pairs' after a double check — and probe around the
-    /// new rate.
-    fn step(&mut self, now_us: u64) {
-        let State::Probing { upper_first, pairs, results, .. } = self.state else { return };
-        let pair = |p: usize| match (results[2 * p], results[2 * p + 1]) {
-            (Some(first), Some(second)) if upper_first[p] => Some((first, second)),
-            (Some(first), Some(second)) => Some((second, first)),
-            _ => None,
-        };
-        let rate_mbps = self.base_bps / 1e6;
-        let Some((upper, lower)) = pair(0) else { return };
-        let gamma = if pairs == 1 {
-            if abnormal(&upper, &lower) {
-                if let State::Probing { pairs, .. } = &mut self.state {
-                    *pairs = 2;
-                }
-                self.begin_interval(now_us);
-                return;
-            }
-            gradient(&upper, &lower, rate_mbps)
-        } else {
-            let Some((upper2, lower2)) = pair(1) else { return };
-            (gradient(&upper, &lower, rate_mbps) + gradient(&upper2, &lower2, rate_mbps)) / 2.0
-        };
-        let change_mbps = self.stepper.change_mbps(gamma, rate_mbps);
-        self.enter_probing(now_us, self.base_bps + change_mbps * 1e6);
-    }
-}
-
-impl CongestionControl for Vivace {
-    fn name(&self) -> &'static str {
-        "vivace"
-    }
-
-    fn on_sent(&mut self, e: &Sent) {
-        self.advance(e.now_us);
-        self.monitor.on_sent(e);
-    }
-
-    fn on_ack(&mut self, e: &Acked) {
-        self.srtt_us = Some(e.srtt_us);
-        self.min_rtt_us = Some(e.min_rtt_us);
-        self.monitor.on_ack(e);
-        self.process_results(e.now_us);
-        self.advance(e.now_us);
-    }
-
-    fn on_loss(&mut self, e: &Lost) {
-        self.monitor.on_loss(e);
-        self.process_results(e.now_us);
-        self.advance(e.now_us);
-    }
-
-    fn on_timer(&mut self, now_us: u64) {
-        self.advance(now_us);
-    }
-
-    fn decision(&self) -> Decision {
-        monitor::decision(self.rate_bps, self.min_rtt_us, self.config.mss_bytes, self.interval_end_us)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::monitor::tests::run_scripted;
+    use super::monitor::Monitor;
     use super::*;
+    use crate::Sent;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
@@ -618,7 +508,8 @@ mod tests {
     fn probing_at(rate_bps: f64) -> Vivace {
         let mut v = Vivace::new(VivaceConfig::default());
         v.srtt_us = Some(40_000);
-        v.enter_probing(0, rate_bps);
+        let step = v.control.enter_probing(&mut v.monitor.rng, rate_bps);
+        v.take(0, step);
         v
     }
 
@@ -628,9 +519,9 @@ mod tests {
         let start_id = v.epoch_id;
         let mut probes = 0;
         run_scripted(v, 40_000, 10_000_000, loss_of_rate_mbps, |_, v| {
-            if let State::Probing { launched, .. } = v.state {
+            if let State::Probing { trials, .. } = v.state() {
                 if v.epoch_id == start_id {
-                    probes = launched;
+                    probes = trials.launched();
                 }
             }
             v.epoch_id == start_id
@@ -694,18 +585,18 @@ mod tests {
             |rate_mbps| (1.0 - 10.0 / rate_mbps).max(0.0),
             |_, v| {
                 let id = v.monitor.current().map(|mi| mi.id);
-                if id != last_id && matches!(v.state, State::Starting { .. }) {
+                if id != last_id && matches!(v.state(), State::Starting { .. }) {
                     starting.push(v.rate_bps / 1e6);
                 }
                 last_id = id;
-                matches!(v.state, State::Starting { .. })
+                matches!(v.state(), State::Starting { .. })
             },
         );
         assert!(starting.len() >= 5 && starting.len() <= 6, "{starting:?}");
         for (i, rate) in starting.iter().enumerate() {
             assert!(close(*rate, 1.2 * f64::from(1 << i)), "{starting:?}");
         }
-        assert!(matches!(v.state, State::Probing { .. }));
+        assert!(matches!(v.state(), State::Probing { .. }));
         assert!(close(v.base_rate_bps(), 9.6e6));
     }
 }
