@@ -35,6 +35,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from pantheon.analysis.events import LinkEvents, Problems
+from pantheon.errors import PantheonError
 
 SPACE, NEWLINE, HASH = ord(" "), ord("\n"), ord("#")
 FIELDS = {"+": (("size", False), ("flow", False)), "-": (("size", False), ("delay", True), ("flow", False)), "#": (("size", False),)}
@@ -62,7 +63,7 @@ PLAIN_BYTES_TABLE = bytes(0 if chr(b) in "0123456789.-+# \n" else 1 for b in ran
 MATCH_TOLERANCE_US = 1
 
 
-class LogError(ValueError):
+class LogError(PantheonError):
     """A file that cannot be read at all (missing, or not a log)."""
 
 
