@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 from pantheon import schemes
 from test_harness import pantheon, run_namespaces
 

@@ -86,7 +86,7 @@ def _looks(labels: list[str], known: dict[str, dict]) -> dict[str, SchemeLook]:
     colors = _manifest_colors()
     taken = {colors[label] for label in labels if label in colors}
     spare = iter([c for c in PALETTE if c not in taken])
-    looks = {}
+    looks: dict[str, SchemeLook] = {}
     for label in labels:
         meta = known.get(label, {})
         color = colors.get(label) or next(spare, PALETTE[len(looks) % len(PALETTE)])

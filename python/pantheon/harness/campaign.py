@@ -60,7 +60,7 @@ def trial_order(plans: list[Plan], run_times: int, random_order: bool, seed: int
     order = list(plans)
     if random_order:
         random.Random(seed).shuffle(order)
-    trials = []
+    trials: list[Trial] = []
     for repetition in range(1, run_times + 1):
         for plan in order:
             trials.append(Trial(len(trials) + 1, plan, repetition))
