@@ -17,6 +17,7 @@ import pytest
 
 from conftest import REPO, in_ns
 from pantheon import schemes
+from pantheon.harness.launch import STOP_GRACE_S
 from test_harness import pantheon, run_namespaces
 
 UTP_JS = REPO / "schemes" / "ledbat" / "utp.js"
@@ -134,7 +135,7 @@ def test_receiver_outlives_a_killed_sender_and_a_late_start(netns: str, tmp_path
         assert receiver.poll() is None
         for proc in (second, receiver):
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=2) == 0
+            assert proc.wait(timeout=STOP_GRACE_S) == 0  # the grace the harness gives a scheme
     finally:
         for proc in started:
             if proc.poll() is None:
