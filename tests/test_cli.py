@@ -97,3 +97,9 @@ def test_the_demo_drives_the_harness_not_the_command_line() -> None:
     done = subprocess.run([sys.executable, "-c", "import sys, pantheon.demo; print('pantheon.cli' in sys.modules)"],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_path_options_keep_the_order_given() -> None:
+    args = cli._parser().parse_args(["sim", "--all", "--uplink-queue", "droptail", "--delay=20", "--uplink-queue-bytes", "9"])
+    assert experiment.Experiment.from_args(args, "sim").path_options == (
+        "--uplink-queue", "droptail", "--delay", "20", "--uplink-queue-bytes", "9")

@@ -40,8 +40,13 @@ them with the same Rust code and judge their values; the tests check this list a
 `pantheon-emu --help`. The logs' options are the harness's to set, so they are not here."""
 
 
-def _dest(flag: str) -> str:
-    return "path_" + flag.removeprefix("--").replace("-", "_")
+class _PathOption(argparse.Action):
+    """Collects the path options as `--flag value` pairs in the order given, the order the
+    emulator reads them and metadata.json records them."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        namespace.path_options = [*namespace.path_options, self.option_strings[0], values]
 
 
 def add_scheme_options(parser: argparse.ArgumentParser, schemes_help: str, all_help: str) -> None:
@@ -72,7 +77,7 @@ def add_path_options(parser: argparse.ArgumentParser) -> None:
         "Pantheon's paths (pantheon emulators); the options below replace its values for what they set.")
     path.add_argument("--emulator", metavar="NAME", help="one of Pantheon's emulated paths (pantheon emulators)")
     for flag, metavar, text in PATH_OPTIONS:
-        path.add_argument(flag, dest=_dest(flag), metavar=metavar, help=text)
+        path.add_argument(flag, action=_PathOption, dest="path_options", default=[], metavar=metavar, help=text)
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,10 @@ class Experiment:
     @classmethod
     def from_args(cls, args: argparse.Namespace, default_dir: str) -> Experiment:
         data_dir = args.data_dir or Path("data") / datetime.now().strftime(f"{default_dir}-%Y%m%d-%H%M%S")
-        path_options = [part for flag, _, _ in PATH_OPTIONS if (value := getattr(args, _dest(flag))) is not None
-                        for part in (flag, value)]
         return cls(schemes=tuple(s for s in (args.schemes or "").split(",") if s), all_schemes=args.all,
                    scenario=args.scenario, run_times=args.run_times, runtime_s=args.runtime, flows=args.flows,
                    interval_s=args.interval, seed=args.seed, data_dir=data_dir, emulator=args.emulator,
-                   path_options=tuple(path_options), quiet=args.quiet)
+                   path_options=tuple(args.path_options), quiet=args.quiet)
 
     def arguments(self, **command: object) -> dict:
         """The record of what was asked, for metadata.json, under the command line's names (the
