@@ -20,6 +20,7 @@ from pathlib import Path
 from pantheon import presets, schemes_cli
 from pantheon.analysis import cli as analysis_cli
 from pantheon.binaries import binary
+from pantheon.demo import run_demo
 from pantheon.errors import PantheonError
 from pantheon.harness import cli as harness_cli
 from pantheon.sim import cli as sim_cli
@@ -104,8 +105,6 @@ def _command(argv: list[str]) -> int:
     if args.command == "emulators":
         print(presets.table())
         return 0
-    from pantheon.demo import run_demo
-
     return run_demo(runtime_s=args.runtime, schemes=args.schemes, data_dir=args.data_dir)
 
 
