@@ -136,7 +136,9 @@ def main() -> int:
 
     scratch = None
     if args.log:
-        log, data_dir, lines = args.log, None, sum(1 for _ in open(args.log, "rb"))
+        with open(args.log, "rb") as text:
+            lines = sum(1 for _ in text)
+        log, data_dir = args.log, None
     else:
         data_dir = args.keep or Path(tempfile.mkdtemp(prefix="pantheon-analysis-bench-"))
         scratch = None if args.keep else data_dir

@@ -46,6 +46,7 @@ Run as root, from anywhere:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -58,6 +59,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -212,9 +214,9 @@ def run_all(args: argparse.Namespace) -> list[Row]:
             for index, (case_name, cc) in enumerate(((c, cc) for c in args.cases for cc in args.cc), 1):
                 case = CASES[case_name]
                 ours = attempt(f"[{index}/{total}] {case.name} {cc} ours",
-                               lambda: run_ours(args.emu, netns, case, cc, args.seconds, Path(tmp)))
+                               partial(run_ours, args.emu, netns, case, cc, args.seconds, Path(tmp)))
                 mahimahi = attempt(f"[{index}/{total}] {case.name} {cc} mahimahi",
-                                   lambda: run_mahimahi(case, cc, args.seconds, Path(tmp)))
+                                   partial(run_mahimahi, case, cc, args.seconds, Path(tmp)))
                 rows.append(Row(case, cc, ours, mahimahi))
     finally:
         subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
@@ -407,10 +409,8 @@ def alive(pid: int) -> bool:
 
 def send_signal(pids: list[int], signum: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
 
 
 def read_sysctls(prefix: list[str]) -> dict[str, str]:

@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import emulator_throughput as et  # the emulator benchmark's plumbing, beside this file
@@ -123,8 +124,8 @@ def run_all(args: argparse.Namespace) -> list[Row]:
         with tempfile.TemporaryDirectory(prefix="ptbench-") as tmp:
             for index, cc in enumerate(args.cc, 1):
                 label = f"[{index}/{len(args.cc)}] {cc}"
-                without = et.attempt(f"{label} without the tunnel", lambda: run_without(netns, cc, args.seconds, Path(tmp)))
-                with_tunnel = et.attempt(f"{label} with the tunnel", lambda: run_with(netns, cc, args.seconds, Path(tmp)))
+                without = et.attempt(f"{label} without the tunnel", partial(run_without, netns, cc, args.seconds, Path(tmp)))
+                with_tunnel = et.attempt(f"{label} with the tunnel", partial(run_with, netns, cc, args.seconds, Path(tmp)))
                 rows.append(Row(cc, without, with_tunnel))
     finally:
         subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)

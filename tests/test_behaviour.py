@@ -32,7 +32,7 @@ import pytest
 from pantheon import schemes
 from test_harness import pantheon
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs flows over the emulator (needs root)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.geteuid() != 0, reason="runs flows over the emulator (needs root)")]
 
 RATE_MBPS = 12
 DELAY_MS = 20

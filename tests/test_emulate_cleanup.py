@@ -12,6 +12,7 @@ import pytest
 
 from supervision import assert_all_gone, command_pid, finish, start
 
+
 def test_command_exit_cleans_up_leftovers(netns: str, emu: Path, tmp_path: Path) -> None:
     proc = start(netns, [str(emu)], tmp_path, tail="exit 3")
     assert finish(proc) == 3

@@ -52,7 +52,7 @@ def test_user_options_replace_the_presets() -> None:
 
 
 def test_unknown_preset_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="unknown emulator 'nope'.*nepal-wifi"):
+    with pytest.raises(presets.PresetError, match="unknown emulator 'nope'.*nepal-wifi"):
         presets.lookup("nope")
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import REPO, in_ns
 from pantheon import schemes
+from pantheon.harness.launch import STOP_GRACE_S
 from test_harness import pantheon, run_namespaces
 
 UTP_JS = REPO / "schemes" / "ledbat" / "utp.js"
@@ -81,8 +82,12 @@ def test_moves_data_in_datagrams_that_fit_and_stops_cleanly(tmp_path: Path) -> N
     assert max(r["size_bytes"] for r in packets) <= LIBUTP_MAX_IP_BYTES
     assert sum(r["size_bytes"] == LIBUTP_MAX_IP_BYTES for r in packets) > 0.9 * len(packets), "bulk data in full packets"
     delays_ms = sorted((r["recv_us"] - r["send_us"]) / 1000 for r in packets)
-    # A 30 kB buffer drains in 20 ms at 12 Mbit/s: no packet can wait longer than path delay + that.
-    assert DELAY_MS - 0.2 <= delays_ms[0] and delays_ms[-1] <= DELAY_MS + 20 + 3
+    # A 30 kB buffer drains in 20 ms at 12 Mbit/s: no packet can wait longer than path delay + that,
+    # but a busy machine can hold a few packets back by milliseconds (one run's maximum was 50.6 ms
+    # with other builds running), so the bound is on the 99th percentile; a buffer past its limit
+    # (LEDBAT's own target is 100 ms of queueing) still fails it.
+    p99_ms = delays_ms[int(0.99 * (len(delays_ms) - 1))]
+    assert delays_ms[0] >= DELAY_MS - 0.2 and p99_ms <= DELAY_MS + 20 + 3, (delays_ms[0], p99_ms, delays_ms[-1])
 
 
 @needs_root
@@ -96,7 +101,7 @@ def test_deep_buffer_holds_queueing_delay_near_the_100_ms_target(tmp_path: Path)
     queueing_ms = sorted((r["recv_us"] - r["send_us"]) / 1000 - DELAY_MS for r in steady)
     median_ms = queueing_ms[len(queueing_ms) // 2]
     p95_ms = queueing_ms[int(0.95 * len(queueing_ms))]
-    assert 0.6 * TARGET_MS <= median_ms and p95_ms <= 1.3 * TARGET_MS, (median_ms, p95_ms)
+    assert median_ms >= 0.6 * TARGET_MS and p95_ms <= 1.3 * TARGET_MS, (median_ms, p95_ms)
     assert throughput_mbps(steady) >= 0.8 * RATE_MBPS
 
 
@@ -130,7 +135,7 @@ def test_receiver_outlives_a_killed_sender_and_a_late_start(netns: str, tmp_path
         assert receiver.poll() is None
         for proc in (second, receiver):
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=2) == 0
+            assert proc.wait(timeout=STOP_GRACE_S) == 0  # the grace the harness gives a scheme
     finally:
         for proc in started:
             if proc.poll() is None:

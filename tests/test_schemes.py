@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 from pantheon import schemes
 from test_harness import pantheon, run_namespaces
 
@@ -107,6 +106,7 @@ def test_check_flags_a_scheme_that_ignores_sigterm(extra_schemes: Path, tmp_path
     assert run_namespaces(done.pid) == []
 
 
+@pytest.mark.slow  # ~145 s: a 5 s flow of every scheme (a browser's longer)
 @needs_root
 def test_every_scheme_passes_its_check(tmp_path: Path) -> None:
     done = pantheon("schemes", "check", "--all", "--data-dir", str(tmp_path / "check"), timeout=600)

@@ -102,7 +102,7 @@ def receive_stamped(sock: socket.socket, timeout_s: float) -> tuple[bytes, int] 
     sock.settimeout(max(timeout_s, 1e-3))
     try:
         data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
-    except socket.timeout:
+    except TimeoutError:
         return None
     for level, kind, raw in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
@@ -217,7 +217,7 @@ def tcp_send(args: argparse.Namespace) -> None:
         sock.settimeout(max(end - time.monotonic(), 1e-3))
         try:
             sent_bytes += sock.send(chunk)
-        except socket.timeout:
+        except TimeoutError:
             break
     report({"bytes": sent_bytes})
     # Close without waiting for the backlog: the emulator ends with this command, and a test
@@ -244,7 +244,7 @@ def tcp_recv(args: argparse.Namespace) -> None:
                     if not data:
                         break
                     received_bytes += len(data)
-        except (socket.timeout, ConnectionResetError):
+        except (TimeoutError, ConnectionResetError):
             pass
     report({"bytes": received_bytes})
 

@@ -14,15 +14,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from pantheon import presets, schemes_cli
-from pantheon.binaries import MissingBinary, binary
 from pantheon.analysis import cli as analysis_cli
+from pantheon.binaries import binary
+from pantheon.demo import run_demo
+from pantheon.errors import PantheonError
 from pantheon.harness import cli as harness_cli
-from pantheon.harness.plan import PlanError
-from pantheon.schemes import SchemeError
 from pantheon.sim import cli as sim_cli
+
+USER_MISTAKE = 2
+"""Exit status of a PantheonError (argparse's, too): one line on stderr says what to change."""
+BUG = 70
+"""Exit status of any other exception (sysexits.h's EX_SOFTWARE), printed with its traceback."""
 
 
 def _emulate(argv: list[str]) -> int:
@@ -65,36 +71,41 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command; its exit status: 0 done, 1 some runs failed or a scheme asked for did not
+    run, 2 a user's mistake (one line), 70 a bug (a traceback), 130 or 143 interrupted."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] == "emulate":
-            return _emulate(argv[1:])
-        args, extras = _parser().parse_known_args(argv)
-        if extras and args.command not in ("test", "sim"):
-            _parser().parse_args(argv)  # reports the unknown arguments the usual way
-        if args.command == "test":
-            return harness_cli.run(args, extras)
-        if args.command == "sim":
-            return sim_cli.run(args, extras)
-        if args.command == "analyze":
-            return analysis_cli.run(args)
-        if args.command == "schemes":
-            return schemes_cli.run(args)
-        if args.command == "emulators":
-            print(presets.table())
-            return 0
-        if args.command == "demo":
-            from pantheon.demo import run_demo
-
-            return run_demo(runtime_s=args.runtime, schemes=args.schemes, data_dir=args.data_dir)
-    except (MissingBinary, PermissionError, ValueError, FileExistsError) as e:
+        return _command(argv)
+    except PantheonError as e:
         print(f"pantheon: {e}", file=sys.stderr)
-        return 2
+        return USER_MISTAKE
     except KeyboardInterrupt as e:
         # A campaign's Interrupted says what it kept and how it ended (130, or 143 for SIGTERM).
         print(f"pantheon: {str(e) or 'interrupted'}", file=sys.stderr)
         return getattr(e, "exit_status", 130)
-    return 2
+    except Exception:
+        traceback.print_exc()
+        print("pantheon: this is a bug in Pantheon, not a mistake of yours: please report it with the traceback above",
+              file=sys.stderr)
+        return BUG
+
+
+def _command(argv: list[str]) -> int:
+    if argv and argv[0] == "emulate":
+        return _emulate(argv[1:])
+    args = _parser().parse_args(argv)
+    if args.command == "test":
+        return harness_cli.run(args)
+    if args.command == "sim":
+        return sim_cli.run(args)
+    if args.command == "analyze":
+        return analysis_cli.run(args)
+    if args.command == "schemes":
+        return schemes_cli.run(args)
+    if args.command == "emulators":
+        print(presets.table())
+        return 0
+    return run_demo(runtime_s=args.runtime, schemes=args.schemes, data_dir=args.data_dir)
 
 
 if __name__ == "__main__":

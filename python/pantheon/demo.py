@@ -8,20 +8,24 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-PATH_OPTIONS = ["--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
-                "--uplink-queue-bytes", "60000", "--downlink-queue-bytes", "60000"]
+from pantheon.errors import PantheonError
+from pantheon.experiment import Experiment
+from pantheon.harness.local import run_local
+
+PATH_OPTIONS = ("--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
+                "--uplink-queue-bytes", "60000", "--downlink-queue-bytes", "60000")
 
 
 def run_demo(runtime_s: float, schemes: str | None, data_dir: Path | None) -> int:
-    from pantheon.cli import main
-
     if runtime_s <= 0:
-        raise ValueError(f"--runtime must be positive, got {runtime_s:g}")
+        raise PantheonError(f"--runtime must be positive, got {runtime_s:g}")
     data_dir = data_dir or Path("data") / datetime.now().strftime("demo-%Y%m%d-%H%M%S")
-    which = ["--schemes", schemes] if schemes else ["--all"]
+    names = tuple(s for s in (schemes or "").split(",") if s)
     print(f"pantheon demo: {'the schemes ' + schemes if schemes else 'every scheme that can run here'}, "
           f"{runtime_s:g} s each over 12 Mbit/s, 20 ms one-way delay, a 60 kB buffer; results in {data_dir}", flush=True)
-    status = main(["test", "local", *which, "--runtime", f"{runtime_s:g}", "--data-dir", str(data_dir), *PATH_OPTIONS])
+    asked = Experiment(schemes=names, all_schemes=not names, scenario=None, run_times=1, runtime_s=runtime_s, flows=1,
+                       interval_s=0.0, seed=0, data_dir=data_dir, emulator=None, path_options=PATH_OPTIONS)
+    status = run_local(asked, random_order=False, analyze=True, arguments=asked.arguments(command="demo"))
     if (data_dir / "report.html").exists():
         print(f"pantheon demo: report in {data_dir / 'report.html'} and {data_dir / 'report.pdf'}")
     return status

@@ -17,6 +17,8 @@ import socket
 import sys
 from pathlib import Path
 
+from pantheon.errors import PantheonError
+
 CHUNK_BYTES = 1 << 16
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
@@ -34,10 +36,10 @@ def available_congestion_controls() -> list[str]:
 
 
 def check_congestion_control(cc: str) -> None:
-    """A ValueError saying what to do when the kernel cannot run `cc`."""
+    """A PantheonError saying what to do when the kernel cannot run `cc`."""
     available = available_congestion_controls()
     if cc not in available:
-        raise ValueError(
+        raise PantheonError(
             f"kernel congestion control '{cc}' is not available on this machine "
             f"(available: {' '.join(available)}); load its module (modprobe tcp_{cc}) or pick another"
         )
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             receive(args.port, args.bind)
     except Stop:
         return 0
-    except ValueError as e:
+    except PantheonError as e:
         print(f"kernel_tcp: {e}", file=sys.stderr)
         return 2
     except OSError as e:

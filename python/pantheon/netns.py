@@ -7,10 +7,16 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pantheon.errors import PantheonError
+
+
+class NeedsRoot(PantheonError):
+    """The task creates network namespaces and this process is not root."""
+
 
 def require_root(task: str) -> None:
     if os.geteuid() != 0:
-        raise PermissionError(f"{task} creates network namespaces and needs root: run it with sudo")
+        raise NeedsRoot(f"{task} creates network namespaces and needs root: run it with sudo")
 
 
 @contextmanager

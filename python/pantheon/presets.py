@@ -17,6 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon.errors import PantheonError
+
+
+class PresetError(PantheonError):
+    """No emulated path has the name the user gave."""
+
 
 @dataclass(frozen=True)
 class Direction:
@@ -117,11 +123,11 @@ PRESETS: dict[str, Preset] = {
 
 
 def lookup(name: str) -> Preset:
-    """The preset called `name`, or a ValueError listing the known ones."""
+    """The preset called `name`, or a PresetError listing the known ones."""
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown emulator '{name}'; known: {', '.join(PRESETS)} (see pantheon emulators)") from None
+        raise PresetError(f"unknown emulator '{name}'; known: {', '.join(PRESETS)} (see pantheon emulators)") from None
 
 
 def table() -> str:

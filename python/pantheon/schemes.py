@@ -21,14 +21,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-SCHEMES_DIR = REPO / "schemes"
-SETUP_LOGS = REPO / ".setup-logs"
+from pantheon.errors import PantheonError
+from pantheon.repository import ROOT
+
+SCHEMES_DIR = ROOT / "schemes"
+SETUP_LOGS = ROOT / ".setup-logs"
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 SIDES = ("receiver", "sender")
 
 
-class SchemeError(ValueError):
+class SchemeError(PantheonError):
     """A scheme name or manifest is not usable; the message says why and what to do."""
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pantheon import schemes
+from pantheon.errors import PantheonError
 from pantheon.harness import plan as plans
 from pantheon.harness.campaign import run_campaign
 from pantheon.netns import require_root
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     registry = schemes.registry()
     names = registry.names() if args.all else args.names
     if not names:
-        raise ValueError(f"name the schemes to {args.action}, or --all")
+        raise PantheonError(f"name the schemes to {args.action}, or --all")
     return _setup(registry, names) if args.action == "setup" else _check(registry, names, args.data_dir)
 
 

@@ -24,6 +24,7 @@ from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, length_flags, run_metrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS, binned
+from pantheon.errors import PantheonError
 
 
 @dataclass
@@ -116,7 +117,7 @@ def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_
             reports: bool = True, quiet: bool = False) -> Analysis:
     """Analyses every run of a data dir and writes the outputs; returns what it wrote."""
     if bin_ms <= 0:
-        raise ValueError(f"--bin-ms must be positive, got {bin_ms:g}")
+        raise PantheonError(f"--bin-ms must be positive, got {bin_ms:g}")
     data = open_data_dir(data_dir)
     out = Path(out) if out else data.path
     out.mkdir(parents=True, exist_ok=True)

@@ -27,15 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pantheon.analysis.analyze import analyze
-    from pantheon.analysis.datadir import DataDirError
-    from pantheon.analysis.logs import LogError
 
-    try:
-        analysis = analyze(args.data_dir, out=args.out, bin_ms=args.bin_ms, draw=not args.no_plots,
-                           reports=not args.no_report, quiet=args.quiet)
-    except (DataDirError, LogError, ValueError) as e:
-        print(f"pantheon analyze: {e}", file=sys.stderr)
-        return 2
+    analysis = analyze(args.data_dir, out=args.out, bin_ms=args.bin_ms, draw=not args.no_plots,
+                       reports=not args.no_report, quiet=args.quiet)
     if not args.quiet:
         print(summary_text(analysis))
     return 0

@@ -11,18 +11,20 @@ or a scheme this checkout lacks) gets a colour of its own from a fixed palette.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon import schemes as registry
+from pantheon.errors import PantheonError
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 ORIGINAL_LOG = re.compile(r"^(?P<scheme>.+)_datalink_run(?P<run>\d+)\.log$")
 
 
-class DataDirError(ValueError):
+class DataDirError(PantheonError):
     """Not a data dir this analysis can read; the message says what it expected."""
 
 
@@ -84,7 +86,7 @@ def _looks(labels: list[str], known: dict[str, dict]) -> dict[str, SchemeLook]:
     colors = _manifest_colors()
     taken = {colors[label] for label in labels if label in colors}
     spare = iter([c for c in PALETTE if c not in taken])
-    looks = {}
+    looks: dict[str, SchemeLook] = {}
     for label in labels:
         meta = known.get(label, {})
         color = colors.get(label) or next(spare, PALETTE[len(looks) % len(PALETTE)])
@@ -173,10 +175,8 @@ def _pantheon(path: Path) -> DataDir:
     runs.sort(key=lambda r: (r.number, r.label))
     labels = list(dict.fromkeys(r.label for r in runs))
     known = {}
-    try:
+    with contextlib.suppress(registry.SchemeError):
         known = {n: {"display": s.display, "description": s.description} for n, s in registry.all_schemes().items()}
-    except registry.SchemeError:
-        pass
     setup = [(str(k).replace("_", " ").capitalize(), json.dumps(v) if isinstance(v, (dict, list)) else str(v))
              for k, v in metadata.items()]
     setup.append(("Data", str(path.resolve())))

@@ -35,6 +35,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from pantheon.analysis.events import LinkEvents, Problems
+from pantheon.errors import PantheonError
 
 SPACE, NEWLINE, HASH = ord(" "), ord("\n"), ord("#")
 FIELDS = {"+": (("size", False), ("flow", False)), "-": (("size", False), ("delay", True), ("flow", False)), "#": (("size", False),)}
@@ -62,7 +63,7 @@ PLAIN_BYTES_TABLE = bytes(0 if chr(b) in "0123456789.-+# \n" else 1 for b in ran
 MATCH_TOLERANCE_US = 1
 
 
-class LogError(ValueError):
+class LogError(PantheonError):
     """A file that cannot be read at all (missing, or not a log)."""
 
 
@@ -175,7 +176,7 @@ def parse_text(data: bytes, source: str) -> tuple[dict[str, dict[str, np.ndarray
     for index in np.flatnonzero(slow):
         text = data[starts[index]:ends[index]].decode("utf-8", errors="replace")
         _slow_line(text, int(index) + 1, problems, slow_events)
-    columns = {}
+    by_kind: dict[str, dict[str, np.ndarray]] = {}
     for kind_name, fields in FIELDS.items():
         names = ["line", "t"] + [name for name, _ in fields]
         rows = slow_events[kind_name]
@@ -191,8 +192,8 @@ def parse_text(data: bytes, source: str) -> tuple[dict[str, dict[str, np.ndarray
         if len(events[kind_name]) > 1:  # blocks of several layouts: back to file order, so the first delivery of a send is kept
             in_file_order = np.argsort(joined["line"], kind="stable")
             joined = {name: values[in_file_order] for name, values in joined.items()}
-        columns[kind_name] = joined
-    return columns, problems
+        by_kind[kind_name] = joined
+    return by_kind, problems
 
 
 def _ms_to_us(t_ms: np.ndarray) -> np.ndarray:

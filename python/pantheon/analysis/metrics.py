@@ -111,7 +111,7 @@ def flow_metrics(flow: str, scheme: str | None, send_t_us: np.ndarray, send_byte
 
 def capacity_mbps(events: LinkEvents) -> float | None:
     """Delivery-opportunity bits over the span from the first opportunity to the last."""
-    if events.opportunity_t_us is None or events.opportunity_t_us.size < 2:
+    if events.opportunity_t_us is None or events.opportunity_bytes is None or events.opportunity_t_us.size < 2:
         return None
     rate = _rate_mbps(events.opportunity_t_us, events.opportunity_bytes)
     return rate or None

@@ -32,7 +32,7 @@ def _clean(value):
 
 
 def perf_document(results: dict[str, dict[int, RunMetrics]], summaries: dict[str, dict], displays: dict[str, str],
-                  warnings: dict[tuple[str, int], list[str]], acks: dict[tuple[str, int], dict], meta: dict) -> dict:
+                  warnings: dict[tuple[str, int], list[str]], acks: dict[tuple[str, int], dict | None], meta: dict) -> dict:
     schemes = {}
     for label, runs in results.items():
         schemes[label] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -22,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
 from pantheon.analysis.events import LinkEvents  # noqa: E402
 from pantheon.analysis.metrics import RunMetrics  # noqa: E402
@@ -31,13 +33,13 @@ FLOW_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
 CAPACITY_COLOR = "#f2e6d0"
 LOG_DELAY_RANGE = 4.0
 """Log delay axis when the largest delay is at least this many times the smallest."""
-STYLE = {
+STYLE: dict[str, Any] = {
     "font.family": "DejaVu Sans", "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd",
     "grid.linewidth": 0.6, "legend.frameon": False, "legend.fontsize": 9, "figure.dpi": 100,
     "savefig.dpi": 150, "savefig.bbox": "tight", "savefig.pad_inches": 0.1,
 }
-plt.rcParams.update(STYLE)
+matplotlib.style.use(STYLE)
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,9 @@ def _delay_axis(ax, delays_ms: list[float]) -> bool:
 def _place_labels(fig: Figure, ax, labels: list) -> None:
     """Scheme labels right of their point, or left where they would leave the axes; then moved
     down, a line at a time, until none overlaps another."""
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # the Agg canvas's, which this module selects
     frame = ax.get_window_extent(renderer)
-    placed = []
+    placed: list[Bbox] = []
     for label in sorted(labels, key=lambda a: -a.get_window_extent(renderer).y0):
         if label.get_window_extent(renderer).x1 > frame.x1:
             label.set_horizontalalignment("right")
@@ -147,7 +149,7 @@ def _place_labels(fig: Figure, ax, labels: list) -> None:
 def runs_figure(points: list[RunPoint], looks: dict) -> Figure:
     """One marker per valid run, coloured by scheme."""
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
-    log = _delay_axis(ax, [p.delay_p95_ms for p in points])
+    _delay_axis(ax, [p.delay_p95_ms for p in points])
     for label in dict.fromkeys(p.label for p in points):
         mine = [p for p in points if p.label == label]
         ax.scatter([p.delay_p95_ms for p in mine], [p.throughput_mbps for p in mine], s=36, color=looks[label].color,

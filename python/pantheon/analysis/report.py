@@ -218,16 +218,15 @@ class PdfPagesWriter:
 
     def __init__(self, path: Path) -> None:
         self.pdf = PdfPages(path, metadata={"Title": "Pantheon report", "Creator": f"pantheon analyze {__version__}"})
-        self.fig = None
-        self.page = 0
-        self.new_page()
+        self.fig = plt.figure(figsize=A4_IN)
+        self.page = 1
+        self.y = TOP
 
     def _line_height(self, points: float) -> float:
         return points * 1.45 / 72 / A4_IN[1]
 
     def new_page(self) -> None:
-        if self.fig is not None:
-            self._finish_page()
+        self._finish_page()
         self.fig = plt.figure(figsize=A4_IN)
         self.page += 1
         self.y = TOP

@@ -26,20 +26,25 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pantheon import __version__
+from pantheon.errors import PantheonError
 from pantheon.harness import leftovers, records
 from pantheon.harness.plan import Plan
 from pantheon.harness.run import Run
+from pantheon.repository import ROOT
 from pantheon.schemes import Scheme
 
-REPO = Path(__file__).resolve().parents[3]
 SYSCTLS = [
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_rmem",
     "net.ipv4.tcp_wmem", "net.core.default_qdisc", "net.core.rmem_max", "net.core.wmem_max",
 ]
+
+
+class DataDirTaken(PantheonError):
+    """A run's directory already exists: finished runs are never overwritten."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ def trial_order(plans: list[Plan], run_times: int, random_order: bool, seed: int
     order = list(plans)
     if random_order:
         random.Random(seed).shuffle(order)
-    trials = []
+    trials: list[Trial] = []
     for repetition in range(1, run_times + 1):
         for plan in order:
             trials.append(Trial(len(trials) + 1, plan, repetition))
@@ -63,7 +68,7 @@ def trial_order(plans: list[Plan], run_times: int, random_order: bool, seed: int
 
 
 def _git_commit() -> str:
-    done = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True)
+    done = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
 
 
@@ -79,7 +84,7 @@ def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme]
     return {
         "pantheon_version": __version__,
         "git_commit": _git_commit(),
-        "start_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
         "arguments": arguments,
         "emulator_options": emulator_options,
         "schemes": {s.name: {"display": s.display, "description": s.description, "run_first": s.run_first,
@@ -153,7 +158,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
     for trial in trials:
         run_dir = data_dir / trial.plan.label / f"run{trial.repetition}"
         if run_dir.exists():
-            raise FileExistsError(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
+            raise DataDirTaken(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
         run_dir.mkdir(parents=True)
         progress.run_started(trial, run_times)
         run = Run(index=trial.number, plan=trial.plan, schemes=schemes, emulator_options=emulator_options,

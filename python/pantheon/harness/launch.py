@@ -12,6 +12,7 @@ error goes to `NAME.stderr`. `{local}` and `{peer}` in the command become the tu
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -67,10 +68,8 @@ def main(argv: list[str]) -> int:
                 needed_sigkill = True
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)  # anything the scheme left in its group
-        except ProcessLookupError:
-            pass
     (control / f"{name}.exit").write_text(json.dumps({"status": child.returncode, "exited_early": exited_early,
                                                        "needed_sigkill": needed_sigkill}))
     return 0

@@ -5,6 +5,7 @@ invocation removes it, after ending the processes inside it (found by namespace 
 name). Namespaces of live harnesses, and any other namespace, are never touched."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -46,10 +47,8 @@ def remove_namespace(name: str, grace_s: float = 2.0) -> None:
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + grace_s
         while _pids_in(name) and time.monotonic() < deadline:
             time.sleep(0.02)

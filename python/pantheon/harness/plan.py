@@ -22,8 +22,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon.errors import PantheonError
 
-class PlanError(ValueError):
+
+class PlanError(PantheonError):
     """The plan cannot run; the message says what to change."""
 
 

@@ -207,7 +207,7 @@ class Run:
                 (self.control / f"{name}.stop").touch()
         (self.control / "agent.stop").touch()
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        for what, proc in self.processes:
+        for _, proc in self.processes:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -23,14 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pantheon.binaries import REPO, binary
+from pantheon.binaries import binary
+from pantheon.errors import PantheonError
+from pantheon.repository import ROOT
 
 PROGRAM = "pantheon-sim"
 PR_SET_PDEATHSIG = 1
 """prctl(2): the signal a process gets when its parent dies."""
 
 
-class SimError(ValueError):
+class SimError(PantheonError):
     """pantheon-sim refused its input; the message is its own line without the program's prefix."""
 
 
@@ -92,7 +94,7 @@ def check_path_options(path_options: Sequence[str], seed: int) -> None:
 def version() -> dict:
     """Which simulator ran: the workspace's version (pantheon-sim has no --version) and the
     binary's SHA-256, which tells two builds of one version apart."""
-    workspace = tomllib.loads((REPO / "Cargo.toml").read_text()).get("workspace", {}).get("package", {})
+    workspace = tomllib.loads((ROOT / "Cargo.toml").read_text()).get("workspace", {}).get("package", {})
     digest = hashlib.sha256(binary(PROGRAM).read_bytes()).hexdigest()
     return {"version": str(workspace.get("version", "unknown")), "binary_sha256": digest}
 

@@ -1,0 +1,161 @@
+"""What an experiment command asks for, declared once for every command that runs one.
+
+`pantheon test local` (over the emulator) and `pantheon sim` (in the simulator) take the same
+options: which schemes (or a scenario), how many runs of how long with how many flows, the seed,
+the data dir, and the path (an `--emulator NAME` preset and the emulator's own options, listed in
+`--help`). Remote mode will be the third command: it takes the scheme, run and output options and
+replaces the emulated path by a real one. The options become an `Experiment`, and the one place
+that expands them is here: presets merged with the user's path options, scheme names or a
+scenario file turned into run plans, and what is skipped and why.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pantheon import presets
+from pantheon.errors import PantheonError
+from pantheon.harness import plan as plans
+
+_DIRECTION_OPTIONS = (
+    ("rate", "MBPS", "{d} constant rate in Mbit/s, or 'unlimited' (default 12)"),
+    ("trace", "FILE", "{d} Mahimahi trace: one line per 1500-byte delivery opportunity, in ms; loops"),
+    ("poisson", "MBPS", "{d} Poisson deliveries at this mean rate in Mbit/s"),
+    ("queue", "KIND", "{d} queue discipline: droptail (needs a limit) or infinite (default)"),
+    ("queue-packets", "N", "{d} DropTail limit in packets"),
+    ("queue-bytes", "N", "{d} DropTail limit in bytes"),
+    ("loss", "P", "{d} i.i.d. loss probability in [0, 1] (default 0)"),
+    ("policer", "MBPS,BYTES", "{d} token-bucket policer: rate in Mbit/s and bucket depth in bytes"),
+)
+PATH_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("--delay", "MS", "one-way propagation delay in ms, each direction (fractions allowed; default 0)"),
+    *((f"--{d}-{name}", metavar, text.format(d=d)) for d in ("uplink", "downlink") for name, metavar, text in _DIRECTION_OPTIONS),
+)
+"""The emulator's path options (flag, metavar, help): pantheon-emu's and pantheon-sim's, which parse
+them with the same Rust code and judge their values; the tests check this list against
+`pantheon-emu --help`. The logs' options are the harness's to set, so they are not here."""
+
+
+class _PathOption(argparse.Action):
+    """Collects the path options as `--flag value` pairs in the order given, the order the
+    emulator reads them and metadata.json records them."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        namespace.path_options = [*namespace.path_options, self.option_strings[0], values]
+
+
+def add_scheme_options(parser: argparse.ArgumentParser, schemes_help: str, all_help: str) -> None:
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--schemes", help=schemes_help)
+    which.add_argument("--all", action="store_true", help=all_help)
+    which.add_argument("--scenario", type=Path, help="TOML file of flows {scheme, start_s, duration_s}, schemes mixed")
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, clock: str, run_times_help: str, seed_help: str) -> None:
+    """`clock` says whose seconds a run lasts ("" for the wall clock, "simulated " in the simulator)."""
+    parser.add_argument("--run-times", type=int, default=1, help=run_times_help)
+    parser.add_argument("--runtime", type=float, default=30.0, help=f"{clock}seconds each run lasts (default 30)")
+    parser.add_argument("--flows", type=int, default=1, help="flows per run (default 1)")
+    parser.add_argument("--interval", type=float, default=0.0, help=f"{clock}seconds between flow starts (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help=seed_help)
+
+
+def add_output_options(parser: argparse.ArgumentParser, default_dir: str) -> None:
+    parser.add_argument("--data-dir", type=Path, help=f"where results go (default data/{default_dir}-DATE-TIME)")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--no-analyze", action="store_true", help="skip the analysis at the end (pantheon analyze DATA_DIR)")
+
+
+def add_path_options(parser: argparse.ArgumentParser) -> None:
+    path = parser.add_argument_group(
+        "emulated path", "Default: 12 Mbit/s each way, no delay, infinite queue. --emulator NAME starts from one of "
+        "Pantheon's paths (pantheon emulators); the options below replace its values for what they set.")
+    path.add_argument("--emulator", metavar="NAME", help="one of Pantheon's emulated paths (pantheon emulators)")
+    for flag, metavar, text in PATH_OPTIONS:
+        path.add_argument(flag, action=_PathOption, dest="path_options", default=[], metavar=metavar, help=text)
+
+
+@dataclass(frozen=True)
+class Selection:
+    plans: list[plans.Plan]
+    skipped: dict[str, str]
+    """Scheme name -> why it is not run."""
+    not_run: list[str]
+    """The skipped schemes the user asked for by name (a skip under --all of a scheme this machine
+    cannot run is expected; these are not), which make the exit status 1."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    schemes: tuple[str, ...]
+    """The schemes asked for by name; empty with `all_schemes` or a `scenario`."""
+    all_schemes: bool
+    scenario: Path | None
+    run_times: int
+    runtime_s: float
+    flows: int
+    interval_s: float
+    seed: int
+    data_dir: Path
+    emulator: str | None
+    """A preset's name (presets.py), or None."""
+    path_options: tuple[str, ...]
+    """The user's own path options, `--flag value` pairs; they replace the preset's."""
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        if self.run_times < 1:
+            raise PantheonError(f"--run-times must be at least 1, got {self.run_times}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, default_dir: str) -> Experiment:
+        data_dir = args.data_dir or Path("data") / datetime.now().strftime(f"{default_dir}-%Y%m%d-%H%M%S")
+        return cls(schemes=tuple(s for s in (args.schemes or "").split(",") if s), all_schemes=args.all,
+                   scenario=args.scenario, run_times=args.run_times, runtime_s=args.runtime, flows=args.flows,
+                   interval_s=args.interval, seed=args.seed, data_dir=data_dir, emulator=args.emulator,
+                   path_options=tuple(args.path_options), quiet=args.quiet)
+
+    def arguments(self, **command: object) -> dict:
+        """The record of what was asked, for metadata.json, under the command line's names (the
+        analysis reads them, from old data dirs too); `command` adds the command's own."""
+        return {"schemes": ",".join(self.schemes) or None, "all": self.all_schemes,
+                "scenario": str(self.scenario) if self.scenario else None, "run_times": self.run_times,
+                "runtime": self.runtime_s, "flows": self.flows, "interval": self.interval_s, "seed": self.seed,
+                "data_dir": str(self.data_dir), "emulator": self.emulator, "path_options": list(self.path_options),
+                "quiet": self.quiet, **command}
+
+    def expanded_path_options(self) -> list[str]:
+        """The path's options: the preset's (its trace files written under the data dir), less those
+        the user set again, then the user's."""
+        if not self.emulator:
+            return list(self.path_options)
+        preset = presets.lookup(self.emulator)
+        traces = self.data_dir / "traces"
+        traces.mkdir(parents=True, exist_ok=True)
+        return presets.merge(preset.options(traces), list(self.path_options))
+
+    def select(self, *, every: list[str], problem: Callable[[str], str | None], verb: str,
+               skip_line: str, expected_skip: Callable[[str], bool]) -> Selection:
+        """The runs' plans. `every` is what --all means, `problem(name)` why a scheme cannot `verb`
+        here (or None); each skipped scheme is reported with `skip_line` (a format of name and why)
+        on stderr, and a PantheonError ends it when nothing is left to run."""
+        if self.scenario:
+            plan = plans.scenario(self.scenario)
+            if problems := [f"{name}: {why}" for name in plan.schemes if (why := problem(name))]:
+                raise PantheonError(f"scenario {self.scenario} cannot {verb}: {'; '.join(problems)}")
+            return Selection([plan], {}, [])
+        asked = every if self.all_schemes else list(dict.fromkeys(self.schemes))
+        skipped = {name: why for name in asked if (why := problem(name))}
+        for name, why in skipped.items():
+            print(skip_line.format(name=name, why=why), file=sys.stderr)
+        wanted = [name for name in asked if name not in skipped]
+        if not wanted:
+            raise PantheonError(f"no scheme can {verb} (see the lines above)")
+        not_run = [name for name in skipped if not (self.all_schemes and expected_skip(name))]
+        return Selection([plans.uniform(name, self.flows, self.interval_s, self.runtime_s) for name in wanted],
+                         skipped, not_run)

@@ -1,0 +1,105 @@
+"""The `pantheon` command's contract with its user and with programs that run it: a user's mistake
+is one line and exit status 2, a bug keeps its traceback and exits 70; `pantheon test local` and
+`pantheon sim` list the same options, the emulator's included, in --help; the demo drives the
+harness's API, not the command line."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EMU, REPO
+from pantheon import cli, experiment, presets
+from pantheon.analysis.datadir import DataDirError
+from pantheon.analysis.logs import LogError
+from pantheon.binaries import MissingBinary
+from pantheon.errors import PantheonError
+from pantheon.harness.campaign import DataDirTaken
+from pantheon.harness.plan import PlanError
+from pantheon.netns import NeedsRoot
+from pantheon.schemes import SchemeError
+from pantheon.sim.simulator import SimError
+
+PANTHEON = REPO / ".venv" / "bin" / "pantheon"
+
+
+@pytest.mark.parametrize("error", [PlanError, SchemeError, DataDirError, LogError, SimError, MissingBinary, NeedsRoot,
+                                   presets.PresetError, DataDirTaken])
+def test_every_user_mistake_is_a_pantheon_error_and_no_value_error(error: type[Exception]) -> None:
+    assert issubclass(error, PantheonError) and not issubclass(error, ValueError)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sim", "--schemes", "copa", "--run-times", "0"], "pantheon: --run-times must be at least 1, got 0\n"),
+    (["sim", "--schemes", "copa", "--runtime", "0", "--data-dir", "unused"], "pantheon: --runtime must be positive, got 0\n"),
+    (["sim", "--schemes", "copa", "--emulator", "nope"], "pantheon: unknown emulator 'nope'; known: "),
+    (["analyze", "/nonexistent/data"], "pantheon: /nonexistent/data is not a directory"),
+])
+def test_a_user_mistake_is_one_line_and_status_2(argv: list[str], message: str) -> None:
+    done = subprocess.run([str(PANTHEON), *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(message) and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_bug_keeps_its_traceback_and_another_status(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    def broken_table() -> str:
+        raise ValueError("a stray ValueError from a bug")
+
+    monkeypatch.setattr(presets, "table", broken_table)
+    assert cli.main(["emulators"]) == cli.BUG != cli.USER_MISTAKE
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert "ValueError: a stray ValueError from a bug" in err and "this is a bug in Pantheon" in err
+
+
+def test_an_unknown_option_is_refused_before_anything_runs(tmp_path) -> None:
+    done = subprocess.run([str(PANTHEON), "sim", "--schemes", "copa", "--data-dir", str(tmp_path / "d"), "--uplink-speed", "3"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unrecognized arguments: --uplink-speed 3" in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("command", [["test", "local"], ["sim"]])
+def test_help_lists_every_path_option(command: list[str]) -> None:
+    done = subprocess.run([str(PANTHEON), *command, "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    for flag, metavar, _ in experiment.PATH_OPTIONS:
+        assert f"{flag} {metavar}" in done.stdout
+    for shared in ("--schemes", "--all", "--scenario", "--run-times", "--runtime", "--flows", "--interval", "--seed",
+                   "--data-dir", "--emulator", "--quiet", "--no-analyze"):
+        assert shared in done.stdout
+
+
+def test_the_path_options_are_the_emulators() -> None:
+    """The declared list and pantheon-emu's own options (less the logs, which the harness sets) agree."""
+    help_text = subprocess.run([str(EMU), "--help"], capture_output=True, text=True, check=True).stdout
+    emulator = {flag for flag in re.findall(r"^\s+(--[a-z-]+)", help_text, re.MULTILINE)
+                if flag.startswith(("--delay", "--uplink-", "--downlink-")) and not flag.endswith("-log")}
+    assert emulator == {flag for flag, _, _ in experiment.PATH_OPTIONS}
+
+
+def test_options_become_the_same_experiment_for_both_commands() -> None:
+    parser = cli._parser()
+    common = ["--schemes", "copa,vegas-user,copa", "--runtime", "4", "--flows", "2", "--interval", "1", "--seed", "3",
+              "--data-dir", "d", "--emulator", "nepal-wifi", "--delay", "5", "--uplink-loss=0.1"]
+    local = experiment.Experiment.from_args(parser.parse_args(["test", "local", *common]), "local")
+    sim = experiment.Experiment.from_args(parser.parse_args(["sim", *common]), "sim")
+    assert local == sim
+    assert local.schemes == ("copa", "vegas-user", "copa") and local.runtime_s == 4 and local.interval_s == 1
+    assert local.path_options == ("--delay", "5", "--uplink-loss", "0.1")
+
+
+def test_the_demo_drives_the_harness_not_the_command_line() -> None:
+    done = subprocess.run([sys.executable, "-c", "import sys, pantheon.demo; print('pantheon.cli' in sys.modules)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_path_options_keep_the_order_given() -> None:
+    args = cli._parser().parse_args(["sim", "--all", "--uplink-queue", "droptail", "--delay=20", "--uplink-queue-bytes", "9"])
+    assert experiment.Experiment.from_args(args, "sim").path_options == (
+        "--uplink-queue", "droptail", "--delay", "20", "--uplink-queue-bytes", "9")
