@@ -47,6 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--emulator", help="one of Pantheon's emulated paths (pantheon emulators)")
     sim.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                      help=f"runs simulated at once (default: all {len(os.sched_getaffinity(0))} cores this process may use)")
+    sim.add_argument("--text-logs", action="store_true", help="also keep each run's text logs of the real experiment "
+                     "(tunnel logs flowI.*.log, link logs uplink.log and downlink.log: ~350 bytes a packet, several "
+                     "times slower); records.parquet, datalink.log and acklink.log are always written")
     sim.add_argument("--quiet", action="store_true", help="no progress lines")
     sim.add_argument("--no-analyze", action="store_true", help="skip the analysis at the end (pantheon analyze DATA_DIR)")
 
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace, extras: list[str]) -> int:
     (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
 
     runs = [campaign.SimRun(t, data_dir / t.plan.label / f"run{t.repetition}", cc, path_options,
-                            campaign.seed_of(args.seed, t.repetition)) for t in trials]
+                            campaign.seed_of(args.seed, t.repetition), args.text_logs) for t in trials]
     failed = campaign.run_all(runs, args.jobs, campaign.Progress(args.quiet, len(runs), args.run_times))
     if failed == 130:
         print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)
