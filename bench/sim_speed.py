@@ -26,10 +26,18 @@ What is measured
     4. The batch API's overhead per job (pantheon.sim.batch): 200 jobs of 0.2 simulated seconds at
        12 Mbit/s through one `pantheon-sim batch --jobs 1`, wall time minus the jobs' own, per job;
        and, for comparison, one `pantheon-sim run` process per job (files written) for 20 of them.
+    5. End to end, as a user runs it: the whole `pantheon sim --schemes cubic-user --runtime 600
+       --no-analyze` command (Python's start, the path check, the campaign's worker, pantheon-sim
+       writing records.parquet, datalink.log and acklink.log, run.json and sim.json: a data dir
+       `pantheon analyze` reads) at 12 and 100 Mbit/s, its wall time against the 600 simulated
+       seconds; the analysis is left out (--no-analyze: it is `pantheon analyze`'s cost, not the
+       simulator's). Also at 12 Mbit/s with --text-logs (the tunnel and link logs kept too).
+       --e2e-runtime sets the seconds; --no-e2e skips it.
 
 Why
     Calibration (paper §4) and Indigo's training need thousands of runs; the issue's targets are
-    >= 1000x real time at 12 Mbit/s, >= 100x at 100 Mbit/s, >= 10x at 1 Gbit/s. Figures measured
+    >= 1000x real time at 12 Mbit/s, >= 100x at 100 Mbit/s, >= 10x at 1 Gbit/s, and end to end
+    (issue 14 §6) >= 1000x at 12 Mbit/s and >= 100x at 100 Mbit/s for one 600 s run. Figures measured
     for ns-3 before this bench existed, for reference: 19x at 12, 2.9x at 100, 0.026x at 1000.
 
 ns-3 is not part of ./setup.sh (benches are not); when pkg-config does not find it, this script
@@ -77,6 +85,10 @@ NS3_BEFORE_X = {12: 19, 100: 2.9, 1000: 0.026}
 BATCH_JOBS = 200
 BATCH_JOB_S = 0.2
 PROCESS_JOBS = 20
+E2E_RATES_MBPS = (12, 100)
+E2E_TARGET_X = {12: 1000, 100: 100}
+E2E_SCHEME = "cubic-user"
+"""The scheme whose controller is crates/cc's `cubic`, the CC of the cases above."""
 
 
 def bdp_bytes(rate_mbps: float) -> int:
@@ -203,16 +215,41 @@ def batch_overhead() -> tuple[float, float]:
     return batch_ms, sum(per_process) / PROCESS_JOBS * 1e3
 
 
+def end_to_end(rate_mbps: float, sim_s: float, repeat: int, scratch: Path, text_logs: bool = False) -> float:
+    """The fastest wall time of the whole `pantheon sim` command of one run, analysis left out."""
+    argv = [sys.executable, "-c", "import sys; from pantheon.cli import main; sys.exit(main())", "sim",
+            "--schemes", E2E_SCHEME, "--runtime", f"{sim_s:g}", "--no-analyze", "--quiet",
+            *(["--text-logs"] if text_logs else []), *path_options(rate_mbps)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT / "python"), os.environ.get("PYTHONPATH")]))}
+    walls = []
+    for i in range(repeat):
+        data = scratch / f"e2e-{rate_mbps:g}-{text_logs}-{i}"
+        started = time.perf_counter()
+        done = subprocess.run([*argv, "--data-dir", str(data)], capture_output=True, text=True, env=env)
+        walls.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            sys.exit(f"sim_speed: pantheon sim failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+        if not (data / E2E_SCHEME / "run1" / "records.parquet").is_file():
+            sys.exit(f"sim_speed: pantheon sim left no records.parquet in {data}")
+        shutil.rmtree(data)
+    return min(walls)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="run each of our cases this many times, keep the fastest (default 3)")
     parser.add_argument("--no-ns3", action="store_true", help="skip ns-3")
     parser.add_argument("--ns3-gbit-seconds", type=float, default=5.0, help="simulated seconds of ns-3 at 1 Gbit/s (default 5)")
+    parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end pantheon sim rows")
+    parser.add_argument("--e2e-runtime", type=float, default=600.0, help="simulated seconds of the end-to-end run (default 600)")
+    parser.add_argument("--only-e2e", action="store_true", help="the end-to-end rows alone")
     args = parser.parse_args()
     try:
         sim = binary(PROGRAM)
     except MissingBinary as e:
         sys.exit(f"sim_speed: {e}")
+    if args.only_e2e:
+        return print_end_to_end(args)
     if not Path(GNU_TIME).exists() and (why := install(["time"], f"{GNU_TIME} (GNU time, for peak memory) is missing")):
         sys.exit(f"sim_speed: {why}")
     why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3_ready()
@@ -261,6 +298,21 @@ def main() -> int:
     batch_ms, process_ms = batch_overhead()
     print(f"\nbatch API overhead ({BATCH_JOBS} jobs of {BATCH_JOB_S:g} s at 12 Mbit/s, --jobs 1): {batch_ms:.3f} ms per job; "
           f"one pantheon-sim run process per job: {process_ms:.2f} ms per job")
+    return 0 if args.no_e2e else print_end_to_end(args)
+
+
+def print_end_to_end(args: argparse.Namespace) -> int:
+    sim_s = args.e2e_runtime
+    print(f"\nend to end: pantheon sim --schemes {E2E_SCHEME} --runtime {sim_s:g} --no-analyze (one run, data dir "
+          f"written, analysis left out), fastest of {args.repeat}")
+    print(f"{'case':<34} {'wall s':>8} {'x real time':>11} {'target':>7} {'':>6}")
+    with tempfile.TemporaryDirectory(prefix="sim-speed-e2e-", dir=REPO_ROOT / "target") as scratch:
+        cases = [(rate, False) for rate in E2E_RATES_MBPS] + [(E2E_RATES_MBPS[0], True)]
+        for rate, text_logs in cases:
+            wall_s = end_to_end(rate, sim_s, args.repeat, Path(scratch), text_logs)
+            label = f"{rate} Mbit/s, {sim_s:g} s" + (", --text-logs" if text_logs else "")
+            target = "" if text_logs else f"{E2E_TARGET_X[rate]:>7} {verdict(sim_s / wall_s, E2E_TARGET_X[rate]):>6}"
+            print(f"{label:<34} {wall_s:8.3f} {sim_s / wall_s:11,.0f} {target}", flush=True)
     return 0
 
 

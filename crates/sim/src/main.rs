@@ -41,7 +41,7 @@ struct RunArgs {
     out: PathBuf,
     /// Also write the text logs of the real experiment: the tunnel's four per flow,
     /// flowI.{sender,receiver}.{ingress,egress}.log, and the emulator's uplink.log, downlink.log
-    /// (about 350 bytes per data packet; the run takes several times longer).
+    /// (about 220 bytes per data packet).
     #[arg(long)]
     text_logs: bool,
     /// Length of the run in seconds of simulated time.

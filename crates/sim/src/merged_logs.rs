@@ -37,27 +37,58 @@ pub fn write_acks(dir: &FsPath, records: &Records) -> io::Result<()> {
     write_direction(&dir.join("acklink.log"), &acks, ACK_INNER_BYTES, &records.downlink_opportunities_us)
 }
 
-/// `(t_us, place)` of every line, in the file's order.
-fn lines_in_order(flows: &[&Crossings], opportunities_us: &[u64]) -> Vec<(u64, u64)> {
-    let mut lines = Vec::with_capacity(opportunities_us.len() + flows.iter().map(|c| 2 * c.len()).sum::<usize>());
+/// A run of lines already in time order.
+type Run<'a> = std::iter::Peekable<Box<dyn Iterator<Item = (u64, u64)> + 'a>>;
+
+/// `run` as it is when it is in time order, else sorted (a path that reorders).
+fn in_order<'a>(run: impl Iterator<Item = (u64, u64)> + Clone + 'a) -> Run<'a> {
+    let lines: Box<dyn Iterator<Item = (u64, u64)> + 'a> = if run.clone().is_sorted() {
+        Box::new(run)
+    } else {
+        let mut sorted: Vec<_> = run.collect();
+        sorted.sort_unstable();
+        Box::new(sorted.into_iter())
+    };
+    lines.peekable()
+}
+
+/// `(t_us, place)` of every line, in the file's order: a merge of the runs that are in time order
+/// already (each flow's entries, each flow's arrivals on a FIFO path, the opportunities).
+fn lines_in_order<'a>(flows: &[&'a Crossings], opportunities_us: &'a [u64]) -> impl Iterator<Item = (u64, u64)> + 'a {
+    let mut runs: Vec<Run<'a>> = Vec::with_capacity(2 * flows.len() + 1);
     for (flow, crossings) in flows.iter().enumerate() {
         let base = (flow as u64) << FLOW_SHIFT;
-        lines.extend(crossings.send_us.iter().enumerate().map(|(i, &t)| (t, base | (i as u64) << 1)));
-        lines.extend(
-            crossings.recv_us.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, base | (i as u64) << 1 | 1))),
-        );
+        runs.push(in_order(crossings.send_us.iter().enumerate().map(move |(i, &t)| (t, base | (i as u64) << 1))));
+        runs.push(in_order(
+            crossings.recv_us.iter().enumerate().filter_map(move |(i, t)| t.map(|t| (t, base | (i as u64) << 1 | 1))),
+        ));
     }
-    lines.extend(opportunities_us.iter().map(|&t| (t, OPPORTUNITY)));
-    // Runs already in time order (each flow's entries, its arrivals, the opportunities): the
-    // stable sort merges them.
-    lines.sort();
-    lines
+    runs.push(in_order(opportunities_us.iter().map(|&t| (t, OPPORTUNITY))));
+    // Few runs (two per flow and one): the smallest head is found by looking at each.
+    std::iter::from_fn(move || {
+        let smallest = runs.iter_mut().enumerate().filter_map(|(r, run)| run.peek().map(|&line| (line, r))).min()?;
+        runs[smallest.1].next()
+    })
 }
+
+/// The three decimals of every fraction of a ms, `000` to `999`.
+const FRACTIONS: [u8; 3000] = {
+    let mut digits = [0u8; 3000];
+    let mut i = 0;
+    while i < 1000 {
+        digits[3 * i] = b'0' + (i / 100) as u8;
+        digits[3 * i + 1] = b'0' + (i / 10 % 10) as u8;
+        digits[3 * i + 2] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    digits
+};
 
 /// `t_us` as ms with three decimals: `12.345`.
 fn millis(line: &mut LineBuffer, t_us: u64) -> &mut LineBuffer {
-    let fraction = t_us % 1000;
-    line.int(t_us / 1000).text(".").int(fraction / 100).int(fraction / 10 % 10).int(fraction % 10)
+    let fraction = (t_us % 1000) as usize;
+    let decimals = std::str::from_utf8(&FRACTIONS[3 * fraction..3 * fraction + 3]).expect("ASCII digits");
+    line.int(t_us / 1000).text(".").text(decimals)
 }
 
 fn write_direction(path: &FsPath, flows: &[&Crossings], size_bytes: u32, opportunities_us: &[u64]) -> io::Result<()> {
@@ -99,6 +130,13 @@ mod tests {
     }
 
     #[test]
+    fn a_run_out_of_order_is_sorted() {
+        let reordered = Crossings { uid: vec![0, 1], send_us: vec![10, 11], recv_us: vec![Some(40), Some(30)] };
+        let lines: Vec<_> = lines_in_order(&[&reordered], &[]).collect();
+        assert_eq!(lines, [(10, 0), (11, 2), (30, 3), (40, 1)]);
+    }
+
+    #[test]
     fn ties_keep_the_merges_order() {
         // Flow 1 sends at 10 and 20 µs, the first arrives at 20; flow 0 sends at 20; an opportunity at 20.
         let mut zero = Crossings::default();
@@ -106,7 +144,7 @@ mod tests {
         zero.send_us.push(20);
         zero.recv_us.push(None);
         let one = Crossings { uid: vec![0, 1], send_us: vec![10, 20], recv_us: vec![Some(20), None] };
-        let lines = lines_in_order(&[&zero, &one], &[20]);
+        let lines: Vec<_> = lines_in_order(&[&zero, &one], &[20]).collect();
         let one_base = 1 << FLOW_SHIFT;
         assert_eq!(lines, [(10, one_base), (20, 0), (20, one_base | 1), (20, one_base | 2), (20, OPPORTUNITY)]);
     }

@@ -48,8 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                      help=f"runs simulated at once (default: all {len(os.sched_getaffinity(0))} cores this process may use)")
     sim.add_argument("--text-logs", action="store_true", help="also keep each run's text logs of the real experiment "
-                     "(tunnel logs flowI.*.log, link logs uplink.log and downlink.log: ~350 bytes a packet, several "
-                     "times slower); records.parquet, datalink.log and acklink.log are always written")
+                     "(tunnel logs flowI.*.log, link logs uplink.log and downlink.log: ~220 bytes a data packet); "
+                     "records.parquet, datalink.log and acklink.log are always written")
     sim.add_argument("--quiet", action="store_true", help="no progress lines")
     sim.add_argument("--no-analyze", action="store_true", help="skip the analysis at the end (pantheon analyze DATA_DIR)")
 
