@@ -5,10 +5,12 @@ What is measured
     1. Speed. One flow of the userspace Cubic (cubic-user's controller, crates/cc spec `cubic`)
        for 30 simulated seconds over a path of 12, 100 and 1000 Mbit/s each way, 20 ms one-way
        delay each way (40 ms RTT), a DropTail buffer of one bandwidth-delay product on the data
-       direction (60 000, 500 000 and 5 000 000 bytes), each case twice: "logs", `pantheon-sim
-       run` writing every log `pantheon sim` needs (4 tunnel logs, 2 link logs: about 100 bytes
-       per packet), and "metrics", the same simulation as one `pantheon-sim batch` job, which
-       writes nothing (what calibration and training use). Per case:
+       direction (60 000, 500 000 and 5 000 000 bytes), each case twice: "files", `pantheon-sim
+       run` writing what `pantheon sim` keeps of a run (records.parquet, datalink.log,
+       acklink.log: about 125 bytes per data packet; before issue 14 it wrote the 4 tunnel logs and
+       2 link logs that are now --text-logs, and Python merged them into those files afterwards),
+       and "metrics", the same simulation as one `pantheon-sim batch` job, which writes nothing
+       (what calibration and training use). Per case:
          wall s        the process's wall time, start to exit (everything included)
          x real time   simulated seconds / wall seconds
          Mevents/s     the simulator's event count (its JSON) / its own wall time
@@ -131,8 +133,8 @@ def path_options(rate_mbps: float) -> list[str]:
     return link_options(rate_mbps=rate_mbps, delay_ms=DELAY_MS, queue_bytes=bdp_bytes(rate_mbps))
 
 
-def simulate_logs(sim: Path, rate_mbps: float, sim_s: float, repeat: int, scratch: Path) -> Timed:
-    """`pantheon-sim run`, every log written (what `pantheon sim` runs for each run)."""
+def simulate_files(sim: Path, rate_mbps: float, sim_s: float, repeat: int, scratch: Path) -> Timed:
+    """`pantheon-sim run`, its files written (what `pantheon sim` runs for each run)."""
     out = scratch / f"{rate_mbps:g}-{sim_s:g}"
     out.mkdir()
     try:
@@ -255,23 +257,24 @@ def main() -> int:
     why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3_ready()
 
     header = f"{'case':<28} {'wall s':>8} {'x real time':>11} {'Mevents/s':>9} {'peak MiB':>8} {'packets':>10} {'us/packet':>9}"
-    logs_x, metrics_x = {}, {}
+    files_x, metrics_x = {}, {}
     print(f"pantheon-sim ({sim}): one flow of {CC} (crates/cc), {DELAY_MS} ms each way, DropTail 1 BDP")
-    print("logs: pantheon-sim run writing every log (as pantheon sim does); metrics: one batch job, no files")
+    print("files: pantheon-sim run writing records.parquet, datalink.log, acklink.log (as pantheon sim does); "
+          "metrics: one batch job, no files")
     with tempfile.TemporaryDirectory(prefix="sim-speed-", dir=REPO_ROOT / "target") as scratch:
         print(header)
         for rate in RATES_MBPS:
-            t = simulate_logs(sim, rate, SIM_S, args.repeat, Path(scratch))
-            logs_x[rate] = SIM_S / t.wall_s
-            print(row(f"{rate} Mbit/s, {SIM_S:g} s, logs", t, SIM_S), flush=True)
+            t = simulate_files(sim, rate, SIM_S, args.repeat, Path(scratch))
+            files_x[rate] = SIM_S / t.wall_s
+            print(row(f"{rate} Mbit/s, {SIM_S:g} s, files", t, SIM_S), flush=True)
             t = simulate_metrics(sim, rate, SIM_S, args.repeat)
             metrics_x[rate] = SIM_S / t.wall_s
             print(row(f"{rate} Mbit/s, {SIM_S:g} s, metrics", t, SIM_S), flush=True)
         print(f"\ncost against packets at {LINEAR_RATE_MBPS} Mbit/s: us/packet should stay about constant")
         print(header)
         for sim_s in LINEAR_SIM_S:
-            t = simulate_logs(sim, LINEAR_RATE_MBPS, sim_s, args.repeat, Path(scratch))
-            print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, logs", t, sim_s), flush=True)
+            t = simulate_files(sim, LINEAR_RATE_MBPS, sim_s, args.repeat, Path(scratch))
+            print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, files", t, sim_s), flush=True)
         for sim_s in LINEAR_SIM_S:
             t = simulate_metrics(sim, LINEAR_RATE_MBPS, sim_s, args.repeat)
             print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, metrics", t, sim_s), flush=True)
@@ -280,11 +283,11 @@ def main() -> int:
           "and pantheon-sim, x real time")
     if why_no_ns3:
         print(f"ns-3: {why_no_ns3}")
-    print(f"{'Mbit/s':<7} {'ns-3 sim s':>10} {'ns-3 wall s':>11} {'ns-3':>8} {'ns-3 Mbit/s':>11} {'ours logs':>10} "
-          f"{'ours metrics':>12} {'logs/ns-3':>10} {'metrics/ns-3':>12} {'target':>7} {'logs':>6} {'metrics':>7} {'ns-3 before':>11}")
+    print(f"{'Mbit/s':<7} {'ns-3 sim s':>10} {'ns-3 wall s':>11} {'ns-3':>8} {'ns-3 Mbit/s':>11} {'ours files':>10} "
+          f"{'ours metrics':>12} {'files/ns-3':>10} {'metrics/ns-3':>12} {'target':>7} {'files':>6} {'metrics':>7} {'ns-3 before':>11}")
     for rate in RATES_MBPS:
-        ours = f"{logs_x[rate]:10,.0f} {metrics_x[rate]:12,.0f}"
-        goal = (f"{TARGET_X[rate]:>7} {verdict(logs_x[rate], TARGET_X[rate]):>6} {verdict(metrics_x[rate], TARGET_X[rate]):>7} "
+        ours = f"{files_x[rate]:10,.0f} {metrics_x[rate]:12,.0f}"
+        goal = (f"{TARGET_X[rate]:>7} {verdict(files_x[rate], TARGET_X[rate]):>6} {verdict(metrics_x[rate], TARGET_X[rate]):>7} "
                 f"{NS3_BEFORE_X[rate]:>11}")
         if why_no_ns3:
             print(f"{rate:<7} {'-':>10} {'-':>11} {'-':>8} {'-':>11} {ours} {'-':>10} {'-':>12} {goal}")
@@ -293,7 +296,7 @@ def main() -> int:
         t = ns3(rate, sim_s)
         ns3_x = sim_s / t.report["wall_s"]
         print(f"{rate:<7} {sim_s:10g} {t.report['wall_s']:11.2f} {ns3_x:8.3f} {t.report['throughput_mbps']:11.2f} {ours} "
-              f"{logs_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
+              f"{files_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
 
     batch_ms, process_ms = batch_overhead()
     print(f"\nbatch API overhead ({BATCH_JOBS} jobs of {BATCH_JOB_S:g} s at 12 Mbit/s, --jobs 1): {batch_ms:.3f} ms per job; "
