@@ -38,18 +38,17 @@ pub fn write_acks(dir: &FsPath, records: &Records) -> io::Result<()> {
 }
 
 /// A run of lines already in time order.
-type Run<'a> = std::iter::Peekable<Box<dyn Iterator<Item = (u64, u64)> + 'a>>;
+type Run<'a> = Box<dyn Iterator<Item = (u64, u64)> + 'a>;
 
 /// `run` as it is when it is in time order, else sorted (a path that reorders).
 fn in_order<'a>(run: impl Iterator<Item = (u64, u64)> + Clone + 'a) -> Run<'a> {
-    let lines: Box<dyn Iterator<Item = (u64, u64)> + 'a> = if run.clone().is_sorted() {
+    if run.clone().is_sorted() {
         Box::new(run)
     } else {
         let mut sorted: Vec<_> = run.collect();
         sorted.sort_unstable();
         Box::new(sorted.into_iter())
-    };
-    lines.peekable()
+    }
 }
 
 /// `(t_us, place)` of every line, in the file's order: a merge of the runs that are in time order
@@ -65,9 +64,11 @@ fn lines_in_order<'a>(flows: &[&'a Crossings], opportunities_us: &'a [u64]) -> i
     }
     runs.push(in_order(opportunities_us.iter().map(|&t| (t, OPPORTUNITY))));
     // Few runs (two per flow and one): the smallest head is found by looking at each.
+    let mut heads: Vec<Option<(u64, u64)>> = runs.iter_mut().map(Iterator::next).collect();
     std::iter::from_fn(move || {
-        let smallest = runs.iter_mut().enumerate().filter_map(|(r, run)| run.peek().map(|&line| (line, r))).min()?;
-        runs[smallest.1].next()
+        let (line, r) = heads.iter().enumerate().filter_map(|(r, head)| head.map(|line| (line, r))).min()?;
+        heads[r] = runs[r].next();
+        Some(line)
     })
 }
 
@@ -83,12 +84,16 @@ const FRACTIONS: [u8; 3000] = {
     }
     digits
 };
+/// The same, as text.
+const FRACTIONS_TEXT: &str = match std::str::from_utf8(&FRACTIONS) {
+    Ok(text) => text,
+    Err(_) => panic!("ASCII digits"),
+};
 
 /// `t_us` as ms with three decimals: `12.345`.
 fn millis(line: &mut LineBuffer, t_us: u64) -> &mut LineBuffer {
     let fraction = (t_us % 1000) as usize;
-    let decimals = std::str::from_utf8(&FRACTIONS[3 * fraction..3 * fraction + 3]).expect("ASCII digits");
-    line.int(t_us / 1000).text(".").text(decimals)
+    line.int(t_us / 1000).text(".").text(&FRACTIONS_TEXT[3 * fraction..3 * fraction + 3])
 }
 
 fn write_direction(path: &FsPath, flows: &[&Crossings], size_bytes: u32, opportunities_us: &[u64]) -> io::Result<()> {
