@@ -42,11 +42,10 @@ const SCHEMA: &str = "message schema {
     optional int64 send_us;
     optional int64 recv_us;
 }";
-/// The one column that is text, dictionary-encoded (two values, so its PLAIN fallback never
-/// comes into play; 20% faster to write than
-/// DELTA_BYTE_ARRAY). The others are integers that, within a flow and direction, stay the same
-/// (flow, size) or grow by small steps (uid, times): delta encoding stores them in a few bits a
-/// row, without a dictionary's hashing of every value.
+/// The one column that is text, dictionary-encoded (two values, so its PLAIN fallback never comes
+/// into play; 20% faster to write than DELTA_BYTE_ARRAY). The others are integers that, within a
+/// flow and direction, stay the same (flow, size) or grow by small steps (uid, times): delta
+/// encoding stores them in a few bits a row, without a dictionary's hashing of every value.
 const TEXT_COLUMN: &str = "direction";
 
 /// The datagrams of one flow in one direction, in the order they entered the tunnel.
