@@ -41,8 +41,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- Rust ---------------------------------------------------------------------------------------
-# Any cargo >= 1.80 will do (rustup's, or Debian bookworm's cargo-web/rustc-web, Rust 1.85+).
-min_rust_minor=80
+# Any cargo >= 1.88 will do (the parquet crate of crates/sim needs it: rustup's, or Debian bookworm's cargo-web/rustc-web).
+min_rust_minor=88
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 rust_ok() {
   command -v cargo >/dev/null || return 1

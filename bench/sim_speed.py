@@ -5,10 +5,12 @@ What is measured
     1. Speed. One flow of the userspace Cubic (cubic-user's controller, crates/cc spec `cubic`)
        for 30 simulated seconds over a path of 12, 100 and 1000 Mbit/s each way, 20 ms one-way
        delay each way (40 ms RTT), a DropTail buffer of one bandwidth-delay product on the data
-       direction (60 000, 500 000 and 5 000 000 bytes), each case twice: "logs", `pantheon-sim
-       run` writing every log `pantheon sim` needs (4 tunnel logs, 2 link logs: about 100 bytes
-       per packet), and "metrics", the same simulation as one `pantheon-sim batch` job, which
-       writes nothing (what calibration and training use). Per case:
+       direction (60 000, 500 000 and 5 000 000 bytes), each case twice: "files", `pantheon-sim
+       run` writing what `pantheon sim` keeps of a run (records.parquet, datalink.log,
+       acklink.log: about 125 bytes per data packet; before issue 14 it wrote the 4 tunnel logs and
+       2 link logs that are now --text-logs, and Python merged them into those files afterwards),
+       and "metrics", the same simulation as one `pantheon-sim batch` job, which writes nothing
+       (what calibration and training use). Per case:
          wall s        the process's wall time, start to exit (everything included)
          x real time   simulated seconds / wall seconds
          Mevents/s     the simulator's event count (its JSON) / its own wall time
@@ -26,10 +28,18 @@ What is measured
     4. The batch API's overhead per job (pantheon.sim.batch): 200 jobs of 0.2 simulated seconds at
        12 Mbit/s through one `pantheon-sim batch --jobs 1`, wall time minus the jobs' own, per job;
        and, for comparison, one `pantheon-sim run` process per job (files written) for 20 of them.
+    5. End to end, as a user runs it: the whole `pantheon sim --schemes cubic-user --runtime 600
+       --no-analyze` command (Python's start, the path check, the campaign's worker, pantheon-sim
+       writing records.parquet, datalink.log and acklink.log, run.json and sim.json: a data dir
+       `pantheon analyze` reads) at 12 and 100 Mbit/s, its wall time against the 600 simulated
+       seconds; the analysis is left out (--no-analyze: it is `pantheon analyze`'s cost, not the
+       simulator's). Also at 12 Mbit/s with --text-logs (the tunnel and link logs kept too).
+       --e2e-runtime sets the seconds; --no-e2e skips it.
 
 Why
     Calibration (paper §4) and Indigo's training need thousands of runs; the issue's targets are
-    >= 1000x real time at 12 Mbit/s, >= 100x at 100 Mbit/s, >= 10x at 1 Gbit/s. Figures measured
+    >= 1000x real time at 12 Mbit/s, >= 100x at 100 Mbit/s, >= 10x at 1 Gbit/s, and end to end
+    (issue 14 §6) >= 1000x at 12 Mbit/s and >= 100x at 100 Mbit/s for one 600 s run. Figures measured
     for ns-3 before this bench existed, for reference: 19x at 12, 2.9x at 100, 0.026x at 1000.
 
 ns-3 is not part of ./setup.sh (benches are not); when pkg-config does not find it, this script
@@ -77,6 +87,10 @@ NS3_BEFORE_X = {12: 19, 100: 2.9, 1000: 0.026}
 BATCH_JOBS = 200
 BATCH_JOB_S = 0.2
 PROCESS_JOBS = 20
+E2E_RATES_MBPS = (12, 100)
+E2E_TARGET_X = {12: 1000, 100: 100}
+E2E_SCHEME = "cubic-user"
+"""The scheme whose controller is crates/cc's `cubic`, the CC of the cases above."""
 
 
 def bdp_bytes(rate_mbps: float) -> int:
@@ -119,8 +133,8 @@ def path_options(rate_mbps: float) -> list[str]:
     return link_options(rate_mbps=rate_mbps, delay_ms=DELAY_MS, queue_bytes=bdp_bytes(rate_mbps))
 
 
-def simulate_logs(sim: Path, rate_mbps: float, sim_s: float, repeat: int, scratch: Path) -> Timed:
-    """`pantheon-sim run`, every log written (what `pantheon sim` runs for each run)."""
+def simulate_files(sim: Path, rate_mbps: float, sim_s: float, repeat: int, scratch: Path) -> Timed:
+    """`pantheon-sim run`, its files written (what `pantheon sim` runs for each run)."""
     out = scratch / f"{rate_mbps:g}-{sim_s:g}"
     out.mkdir()
     try:
@@ -203,38 +217,64 @@ def batch_overhead() -> tuple[float, float]:
     return batch_ms, sum(per_process) / PROCESS_JOBS * 1e3
 
 
+def end_to_end(rate_mbps: float, sim_s: float, repeat: int, scratch: Path, text_logs: bool = False) -> float:
+    """The fastest wall time of the whole `pantheon sim` command of one run, analysis left out."""
+    argv = [sys.executable, "-c", "import sys; from pantheon.cli import main; sys.exit(main())", "sim",
+            "--schemes", E2E_SCHEME, "--runtime", f"{sim_s:g}", "--no-analyze", "--quiet",
+            *(["--text-logs"] if text_logs else []), *path_options(rate_mbps)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT / "python"), os.environ.get("PYTHONPATH")]))}
+    walls = []
+    for i in range(repeat):
+        data = scratch / f"e2e-{rate_mbps:g}-{text_logs}-{i}"
+        started = time.perf_counter()
+        done = subprocess.run([*argv, "--data-dir", str(data)], capture_output=True, text=True, env=env)
+        walls.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            sys.exit(f"sim_speed: pantheon sim failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+        if not (data / E2E_SCHEME / "run1" / "records.parquet").is_file():
+            sys.exit(f"sim_speed: pantheon sim left no records.parquet in {data}")
+        shutil.rmtree(data)
+    return min(walls)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="run each of our cases this many times, keep the fastest (default 3)")
     parser.add_argument("--no-ns3", action="store_true", help="skip ns-3")
     parser.add_argument("--ns3-gbit-seconds", type=float, default=5.0, help="simulated seconds of ns-3 at 1 Gbit/s (default 5)")
+    parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end pantheon sim rows")
+    parser.add_argument("--e2e-runtime", type=float, default=600.0, help="simulated seconds of the end-to-end run (default 600)")
+    parser.add_argument("--only-e2e", action="store_true", help="the end-to-end rows alone")
     args = parser.parse_args()
     try:
         sim = binary(PROGRAM)
     except MissingBinary as e:
         sys.exit(f"sim_speed: {e}")
+    if args.only_e2e:
+        return print_end_to_end(args)
     if not Path(GNU_TIME).exists() and (why := install(["time"], f"{GNU_TIME} (GNU time, for peak memory) is missing")):
         sys.exit(f"sim_speed: {why}")
     why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3_ready()
 
     header = f"{'case':<28} {'wall s':>8} {'x real time':>11} {'Mevents/s':>9} {'peak MiB':>8} {'packets':>10} {'us/packet':>9}"
-    logs_x, metrics_x = {}, {}
+    files_x, metrics_x = {}, {}
     print(f"pantheon-sim ({sim}): one flow of {CC} (crates/cc), {DELAY_MS} ms each way, DropTail 1 BDP")
-    print("logs: pantheon-sim run writing every log (as pantheon sim does); metrics: one batch job, no files")
+    print("files: pantheon-sim run writing records.parquet, datalink.log, acklink.log (as pantheon sim does); "
+          "metrics: one batch job, no files")
     with tempfile.TemporaryDirectory(prefix="sim-speed-", dir=REPO_ROOT / "target") as scratch:
         print(header)
         for rate in RATES_MBPS:
-            t = simulate_logs(sim, rate, SIM_S, args.repeat, Path(scratch))
-            logs_x[rate] = SIM_S / t.wall_s
-            print(row(f"{rate} Mbit/s, {SIM_S:g} s, logs", t, SIM_S), flush=True)
+            t = simulate_files(sim, rate, SIM_S, args.repeat, Path(scratch))
+            files_x[rate] = SIM_S / t.wall_s
+            print(row(f"{rate} Mbit/s, {SIM_S:g} s, files", t, SIM_S), flush=True)
             t = simulate_metrics(sim, rate, SIM_S, args.repeat)
             metrics_x[rate] = SIM_S / t.wall_s
             print(row(f"{rate} Mbit/s, {SIM_S:g} s, metrics", t, SIM_S), flush=True)
         print(f"\ncost against packets at {LINEAR_RATE_MBPS} Mbit/s: us/packet should stay about constant")
         print(header)
         for sim_s in LINEAR_SIM_S:
-            t = simulate_logs(sim, LINEAR_RATE_MBPS, sim_s, args.repeat, Path(scratch))
-            print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, logs", t, sim_s), flush=True)
+            t = simulate_files(sim, LINEAR_RATE_MBPS, sim_s, args.repeat, Path(scratch))
+            print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, files", t, sim_s), flush=True)
         for sim_s in LINEAR_SIM_S:
             t = simulate_metrics(sim, LINEAR_RATE_MBPS, sim_s, args.repeat)
             print(row(f"{LINEAR_RATE_MBPS} Mbit/s, {sim_s:g} s, metrics", t, sim_s), flush=True)
@@ -243,11 +283,11 @@ def main() -> int:
           "and pantheon-sim, x real time")
     if why_no_ns3:
         print(f"ns-3: {why_no_ns3}")
-    print(f"{'Mbit/s':<7} {'ns-3 sim s':>10} {'ns-3 wall s':>11} {'ns-3':>8} {'ns-3 Mbit/s':>11} {'ours logs':>10} "
-          f"{'ours metrics':>12} {'logs/ns-3':>10} {'metrics/ns-3':>12} {'target':>7} {'logs':>6} {'metrics':>7} {'ns-3 before':>11}")
+    print(f"{'Mbit/s':<7} {'ns-3 sim s':>10} {'ns-3 wall s':>11} {'ns-3':>8} {'ns-3 Mbit/s':>11} {'ours files':>10} "
+          f"{'ours metrics':>12} {'files/ns-3':>10} {'metrics/ns-3':>12} {'target':>7} {'files':>6} {'metrics':>7} {'ns-3 before':>11}")
     for rate in RATES_MBPS:
-        ours = f"{logs_x[rate]:10,.0f} {metrics_x[rate]:12,.0f}"
-        goal = (f"{TARGET_X[rate]:>7} {verdict(logs_x[rate], TARGET_X[rate]):>6} {verdict(metrics_x[rate], TARGET_X[rate]):>7} "
+        ours = f"{files_x[rate]:10,.0f} {metrics_x[rate]:12,.0f}"
+        goal = (f"{TARGET_X[rate]:>7} {verdict(files_x[rate], TARGET_X[rate]):>6} {verdict(metrics_x[rate], TARGET_X[rate]):>7} "
                 f"{NS3_BEFORE_X[rate]:>11}")
         if why_no_ns3:
             print(f"{rate:<7} {'-':>10} {'-':>11} {'-':>8} {'-':>11} {ours} {'-':>10} {'-':>12} {goal}")
@@ -256,11 +296,26 @@ def main() -> int:
         t = ns3(rate, sim_s)
         ns3_x = sim_s / t.report["wall_s"]
         print(f"{rate:<7} {sim_s:10g} {t.report['wall_s']:11.2f} {ns3_x:8.3f} {t.report['throughput_mbps']:11.2f} {ours} "
-              f"{logs_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
+              f"{files_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
 
     batch_ms, process_ms = batch_overhead()
     print(f"\nbatch API overhead ({BATCH_JOBS} jobs of {BATCH_JOB_S:g} s at 12 Mbit/s, --jobs 1): {batch_ms:.3f} ms per job; "
           f"one pantheon-sim run process per job: {process_ms:.2f} ms per job")
+    return 0 if args.no_e2e else print_end_to_end(args)
+
+
+def print_end_to_end(args: argparse.Namespace) -> int:
+    sim_s = args.e2e_runtime
+    print(f"\nend to end: pantheon sim --schemes {E2E_SCHEME} --runtime {sim_s:g} --no-analyze (one run, data dir "
+          f"written, analysis left out), fastest of {args.repeat}")
+    print(f"{'case':<34} {'wall s':>8} {'x real time':>11} {'target':>7} {'':>6}")
+    with tempfile.TemporaryDirectory(prefix="sim-speed-e2e-", dir=REPO_ROOT / "target") as scratch:
+        cases = [(rate, False) for rate in E2E_RATES_MBPS] + [(E2E_RATES_MBPS[0], True)]
+        for rate, text_logs in cases:
+            wall_s = end_to_end(rate, sim_s, args.repeat, Path(scratch), text_logs)
+            label = f"{rate} Mbit/s, {sim_s:g} s" + (", --text-logs" if text_logs else "")
+            target = "" if text_logs else f"{E2E_TARGET_X[rate]:>7} {verdict(sim_s / wall_s, E2E_TARGET_X[rate]):>6}"
+            print(f"{label:<34} {wall_s:8.3f} {sim_s / wall_s:11,.0f} {target}", flush=True)
     return 0
 
 

@@ -9,6 +9,8 @@ data direction (one bandwidth-delay product: 12 Mbit/s x 40 ms). What a research
 - Cubic fills the buffer and the link (throughput near 12 Mbit/s, 95th-percentile delay near
   20 + 40 ms) while Copa keeps less queued (its paper, NSDI 2018 §2: about 1/delta packets);
 - the simulator's own per-flow metrics equal `pantheon analyze`'s, computed from the records;
+- the records.parquet, datalink.log and acklink.log pantheon-sim writes are those the harness's
+  record merge (harness/records.py) builds from its text logs: same rows and values, same bytes;
 - the data dir is the harness's, says it was simulated, and the report says so.
 Also: determinism (byte-identical records and logs for the same command), seeds per repetition,
 bad path options with the emulator's message, unknown and unsimulable schemes skipped with one
@@ -27,6 +29,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pantheon.harness import plan as plans
+from pantheon.harness import records as records_merge
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,10 +80,9 @@ def test_campaign_writes_the_harness_data_dir(campaign: tuple[Path, subprocess.C
         run = json.loads((run_dir / "run.json").read_text())
         assert run["ok"] and run["t0_epoch_s"] == 0.0 and run["simulated"]
         assert run["flows"] == [{"scheme": scheme, "start_s": 0.0, "duration_s": float(RUNTIME_S)}]
-        for name in ("datalink.log", "acklink.log", "uplink.log", "downlink.log", "flow0.sender.ingress.log",
-                     "flow0.receiver.egress.log", "flow0.receiver.ingress.log", "flow0.sender.egress.log",
-                     "throughput.png", "delay.png"):
+        for name in ("records.parquet", "datalink.log", "acklink.log", "sim.json", "throughput.png", "delay.png"):
             assert (run_dir / name).is_file(), name
+        assert not list(run_dir.glob("flow*.log")) and not (run_dir / "uplink.log").exists(), "text logs on request only"
     for name in ("perf.json", "report.html", "report.pdf"):
         assert (data / name).is_file(), name
     assert "simulated by pantheon-sim" in (data / "report.html").read_text()
@@ -109,20 +112,38 @@ def test_metrics_agree_with_the_analysis(campaign: tuple[Path, subprocess.Comple
         sim = json.loads((data / scheme / "run1" / "sim.json").read_text())["flows"][0]
         ours = perf["schemes"][scheme]["summary"]["flows"]["1"]
         assert sim["throughput_mbps"] == pytest.approx(ours["throughput_mbps"]["mean"], rel=1e-9)
-        assert sim["p95_delay_ms"] == pytest.approx(ours["delay_p95_ms"]["mean"], rel=1e-9)
-        assert sim["loss"] == pytest.approx(ours["loss_rate"]["mean"], rel=1e-9, abs=1e-12)
+        assert sim["delay_p95_ms"] == pytest.approx(ours["delay_p95_ms"]["mean"], rel=1e-9)
+        assert sim["loss_rate"] == pytest.approx(ours["loss_rate"]["mean"], rel=1e-9, abs=1e-12)
         found[scheme] = sim
     cubic, copa = found["cubic-user"], found["copa"]
     assert 10.5 <= cubic["throughput_mbps"] <= RATE_MBPS
-    assert cubic["p95_delay_ms"] >= DELAY_MS + 0.75 * QUEUE_MS, "Cubic fills the buffer"
-    assert copa["p95_delay_ms"] < cubic["p95_delay_ms"], "Copa keeps less queued than Cubic"
+    assert cubic["delay_p95_ms"] >= DELAY_MS + 0.75 * QUEUE_MS, "Cubic fills the buffer"
+    assert copa["delay_p95_ms"] < cubic["delay_p95_ms"], "Copa keeps less queued than Cubic"
+
+
+def test_records_are_those_the_harness_merges_from_the_text_logs(tmp_path: Path) -> None:
+    rust, python = tmp_path / "rust", tmp_path / "python"
+    flows = ["--flow", "cubic", "--flow", "copa@0.5+1.5"]
+    done = subprocess.run([str(SIM), "run", "--out", str(rust), "--text-logs", "--seed", "3", "--runtime-s", "2",
+                           *flows, *PATH, "--uplink-loss", "0.02"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    python.mkdir()
+    for log in [*rust.glob("flow*.log"), rust / "uplink.log", rust / "downlink.log"]:
+        (python / log.name).write_bytes(log.read_bytes())
+    records_merge.merge_run(python, plans.uniform("cubic-user", 2, 0.5, 2.0), 0.0)
+    ours, theirs = pq.read_table(rust / "records.parquet"), pq.read_table(python / "records.parquet")
+    assert ours.schema.equals(theirs.schema) and ours.num_rows == theirs.num_rows > 1_000
+    assert ours.equals(theirs), "same rows, same columns, same values"
+    assert ours.column("recv_us").null_count > 0, "losses show as nulls"
+    for name in ("datalink.log", "acklink.log"):
+        assert (rust / name).read_bytes() == (python / name).read_bytes(), name
 
 
 def test_same_command_same_bytes_and_seeds_per_repetition(tmp_path: Path) -> None:
     lossy = [*PATH, "--uplink-loss", "0.02"]
     for name in ("a", "b"):
         done = pantheon("sim", "--schemes", "copa", "--runtime", "3", "--run-times", "2", "--seed", "7",
-                        "--data-dir", str(tmp_path / name), "--no-analyze", "--quiet", *lossy)
+                        "--data-dir", str(tmp_path / name), "--no-analyze", "--quiet", "--text-logs", *lossy)
         assert done.returncode == 0, done.stderr
     for run in ("run1", "run2"):
         for name in ("records.parquet", "datalink.log", "acklink.log", "uplink.log", "flow0.sender.ingress.log"):
@@ -227,8 +248,8 @@ def test_batch_good_and_bad_jobs(tmp_path: Path) -> None:
     assert results[4].flows == results[0].flows, "the same job gives the same metrics"
     assert 10.5 <= cubic.throughput_mbps <= RATE_MBPS
     assert cubic.delivered_packets <= cubic.sent_packets
-    assert cubic.loss == pytest.approx(1 - cubic.delivered_packets / cubic.sent_packets)
-    assert DELAY_MS <= cubic.mean_delay_ms <= cubic.p95_delay_ms <= DELAY_MS + QUEUE_MS + OPPORTUNITY_MS
+    assert cubic.loss_rate == pytest.approx(1 - cubic.delivered_packets / cubic.sent_packets)
+    assert DELAY_MS <= cubic.delay_mean_ms <= cubic.delay_p95_ms <= DELAY_MS + QUEUE_MS + OPPORTUNITY_MS
     assert len(results[2].flows) == 2 and results[0].events > 0
     # The batch's metrics are the `pantheon sim` run's: the same simulation, no files.
     done = pantheon("sim", "--schemes", "cubic-user", "--runtime", str(RUNTIME_S), "--data-dir", str(tmp_path),

@@ -353,7 +353,7 @@ impl CongestionControl for Bbr {
         }
         // The filter can only expire once it holds a sample: the driver's clock need not start at 0.
         let rtprop_expired = self.rtprop_us.is_some() && e.now_us > self.rtprop_stamp_us + RTPROP_FILTER_US;
-        if self.rtprop_us.map_or(true, |r| e.rtt_us <= r) || rtprop_expired {
+        if self.rtprop_us.is_none_or(|r| e.rtt_us <= r) || rtprop_expired {
             self.rtprop_us = Some(e.rtt_us);
             self.rtprop_stamp_us = e.now_us;
         }
@@ -409,7 +409,7 @@ mod tests {
         let mut changes: Vec<(u64, State, usize)> = Vec::new();
         path.run(&mut bbr, until_us, |a, b| {
             let now = (b.state(), b.cycle_index);
-            if changes.last().map_or(true, |&(_, s, i)| (s, i) != now) {
+            if changes.last().is_none_or(|&(_, s, i)| (s, i) != now) {
                 changes.push((a.now_us, now.0, now.1));
             }
         });

@@ -268,7 +268,7 @@ impl CongestionControl for Copa {
 
         let acked_packets = e.bytes as f64 / self.config.mss_bytes as f64;
         let rate_pps = self.cwnd_packets * 1e6 / self.rtt_standing_us.max(1) as f64;
-        let below_target = self.target_rate_pps().map_or(true, |target| rate_pps <= target);
+        let below_target = self.target_rate_pps().is_none_or(|target| rate_pps <= target);
         if self.slow_start && !below_target {
             self.slow_start = false;
         }

@@ -68,7 +68,7 @@ impl FixedPath {
         loop {
             loop {
                 let d = cc.decision();
-                let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
+                let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
                 if !window_open || now_us < next_send_us {
                     break;
                 }
@@ -83,7 +83,7 @@ impl FixedPath {
                 }
             }
             let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
+            let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
             let candidates = [
                 acks.front().map(|a| a.0),
                 (window_open && next_send_us > now_us).then_some(next_send_us),

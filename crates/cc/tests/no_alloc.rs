@@ -72,7 +72,7 @@ fn drive(
     while clock.sent < until_seq {
         loop {
             let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
+            let window_open = d.cwnd_bytes.is_none_or(|c| sender.inflight_bytes() + PACKET_BYTES <= c);
             if !window_open || clock.now_us < clock.next_send_us {
                 break;
             }
@@ -89,7 +89,7 @@ fn drive(
             }
         }
         let d = cc.decision();
-        let window_open = d.cwnd_bytes.map_or(true, |c| sender.inflight_bytes() + PACKET_BYTES <= c);
+        let window_open = d.cwnd_bytes.is_none_or(|c| sender.inflight_bytes() + PACKET_BYTES <= c);
         let next_us = [
             acks.front().map(|a| a.0),
             (window_open && clock.next_send_us > clock.now_us).then_some(clock.next_send_us),

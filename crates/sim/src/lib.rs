@@ -9,8 +9,9 @@
 //!
 //! - [`scenario`]: the run (path, flows, runtime) and its validation;
 //! - [`simulation`]: the event loop; [`host`]: the hosts' wake-up latencies around it;
-//! - [`observer`]: what the simulation reports; [`logs`] (the real experiment's files) and
-//!   [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
+//! - [`observer`]: what the simulation reports; [`records`] (records.parquet, and from it
+//!   [`merged_logs`]: datalink.log, acklink.log), [`logs`] (the tunnel's and emulator's own text
+//!   logs, on request) and [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
 //! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel.
 //!
 //! docs/sim.md describes the model, how it differs from the emulator, and the command line.
@@ -18,8 +19,10 @@
 pub mod batch;
 pub mod host;
 pub mod logs;
+pub mod merged_logs;
 pub mod metrics;
 pub mod observer;
 pub mod outcome;
+pub mod records;
 pub mod scenario;
 pub mod simulation;

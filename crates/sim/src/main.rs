@@ -25,7 +25,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// One run, writing the tunnel and link logs of the real experiment and printing a JSON summary.
+    /// One run, writing its records and merged link logs (and with --text-logs the tunnel's and the
+    /// emulator's own logs) and printing a JSON summary.
     Run(Box<RunArgs>),
     /// Many runs: JSON-line jobs on standard input, JSON-line results on standard output.
     Batch(BatchArgs),
@@ -34,10 +35,15 @@ enum Command {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 struct RunArgs {
-    /// Directory for the logs (created if missing): flowI.{sender,receiver}.{ingress,egress}.log
-    /// for flows numbered from 0, uplink.log, downlink.log.
+    /// Directory for the run's files (created if missing): records.parquet, datalink.log,
+    /// acklink.log, as the harness writes them for `pantheon analyze` (flows numbered from 0).
     #[arg(long, value_name = "RUN_DIR")]
     out: PathBuf,
+    /// Also write the text logs of the real experiment: the tunnel's four per flow,
+    /// flowI.{sender,receiver}.{ingress,egress}.log, and the emulator's uplink.log, downlink.log
+    /// (about 220 bytes per data packet).
+    #[arg(long)]
+    text_logs: bool,
     /// Length of the run in seconds of simulated time.
     #[arg(long, value_name = "S", default_value = "30")]
     runtime_s: String,
@@ -66,7 +72,7 @@ fn run(args: &RunArgs) -> Result<i32, String> {
         .map(|(i, text)| FlowPlan::parse(i + 1, text, runtime_us))
         .collect::<Result<Vec<_>, _>>()?;
     let scenario = Scenario::new(flows, runtime_us, paths)?;
-    let summary = outcome::with_logs(&scenario, &args.out)?;
+    let summary = outcome::with_files(&scenario, &args.out, args.text_logs)?;
     println!("{}", serde_json::to_string(&summary).expect("plain data serialises"));
     Ok(0)
 }

@@ -5,7 +5,7 @@
 //!   fewer than two deliveries or a span of zero;
 //! - one-way delay of each delivered datagram (receive − send time), its 95th percentile by
 //!   nearest rank (the ⌈0.95·n⌉-th smallest) and its mean, in ms;
-//! - loss: 1 − bytes delivered / bytes sent; a datagram still in flight at the end never arrived.
+//! - loss rate: 1 − bytes delivered / bytes sent; a datagram still in flight at the end never arrived.
 //!
 //! Sizes are the tunnel logs' (inner datagrams). A delivery is always matched to its send here
 //! (the simulation hands over both times), so nothing is left out as the log reader must.
@@ -20,9 +20,9 @@ use crate::simulation::DATA_INNER_BYTES;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowMetrics {
     pub throughput_mbps: f64,
-    pub p95_delay_ms: Option<f64>,
-    pub mean_delay_ms: Option<f64>,
-    pub loss: Option<f64>,
+    pub delay_p95_ms: Option<f64>,
+    pub delay_mean_ms: Option<f64>,
+    pub loss_rate: Option<f64>,
     pub sent_packets: u64,
     pub delivered_packets: u64,
 }
@@ -71,12 +71,12 @@ impl FlowTally {
             0.0
         };
         let sum_us: u64 = self.delays_us.iter().sum();
-        let mean_delay_ms = (delivered_packets > 0).then(|| sum_us as f64 / delivered_packets as f64 / 1000.0);
+        let delay_mean_ms = (delivered_packets > 0).then(|| sum_us as f64 / delivered_packets as f64 / 1000.0);
         FlowMetrics {
             throughput_mbps,
-            p95_delay_ms: nearest_rank(&mut self.delays_us, 95).map(|d| d as f64 / 1000.0),
-            mean_delay_ms,
-            loss: (self.sent_bytes > 0).then(|| 1.0 - self.delivered_bytes as f64 / self.sent_bytes as f64),
+            delay_p95_ms: nearest_rank(&mut self.delays_us, 95).map(|d| d as f64 / 1000.0),
+            delay_mean_ms,
+            loss_rate: (self.sent_bytes > 0).then(|| 1.0 - self.delivered_bytes as f64 / self.sent_bytes as f64),
             sent_packets: self.sent_packets,
             delivered_packets,
         }
@@ -137,15 +137,15 @@ mod tests {
         t.delivered(1464, 12_000, 30_000);
         let m = t.metrics();
         assert_eq!(m.throughput_mbps, 3.0 * 1464.0 * 8.0 / 2000.0);
-        assert_eq!(m.p95_delay_ms, Some(30.0));
-        assert!((m.mean_delay_ms.unwrap() - 71.0 / 3.0).abs() < 1e-12);
-        assert_eq!(m.loss, Some(0.25));
+        assert_eq!(m.delay_p95_ms, Some(30.0));
+        assert!((m.delay_mean_ms.unwrap() - 71.0 / 3.0).abs() < 1e-12);
+        assert_eq!(m.loss_rate, Some(0.25));
         assert_eq!((m.sent_packets, m.delivered_packets), (4, 3));
     }
 
     #[test]
     fn a_silent_flow_has_no_delays() {
         let m = FlowTally::default().metrics();
-        assert_eq!((m.throughput_mbps, m.p95_delay_ms, m.mean_delay_ms, m.loss), (0.0, None, None, None));
+        assert_eq!((m.throughput_mbps, m.delay_p95_ms, m.delay_mean_ms, m.loss_rate), (0.0, None, None, None));
     }
 }

@@ -2,8 +2,9 @@
 //! a log line. The tunnel's four logs per flow (docs/tunnel.md: a datagram entering the tunnel at
 //! one endpoint, leaving it at the other, for data and for acknowledgements) and the emulator's
 //! link log per direction (docs/emulator.md: entering the path, leaving it, dropped, delivery
-//! opportunities). The log writer (logs.rs) and the metrics (metrics.rs) are observers; the
-//! simulation is generic over them, so a run that keeps no files pays nothing for logging.
+//! opportunities). The records (records.rs), the text logs (logs.rs) and the metrics
+//! (metrics.rs) are observers; the simulation is generic over them, so a run that keeps no files
+//! pays nothing for logging.
 //!
 //! Times are µs since the run's start; flows are numbered from 0 here (flow 1 of the command line
 //! is 0), as in the harness's file names and records.
@@ -41,7 +42,7 @@ pub trait Observer {
     fn link_opportunity(&mut self, _direction: Direction, _t_us: u64) {}
 }
 
-/// Two observers watching the same run (the logs and the metrics of `pantheon-sim run`).
+/// Two observers watching the same run (the records and the metrics of `pantheon-sim run`).
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn records_link(&self) -> bool {
         self.0.records_link() || self.1.records_link()
@@ -77,5 +78,52 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         self.0.link_opportunity(direction, t_us);
         self.1.link_opportunity(direction, t_us);
+    }
+}
+
+/// An observer a run may go without (the text logs of `pantheon-sim run --text-logs`).
+impl<O: Observer> Observer for Option<O> {
+    fn records_link(&self) -> bool {
+        self.as_ref().is_some_and(O::records_link)
+    }
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        if let Some(o) = self {
+            o.data_sent(flow, uid, t_us);
+        }
+    }
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64) {
+        if let Some(o) = self {
+            o.data_received(flow, uid, t_us, sent_us);
+        }
+    }
+    fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        if let Some(o) = self {
+            o.ack_sent(flow, uid, t_us);
+        }
+    }
+    fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
+        if let Some(o) = self {
+            o.ack_received(flow, uid, t_us);
+        }
+    }
+    fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
+        if let Some(o) = self {
+            o.link_entry(direction, t_us, link_uid, bytes);
+        }
+    }
+    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
+        if let Some(o) = self {
+            o.link_departure(direction, t_us, link_uid, bytes, entry_us);
+        }
+    }
+    fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {
+        if let Some(o) = self {
+            o.link_drop(direction, t_us, link_uid, bytes, cause);
+        }
+    }
+    fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
+        if let Some(o) = self {
+            o.link_opportunity(direction, t_us);
+        }
     }
 }

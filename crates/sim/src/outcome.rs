@@ -1,6 +1,7 @@
-//! One run from scenario to summary: with the real experiment's files (`pantheon-sim run`) or
-//! with the metrics alone (`pantheon-sim batch`). The summary is the JSON object both print:
-//! events simulated, wall-clock seconds, simulated seconds and each flow's metrics.
+//! One run from scenario to summary: with the data dir's files (`pantheon-sim run`: the records,
+//! the merged text logs, and on request the tunnel's and emulator's own logs) or with the metrics
+//! alone (`pantheon-sim batch`). The summary is the JSON object both print: events simulated,
+//! wall-clock seconds (files included), simulated seconds and each flow's metrics.
 
 use std::path::Path as FsPath;
 use std::time::Instant;
@@ -8,7 +9,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::logs::Logs;
+use crate::merged_logs;
 use crate::metrics::{FlowMetrics, Metrics};
+use crate::records::Records;
 use crate::scenario::Scenario;
 use crate::simulation;
 
@@ -43,27 +46,44 @@ pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
     Ok(summary(scenario, totals, started, flows))
 }
 
-/// Simulates `scenario` writing every log into `dir` (created if missing). A run that fails
-/// leaves no files behind.
-pub fn with_logs(scenario: &Scenario, dir: &FsPath) -> Result<Summary, String> {
+/// Simulates `scenario` writing into `dir` (created if missing) `records.parquet`,
+/// `datalink.log` and `acklink.log`, and with `text_logs` the tunnel's and the emulator's own logs
+/// (logs.rs). A run that fails leaves no files behind.
+pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<Summary, String> {
     let started = Instant::now();
     let existed = dir.exists();
     std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: cannot create the directory: {e}", dir.display()))?;
-    let logs = Logs::create(dir, scenario).map_err(|e| format!("--out: cannot create a log: {e}"))?;
-    let mut observers = (logs, Metrics::new(scenario.flows.len(), expected_packets(scenario)));
+    let logs = if text_logs {
+        Some(Logs::create(dir, scenario).map_err(|e| format!("--out: cannot create a log: {e}"))?)
+    } else {
+        None
+    };
+    let metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
+    let mut observers = (Records::new(scenario.flows.len()), (logs, metrics));
     let simulated = simulation::run(scenario, &mut observers);
-    let (logs, metrics) = observers;
+    let (records, (logs, metrics)) = observers;
     let totals = match simulated {
         Ok(totals) => totals,
         Err(e) => {
-            logs.discard();
+            if let Some(logs) = logs {
+                logs.discard();
+            }
             if !existed {
                 let _ = std::fs::remove_dir(dir);
             }
             return Err(e);
         }
     };
-    logs.finish().map_err(|e| format!("--out {}: writing the logs failed: {e}", dir.display()))?;
+    let failed = |e: std::io::Error| format!("--out {}: writing the run's files failed: {e}", dir.display());
+    logs.map_or(Ok(()), Logs::finish).map_err(failed)?;
+    // Three files from the same records, each on a core of its own.
+    let writers: [fn(&FsPath, &Records) -> std::io::Result<()>; 3] =
+        [|dir, records| records.write_parquet(dir), merged_logs::write_data, merged_logs::write_acks];
+    std::thread::scope(|scope| {
+        let running: Vec<_> = writers.iter().map(|write| scope.spawn(|| write(dir, &records))).collect();
+        running.into_iter().try_for_each(|r| r.join().expect("writing a file does not panic"))
+    })
+    .map_err(failed)?;
     Ok(summary(scenario, totals, started, metrics.finish()))
 }
 

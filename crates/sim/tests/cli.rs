@@ -27,7 +27,7 @@ fn the_same_seed_gives_byte_identical_files_and_another_seed_other_losses() {
     let (a, metrics_a) = run("a", "1");
     let (b, metrics_b) = run("b", "1");
     let (c, metrics_c) = run("c", "2");
-    assert_eq!(a.len(), 10, "four tunnel logs per flow and two link logs");
+    assert_eq!(a.len(), 13, "four tunnel logs per flow, two link logs, the records and two merged logs");
     for ((name, x), (_, y)) in a.iter().zip(&b) {
         assert!(x == y, "{name} differs between two runs with the same seed");
     }
@@ -35,6 +35,24 @@ fn the_same_seed_gives_byte_identical_files_and_another_seed_other_losses() {
     let uplink = |f: &[(String, Vec<u8>)]| f.iter().find(|(n, _)| n == "uplink.log").unwrap().1.clone();
     assert_ne!(uplink(&a), uplink(&c), "another seed must drop other packets");
     assert_ne!(metrics_a, metrics_c);
+}
+
+#[test]
+fn without_text_logs_a_run_writes_the_records_and_the_merged_logs_alone() {
+    let scratch = Scratch::new("records-only");
+    let dir = scratch.join("run");
+    let out = sim(&[&["run", "--out", dir.to_str().unwrap(), "--flow", "cubic"], PATH].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let names: Vec<String> = files(&dir).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["acklink.log", "datalink.log", "records.parquet"]);
+    let with_logs = scratch.join("with-logs");
+    run_ok(&with_logs, &[PATH, &["--flow", "cubic"]].concat());
+    for name in &names {
+        assert!(
+            std::fs::read(dir.join(name)).unwrap() == std::fs::read(with_logs.join(name)).unwrap(),
+            "{name} does not depend on --text-logs"
+        );
+    }
 }
 
 /// What pantheon-emu says of the same options (its path options are this code), after its own prefix.

@@ -38,8 +38,8 @@ fn cubic_fills_a_bdp_sized_buffer() {
     assert!(m.throughput_mbps <= 12.0 * 1464.0 / 1500.0 + 1e-9);
     // The buffer holds 40 datagrams of 1500 bytes: 40 ms of queueing at most, on 20 ms of delay
     // and 1 ms of transmission.
-    assert!(m.p95_delay_ms.unwrap() <= 61.0 + 1e-9, "{m:?}");
-    assert!(m.loss.unwrap() > 0.0 && m.loss.unwrap() < 0.05, "DropTail drops some: {m:?}");
+    assert!(m.delay_p95_ms.unwrap() <= 61.0 + 1e-9, "{m:?}");
+    assert!(m.loss_rate.unwrap() > 0.0 && m.loss_rate.unwrap() < 0.05, "DropTail drops some: {m:?}");
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn copa_keeps_the_queue_shorter_than_cubic_in_a_deep_buffer() {
     let path = ["--delay", "20", "--uplink-queue-bytes", "300000"];
     let cubic = one_flow("cubic", &path);
     let copa = one_flow("copa", &path);
-    let (cubic_p95, copa_p95) = (cubic.p95_delay_ms.unwrap(), copa.p95_delay_ms.unwrap());
+    let (cubic_p95, copa_p95) = (cubic.delay_p95_ms.unwrap(), copa.delay_p95_ms.unwrap());
     // Cubic fills the 200-packet buffer (~200 ms of queue); Copa keeps a few packets queued.
     assert!(copa_p95 < cubic_p95, "copa p95 {copa_p95} ms, cubic {cubic_p95} ms");
     assert!(cubic_p95 > 150.0 && copa_p95 < 80.0, "copa p95 {copa_p95} ms, cubic {cubic_p95} ms");
@@ -124,11 +124,11 @@ fn run_and_batch_metrics_are_those_of_the_logs() {
         assert_eq!(m.sent_packets, from_logs.sent_packets);
         assert_eq!(m.delivered_packets, from_logs.delivered_packets);
         assert_eq!(
-            (m.throughput_mbps, m.p95_delay_ms, m.loss),
-            (from_logs.throughput_mbps, from_logs.p95_delay_ms, from_logs.loss)
+            (m.throughput_mbps, m.delay_p95_ms, m.loss_rate),
+            (from_logs.throughput_mbps, from_logs.delay_p95_ms, from_logs.loss_rate)
         );
-        assert!((m.mean_delay_ms.unwrap() - from_logs.mean_delay_ms.unwrap()).abs() < 1e-9);
-        assert!(m.loss.unwrap() > 0.0, "1% random loss shows");
+        assert!((m.delay_mean_ms.unwrap() - from_logs.delay_mean_ms.unwrap()).abs() < 1e-9);
+        assert!(m.loss_rate.unwrap() > 0.0, "1% random loss shows");
     }
 
     // The same run as a batch job, beside two bad jobs that must not stop it.

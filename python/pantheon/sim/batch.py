@@ -82,9 +82,9 @@ def link_options(*, rate_mbps: float = 12.0, delay_ms: float = 0.0, queue_bytes:
 class FlowMetrics:
     """One flow's data direction, as `pantheon analyze` defines them (docs/analysis.md)."""
     throughput_mbps: float
-    p95_delay_ms: float | None
-    mean_delay_ms: float | None
-    loss: float
+    delay_p95_ms: float | None
+    delay_mean_ms: float | None
+    loss_rate: float | None
     sent_packets: int
     delivered_packets: int
 

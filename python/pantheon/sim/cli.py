@@ -36,6 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                seed_help="seed of the path's randomness (loss, Poisson deliveries; default 0)")
     sim.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                      help=f"runs simulated at once (default: all {len(os.sched_getaffinity(0))} cores this process may use)")
+    sim.add_argument("--text-logs", action="store_true", help="also keep each run's text logs of the real experiment "
+                     "(tunnel logs flowI.*.log, link logs uplink.log and downlink.log: ~220 bytes a data packet); "
+                     "records.parquet, datalink.log and acklink.log are always written")
     experiment.add_output_options(sim, "sim")
     experiment.add_path_options(sim)
 
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
 
     runs = [campaign.SimRun(t, data_dir / t.plan.label / f"run{t.repetition}", cc, path_options,
-                            campaign.seed_of(asked.seed, t.repetition)) for t in trials]
+                            campaign.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
     failed = campaign.run_all(runs, args.jobs, campaign.Progress(asked.quiet, len(runs), asked.run_times))
     if failed == 130:
         print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)

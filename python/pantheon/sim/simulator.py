@@ -6,8 +6,8 @@ pantheon-udp's crates/cc controllers under a discrete-event clock. Its path opti
 pantheon-emu's, parsed by the same Rust code, so a bad option gets the emulator's message word for
 word; a user mistake is exit status 2 and one line `pantheon-sim: ...` on stderr.
 
-A flow on its command line is `--flow SPEC@START_S+DURATION_S`; the i-th one's logs are
-flow{i-1}.*, the harness's names. Times are written with repr() so that no digit of a start or
+A flow on its command line is `--flow SPEC@START_S+DURATION_S`; the i-th one is flow i-1 in the
+records and, with --text-logs, in the names of the logs flow{i-1}.*, as the harness numbers them. Times are written with repr() so that no digit of a start or
 duration is rounded away.
 """
 from __future__ import annotations
@@ -50,10 +50,12 @@ class FlowArg:
 
 
 def run_command(out_dir: Path, flows: Sequence[FlowArg], path_options: Sequence[str], runtime_s: float,
-                seed: int) -> list[str]:
+                seed: int, text_logs: bool = False) -> list[str]:
+    """`pantheon-sim run`: records.parquet, datalink.log and acklink.log in out_dir, and with
+    text_logs the tunnel's and the emulator's own logs too."""
     flow_args = [arg for f in flows for arg in ("--flow", f.argument())]
     return [str(binary(PROGRAM)), "run", "--out", str(out_dir), "--seed", str(seed), "--runtime-s", repr(float(runtime_s)),
-            *flow_args, *path_options]
+            *(["--text-logs"] if text_logs else []), *flow_args, *path_options]
 
 
 def message(stderr: str) -> str:

@@ -169,7 +169,7 @@ impl<C: RateControl> Pcc<C> {
 
     /// Starts the next MI if the one under way has ended.
     fn advance(&mut self, now_us: u64) {
-        if self.interval_end_us.map_or(true, |end_us| now_us >= end_us) {
+        if self.interval_end_us.is_none_or(|end_us| now_us >= end_us) {
             self.begin_interval(now_us);
         }
     }

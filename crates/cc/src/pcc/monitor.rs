@@ -376,7 +376,7 @@ pub(crate) mod tests {
         loop {
             loop {
                 let d = cc.decision();
-                let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| sender.inflight_bytes() + 1500 <= cwnd_bytes);
+                let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| sender.inflight_bytes() + 1500 <= cwnd_bytes);
                 if !window_open || now_us < next_send_us {
                     break;
                 }
@@ -392,7 +392,7 @@ pub(crate) mod tests {
                 }
             }
             let d = cc.decision();
-            let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| sender.inflight_bytes() + 1500 <= cwnd_bytes);
+            let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| sender.inflight_bytes() + 1500 <= cwnd_bytes);
             let candidates = [
                 acks.front().map(|a| a.0),
                 (window_open && next_send_us > now_us).then_some(next_send_us),

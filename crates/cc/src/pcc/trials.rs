@@ -40,7 +40,7 @@ impl Trials {
         }
         let i = self.launched;
         self.launched += 1;
-        let upper = (i % 2 == 0) == self.upper_first[usize::from(i / 2)];
+        let upper = i.is_multiple_of(2) == self.upper_first[usize::from(i / 2)];
         let factor = if upper { 1.0 + epsilon } else { 1.0 - epsilon };
         (base_bps * factor, Role::Trial(i))
     }

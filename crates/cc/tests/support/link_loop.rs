@@ -57,8 +57,7 @@ pub fn run(
     while now_us < duration_us {
         loop {
             let d = cc.decision();
-            let window_open =
-                d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + packet_bytes <= cwnd_bytes);
+            let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| book.inflight_bytes() + packet_bytes <= cwnd_bytes);
             if !window_open || now_us < next_send_us {
                 break;
             }
@@ -71,7 +70,7 @@ pub fn run(
             }
         }
         let d = cc.decision();
-        let window_open = d.cwnd_bytes.map_or(true, |cwnd_bytes| book.inflight_bytes() + packet_bytes <= cwnd_bytes);
+        let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| book.inflight_bytes() + packet_bytes <= cwnd_bytes);
         now_us = [
             forward.next_wakeup_us(),
             reverse.next_wakeup_us(),

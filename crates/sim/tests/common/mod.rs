@@ -35,9 +35,9 @@ pub fn sim(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("pantheon-sim runs")
 }
 
-/// `pantheon-sim run --out DIR ARGS...`: the JSON summary.
+/// `pantheon-sim run --out DIR --text-logs ARGS...`: the JSON summary.
 pub fn run_ok(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut argv = vec!["run", "--out", dir.to_str().unwrap()];
+    let mut argv = vec!["run", "--out", dir.to_str().unwrap(), "--text-logs"];
     argv.extend_from_slice(args);
     let out = sim(&argv);
     assert!(out.status.success(), "{argv:?}: {}", String::from_utf8_lossy(&out.stderr));
