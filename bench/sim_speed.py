@@ -165,9 +165,9 @@ def install(packages: list[str], why: str) -> str | None:
 
 def ns3_ready() -> str | None:
     """Builds dumbbell.cc (installing libns3-dev first if needed); None when ready, else why not."""
-    if subprocess.run(["pkg-config", "--exists", *NS3_MODULES]).returncode != 0:
-        if why := install(["libns3-dev"], "ns-3 is not installed"):
-            return why
+    if (subprocess.run(["pkg-config", "--exists", *NS3_MODULES]).returncode != 0
+            and (why := install(["libns3-dev"], "ns-3 is not installed"))):
+        return why
     if not NS3_BINARY.exists() or NS3_BINARY.stat().st_mtime < NS3_SOURCE.stat().st_mtime:
         NS3_BINARY.parent.mkdir(parents=True, exist_ok=True)
         # --libs-only-l: Debian's .pc files also name libgsl.so by path, which only libgsl-dev

@@ -13,3 +13,7 @@
 
 docs/analysis.md states every definition.
 """
+
+DEFAULT_BIN_MS = 500.0
+"""The time bin of the series and plots over time, ms: the original Pantheon's. Here, not in
+series.py, so that the command line can name it without importing numpy."""

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pantheon.analysis.series import DEFAULT_BIN_MS
+from pantheon.analysis import DEFAULT_BIN_MS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

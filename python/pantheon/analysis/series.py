@@ -13,10 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pantheon.analysis import DEFAULT_BIN_MS
 from pantheon.analysis.events import LinkEvents
-
-DEFAULT_BIN_MS = 500.0
-"""The original Pantheon's bin."""
 
 
 @dataclass

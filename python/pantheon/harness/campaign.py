@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pantheon import __version__
 from pantheon.errors import PantheonError
-from pantheon.harness import leftovers, records
+from pantheon.harness import leftovers
 from pantheon.harness.plan import Plan
 from pantheon.harness.run import Run
 from pantheon.repository import ROOT
@@ -175,6 +175,10 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
         if outcome.t0_epoch_s is not None:
+            # Imported here: pyarrow takes ~0.2 s to load, which `pantheon sim` (whose records
+            # pantheon-sim writes itself) and the quick subcommands should not pay.
+            from pantheon.harness import records
+
             try:
                 summary = records.merge_run(run_dir, trial.plan, outcome.t0_epoch_s)
             except records.RecordsError as e:

@@ -81,7 +81,7 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float) -> Summary:
     t0_us = round(t0_epoch_s * 1e6)
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     summary = Summary()
-    text = {"data": [], "ack": []}
+    text: dict[str, list[tuple[int, str]]] = {"data": [], "ack": []}
     for i in range(len(plan.flows)):
         for direction, sent_log, received_log in (("data", "sender.ingress", "receiver.egress"), ("ack", "receiver.ingress", "sender.egress")):
             sent = read_tunnel_log(run_dir / f"flow{i}.{sent_log}.log", t0_us)

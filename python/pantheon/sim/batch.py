@@ -116,41 +116,43 @@ def iter_batch(jobs: Iterable[Job], jobs_parallel: int | None = None) -> Iterato
     jobs = list(jobs)
     argv = [str(binary(simulator.PROGRAM)), "batch", *(["--jobs", str(jobs_parallel)] if jobs_parallel else [])]
     # stderr to a file: a pipe nobody reads while results stream could fill and stall the simulator.
-    errors = tempfile.TemporaryFile(mode="w+")
-    child = simulator.spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True, bufsize=1)
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        child = simulator.spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
+                                bufsize=1)
+        stdin, stdout = child.stdin, child.stdout
+        assert stdin is not None and stdout is not None, "both are pipes"
 
-    def feed() -> None:
-        # A thread, so that a batch larger than the pipe's buffer cannot block on results unread.
+        def feed() -> None:
+            # A thread, so that a batch larger than the pipe's buffer cannot block on results unread.
+            try:
+                for i, job in enumerate(jobs):
+                    stdin.write(job.line(i) + "\n")
+                stdin.close()
+            except (BrokenPipeError, ValueError):
+                pass  # the simulator ended early; its missing results are reported below
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        answered: set[int] = set()
         try:
-            for i, job in enumerate(jobs):
-                child.stdin.write(job.line(i) + "\n")
-            child.stdin.close()
-        except (BrokenPipeError, ValueError):
-            pass  # the simulator ended early; its missing results are reported below
-
-    writer = threading.Thread(target=feed, daemon=True)
-    writer.start()
-    answered: set[int] = set()
-    try:
-        for line in child.stdout:
-            reply = json.loads(line)
-            index = reply.get("id")
-            if isinstance(index, int) and 0 <= index < len(jobs) and index not in answered:
-                answered.add(index)
-                yield index, _result(jobs[index], reply)
-        child.wait()
-        writer.join()
-        if len(answered) < len(jobs):
-            errors.seek(0)
-            why = simulator.message(errors.read()) or f"exited with status {child.returncode}"
-            for index in (i for i in range(len(jobs)) if i not in answered):
-                yield index, Result(jobs[index], error=f"{simulator.PROGRAM} batch ended before this job: {why}")
-    finally:
-        if child.poll() is None:
-            child.kill()
+            for line in stdout:
+                reply = json.loads(line)
+                index = reply.get("id")
+                if isinstance(index, int) and 0 <= index < len(jobs) and index not in answered:
+                    answered.add(index)
+                    yield index, _result(jobs[index], reply)
             child.wait()
-        child.stdout.close()
-        errors.close()
+            writer.join()
+            if len(answered) < len(jobs):
+                errors.seek(0)
+                why = simulator.message(errors.read()) or f"exited with status {child.returncode}"
+                for index in (i for i in range(len(jobs)) if i not in answered):
+                    yield index, Result(jobs[index], error=f"{simulator.PROGRAM} batch ended before this job: {why}")
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            stdout.close()
 
 
 def run_batch(jobs: Iterable[Job], jobs_parallel: int | None = None,

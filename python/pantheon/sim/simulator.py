@@ -22,6 +22,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pantheon.binaries import binary
 from pantheon.errors import PantheonError
@@ -78,7 +79,7 @@ def _child_setup() -> None:
     die_with_parent()
 
 
-def spawn(argv: list[str], **popen: object) -> subprocess.Popen:
+def spawn(argv: list[str], **popen: Any) -> subprocess.Popen[Any]:
     """Starts pantheon-sim tied to this process: it dies with it, and Ctrl-C reaches it."""
     return subprocess.Popen(argv, preexec_fn=_child_setup, **popen)  # noqa: PLW1509 - only async-signal-safe calls
 
