@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "python"))
 
 from pantheon import linklog  # noqa: E402
+from pantheon.analysis.metrics import nearest_rank  # noqa: E402
 
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -74,7 +75,7 @@ def metrics(uplink_log: Path) -> tuple[float, float]:
     span_us = data[-1][0] - data[0][0]
     throughput_mbps = 8 * sum(size for _, size, _, _ in data) / span_us
     delays_ms = [(t + late - log.entries_us[uid]) / 1000 for t, _, late, uid in data]
-    return throughput_mbps, linklog.percentile(delays_ms, 95)
+    return throughput_mbps, nearest_rank(sorted(delays_ms), 95)
 
 
 def outside_run(cc: str, runtime_s: float, tmp: Path, index: int) -> tuple[float, float]:

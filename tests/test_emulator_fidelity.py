@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from conftest import in_ns
+from pantheon.analysis.metrics import nearest_rank
 
 TRAFFIC = Path(__file__).with_name("traffic.py")
 PORT = 9000
@@ -146,12 +147,6 @@ def read_native_log(path: Path) -> NativeLog:
 
 
 # --- arithmetic a researcher would do ------------------------------------------------------------
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(len(ordered) * p / 100)) - 1]
-
 
 def rate_over_whole_periods_mbps(departures: list[Departure], period_us: int, warmup_us: int) -> float:
     """IP bits that left in whole schedule periods, per microsecond (= Mbit/s), skipping the first
@@ -258,7 +253,7 @@ def test_delay_adds_20_ms_to_every_packet(emu: Path, netns: str, tmp_path: Path)
         errors = measure_delay_errors(emu, netns, tmp_path / f"up-{attempt}.log", count=1500, delay_us=20_000)
         misses = []
         for vantage, errors_us in errors.items():
-            median_us, p99_us = statistics.median(errors_us), percentile(errors_us, 99)
+            median_us, p99_us = statistics.median(errors_us), nearest_rank(sorted(errors_us), 99)
             print(f"{vantage}: |error| median {median_us:.1f} us, p99 {p99_us:.1f} us, max {max(errors_us):.1f} us")
             if median_us > DELAY_MEDIAN_BOUND_US:
                 misses.append(f"{vantage}: median |error| {median_us:.1f} us > {DELAY_MEDIAN_BOUND_US} us")

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pantheon import schemes
+from pantheon.analysis.metrics import nearest_rank
 from test_harness import pantheon, run_namespaces
 
 SCHEMES = ("copa", "cubic-user")
@@ -63,7 +64,7 @@ def throughput_mbps(packets: list[dict]) -> float:
 
 def p95_one_way_delay_ms(packets: list[dict]) -> float:
     delays = sorted(r["recv_us"] - r["send_us"] for r in packets)
-    return delays[int(0.95 * (len(delays) - 1))] / 1000
+    return nearest_rank(delays, 95) / 1000
 
 
 @pytest.mark.parametrize("name", SCHEMES)

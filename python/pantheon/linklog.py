@@ -46,12 +46,3 @@ def read(path: Path) -> LinkLog:
             elif kind == "#":
                 log.opportunities_us.append(int(fields[0]))
     return log
-
-
-def percentile(values: list[int] | list[float], p: float) -> float:
-    """Nearest-rank percentile (as Pantheon computes its 95th-percentile delay)."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * p // 100))
-    return float(ordered[int(rank) - 1])

@@ -20,6 +20,7 @@ Per scheme, over its valid runs: mean and sample standard deviation of each metr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
@@ -31,9 +32,10 @@ SHORT_RUN_FRACTION = 0.8
 """A run (or flow) that lasted less than this fraction of its configured time is flagged."""
 
 
-def nearest_rank(sorted_values: np.ndarray, percent: float) -> float:
-    """The ceil(percent/100 · n)-th smallest of n sorted values (at least the first)."""
-    n = sorted_values.size
+def nearest_rank(sorted_values: Sequence[float] | np.ndarray, percent: float) -> float:
+    """The ceil(percent/100 · n)-th smallest of n sorted values (at least the first): the one
+    percentile definition of the analysis, the tests and the benchmarks."""
+    n = len(sorted_values)
     rank = max(1, math.ceil(Fraction(str(percent)) * n / 100))
     return float(sorted_values[rank - 1])
 
