@@ -33,7 +33,10 @@ def test_every_user_mistake_is_a_pantheon_error_and_no_value_error(error: type[E
 
 @pytest.mark.parametrize("argv, message", [
     (["sim", "--schemes", "copa", "--run-times", "0"], "pantheon: --run-times must be at least 1, got 0\n"),
-    (["sim", "--schemes", "copa", "--runtime", "0", "--data-dir", "unused"], "pantheon: --runtime must be positive, got 0\n"),
+    (["sim", "--schemes", "copa", "--runtime", "0", "--data-dir", "unused"],
+     "pantheon: --runtime must be a positive, finite number of seconds, got 0\n"),
+    (["sim", "--schemes", "copa", "--runtime", "nan", "--data-dir", "unused"],
+     "pantheon: --runtime must be a positive, finite number of seconds, got nan\n"),
     (["sim", "--schemes", "copa", "--emulator", "nope"], "pantheon: unknown emulator 'nope'; known: "),
     (["analyze", "/nonexistent/data"], "pantheon: /nonexistent/data is not a directory"),
 ])

@@ -15,7 +15,10 @@ def test_uniform_flows_start_staggered_and_stop_together() -> None:
 
 
 @pytest.mark.parametrize(("flows", "interval", "runtime", "message"), [
-    (1, 0, 0, "--runtime must be positive"),
+    (1, 0, 0, "--runtime must be a positive, finite number"),
+    (1, 0, float("nan"), "--runtime must be a positive, finite number of seconds, got nan"),
+    (1, 0, float("inf"), "--runtime must be a positive, finite number of seconds, got inf"),
+    (2, float("nan"), 10, "--interval must be a finite number of seconds"),
     (0, 0, 10, "--flows must be at least 1"),
     (4, 5, 10, "the last of 4 flows would start at 15 s"),
 ])
@@ -35,7 +38,10 @@ def test_scenario_mixes_schemes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("", "no \\[\\[flow\\]\\] entries"),
     ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\n", "flow 1: needs scheme, start_s and duration_s"),
-    ("[[flow]]\nscheme = 'cubic'\nstart_s = -1\nduration_s = 3\n", "flow 1: start_s must be >= 0"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = -1\nduration_s = 3\n", "flow 1: start_s must be finite and >= 0"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = nan\n", "flow 1: start_s must be finite"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = inf\n", "flow 1: start_s must be finite"),
+    ("runtime_s = nan\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a positive, finite"),
     ("[[flow]\n", "not valid TOML"),
 ])
 def test_bad_scenarios_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

@@ -5,6 +5,7 @@ percentile one-way delay (the paper's Figure 2 view, Yan et al., ATC 2018) in re
 report.pdf in the data dir."""
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from pathlib import Path
 
@@ -17,8 +18,8 @@ PATH_OPTIONS = ("--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
 
 
 def run_demo(runtime_s: float, schemes: str | None, data_dir: Path | None) -> int:
-    if runtime_s <= 0:
-        raise PantheonError(f"--runtime must be positive, got {runtime_s:g}")
+    if not math.isfinite(runtime_s) or runtime_s <= 0:
+        raise PantheonError(f"--runtime must be a positive, finite number of seconds, got {runtime_s:g}")
     data_dir = data_dir or Path("data") / datetime.now().strftime("demo-%Y%m%d-%H%M%S")
     names = tuple(s for s in (schemes or "").split(",") if s)
     print(f"pantheon demo: {'the schemes ' + schemes if schemes else 'every scheme that can run here'}, "

@@ -18,6 +18,7 @@ Two ways to say it, both ending in a list of `Flow`s:
 """
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,12 +54,13 @@ class Plan:
 
 
 def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
-    if runtime_s <= 0:
-        raise PlanError(f"--runtime must be positive, got {runtime_s:g}")
+    # NaN compares false with everything, so "<= 0" alone would let it through (and into JSON).
+    if not math.isfinite(runtime_s) or runtime_s <= 0:
+        raise PlanError(f"--runtime must be a positive, finite number of seconds, got {runtime_s:g}")
     if flows < 1:
         raise PlanError(f"--flows must be at least 1, got {flows}")
-    if interval_s < 0:
-        raise PlanError(f"--interval must not be negative, got {interval_s:g}")
+    if not math.isfinite(interval_s) or interval_s < 0:
+        raise PlanError(f"--interval must be a finite number of seconds, not negative, got {interval_s:g}")
     if (flows - 1) * interval_s >= runtime_s:
         raise PlanError(
             f"the last of {flows} flows would start at {(flows - 1) * interval_s:g} s, "
@@ -84,10 +86,12 @@ def scenario(path: Path) -> Plan:
             flow = Flow(str(entry["scheme"]), float(entry["start_s"]), float(entry["duration_s"]))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError(f"{path}: flow {i}: needs scheme, start_s and duration_s ({type(e).__name__}: {e})") from None
-        if flow.start_s < 0 or flow.duration_s <= 0:
-            raise PlanError(f"{path}: flow {i}: start_s must be >= 0 and duration_s > 0")
+        if not (math.isfinite(flow.start_s) and math.isfinite(flow.duration_s)) or flow.start_s < 0 or flow.duration_s <= 0:
+            raise PlanError(f"{path}: flow {i}: start_s must be finite and >= 0, duration_s finite and > 0")
         flows.append(flow)
     runtime_s = float(data.get("runtime_s", max(f.end_s for f in flows)))
+    if not math.isfinite(runtime_s) or runtime_s <= 0:
+        raise PlanError(f"{path}: runtime_s must be a positive, finite number of seconds, got {runtime_s:g}")
     if any(f.start_s >= runtime_s for f in flows):
         raise PlanError(f"{path}: a flow starts after runtime_s = {runtime_s:g}")
     label = str(data.get("name", path.stem))
