@@ -32,15 +32,21 @@
 //!   while the profile collects samples, until the first loss or a delay above 500 ms, which
 //!   is handled as a loss (§3.4) and starts the epochs.
 //!
-//! Constants: ε = 5 ms, δ1 = 1 ms, δ2 = 2 ms, R = 2, M = 0.7, profile EWMA 0.875, profile
-//! refresh 1 s, slow-start exit delay 500 ms — the paper's values (§3, §4 setup), as published
-//! with the authors' implementation (github.com/yzaki/verus, src/verus.hpp); D_max's EWMA
-//! weight 0.8 on the new epoch is from that implementation (the paper says only that D_max is
-//! smoothed). Initial window 10 packets (RFC 6928; the paper starts from one). Configurable:
-//! `epoch_ms`, `delta1_ms`, `delta2_ms`, `r`, `m`, `ss_exit_ms`, `initial_cwnd_packets`,
-//! `mss_bytes`. Behind a deep buffer, the slow start's climb to 500 ms of delay dominates the
-//! 95th-percentile delay of a short run (Verizon LTE trace, 1000-packet buffer, 20 s: p95
-//! 485 ms, median 56 ms); `ss_exit_ms` lowers that exit.
+//! Constants: ε = 5 ms, δ1 = 1 ms, δ2 = 2 ms, M = 0.7, profile EWMA 0.875, profile refresh 1 s,
+//! slow-start exit delay 500 ms — the paper's values (§3, §4 setup) and those of the authors'
+//! implementation (github.com/yzaki/verus, src/verus.hpp: EPOCH, DELTA1, DELTA2,
+//! VERUS_M_DECREASE, CURVE_TIMER, SS_EXIT_THRESHOLD). R = 6: the authors' VERUS_R since their
+//! commit b08f738 of 22 July 2015 ("fixed issues with fixed ethernet links and high data
+//! rates"), unchanged to the repository's last commit (4b1bbf0, June 2017) and so the Verus
+//! Pantheon ran; their first published code (July 2015) had R = 2. `verus:r=2` runs that
+//! earlier, far more delay-conservative Verus: on a fixed link it holds the queue near one base
+//! RTT, where R = 6 lets it build to about five (test `r_sets_the_delay_it_holds_on_a_fixed_link`).
+//! D_max's EWMA weight 0.8 on the new epoch is from the implementation (the paper says only
+//! that D_max is smoothed). Initial window 10 packets (RFC 6928; the paper starts from one).
+//! Configurable: `epoch_ms`, `delta1_ms`, `delta2_ms`, `r`, `m`, `ss_exit_ms`,
+//! `initial_cwnd_packets`, `mss_bytes`. Behind a deep buffer, the slow start's climb to 500 ms
+//! of delay dominates the 95th-percentile delay of a short run (Verizon LTE trace, 1000-packet
+//! buffer, 20 s: p95 485 ms, median 56 ms); `ss_exit_ms` lowers that exit.
 //!
 //! Deviations: (1) the delay profile is a monotone piecewise-linear curve, not a cubic
 //! spline (justified in `delay_profile.rs`). (2) A profile sample's window is the sender's
@@ -91,7 +97,7 @@ impl Default for VerusConfig {
             epoch_us: 5_000,
             delta1_ms: 1.0,
             delta2_ms: 2.0,
-            r: 2.0,
+            r: 6.0,
             m: 0.7,
             ss_exit_ms: 500.0,
         }
@@ -386,9 +392,10 @@ mod tests {
     #[test]
     fn delay_beyond_r_times_the_minimum_lowers_the_target_by_delta2() {
         let mut v = in_epochs(90.0);
+        v.config.r = 2.0;
         acked_rtt(&mut v, S + 4_000, 85_000);
         v.on_timer(S + 5_000);
-        // D_max 85 ms > R·D_min = 80 ms: 90 − δ2 = 88 ms, whatever the trend.
+        // D_max 85 ms > R·D_min = 80 ms (R = 2): 90 − δ2 = 88 ms, whatever the trend.
         assert_eq!(v.target_delay_ms(), 88.0);
         acked_rtt(&mut v, S + 9_000, 81_000);
         v.on_timer(S + 10_000);
@@ -396,7 +403,7 @@ mod tests {
         assert_eq!(v.target_delay_ms(), 86.0);
         // Never below D_min.
         let mut low = in_epochs(41.0);
-        acked_rtt(&mut low, S + 4_000, 100_000);
+        acked_rtt(&mut low, S + 4_000, 250_000);
         low.on_timer(S + 5_000);
         assert_eq!(low.target_delay_ms(), 40.0);
     }
@@ -448,24 +455,31 @@ mod tests {
         assert!(crate::build("verus:ss_exit_ms=150,r=3").is_ok());
     }
 
-    #[test]
-    fn holds_delay_near_r_times_the_minimum_on_a_fixed_link() {
-        // 1000 packets/s behind 40 ms, infinite buffer: slow start ends at 500 ms of delay,
-        // then the epochs keep D_max/D_min about R = 2: queueing delay about one base RTT.
+    /// Median RTT (ms) and utilization of the last 10 s of 20 on a 1000 packets/s link behind
+    /// 40 ms with an infinite buffer.
+    fn fixed_link(config: VerusConfig) -> (f64, f64) {
         let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-        let mut v = Verus::new(VerusConfig::default());
+        let mut v = Verus::new(config);
         let mut rtts_ms = Vec::new();
-        let mut acked = 0;
         path.run(&mut v, 20_000_000, |a, _| {
             if a.now_us > 10_000_000 {
                 rtts_ms.push(a.rtt_us as f64 / 1000.0);
-                acked += 1;
             }
         });
         rtts_ms.sort_by(f64::total_cmp);
-        let median = rtts_ms[rtts_ms.len() / 2];
-        let utilization = acked as f64 / 10_000.0;
-        assert!(utilization > 0.9, "utilization {utilization}");
-        assert!(median > 45.0 && median < 100.0, "median RTT {median} ms");
+        (rtts_ms[rtts_ms.len() / 2], rtts_ms.len() as f64 / 10_000.0)
+    }
+
+    #[test]
+    fn r_sets_the_delay_it_holds_on_a_fixed_link() {
+        // Slow start ends at 500 ms of delay, then the epochs keep D_max/D_min below R: the
+        // authors' R = 6 lets the queue build to several base RTTs, R = 2 to about one.
+        let (median_ms, utilization) = fixed_link(VerusConfig::default());
+        eprintln!("r=6: median RTT {median_ms} ms, utilization {utilization}");
+        let (median_r2_ms, utilization_r2) = fixed_link(VerusConfig { r: 2.0, ..VerusConfig::default() });
+        eprintln!("r=2: median RTT {median_r2_ms} ms, utilization {utilization_r2}");
+        assert!(utilization > 0.9 && utilization_r2 > 0.9, "utilization {utilization}, {utilization_r2}");
+        assert!(median_r2_ms > 45.0 && median_r2_ms < 100.0, "r=2: median RTT {median_r2_ms} ms");
+        assert!(median_ms > 100.0 && median_ms < 6.0 * 40.0 + 20.0, "r=6: median RTT {median_ms} ms");
     }
 }
