@@ -45,12 +45,20 @@
 //! period also counts from leaving fast increase. (5) target_bitrate_last_max is set at loss
 //! events and on leaving fast increase. (6) target_bitrate starts at TARGET_BITRATE_MIN.
 //! (7) max_bytes_in_flight spans five 1-second buckets. (8) No ECN, no cwnd_i, no pacing
-//! headroom (earlier drafts and SCReAMv2).
+//! headroom (earlier drafts and SCReAMv2). (9) Outside fast increase the target changes by
+//! delta_rate = current_rate·(1 − PRE_CONGESTION_GUARD·qdelay_trend) − TX_QUEUE_SIZE_FACTOR·
+//! tx_queue_size − target_bitrate, as Ericsson's implementation does (github.com/
+//! EricssonResearch/scream, code/ScreamTx.cpp, ScreamTx::Stream::updateTargetBitrate, as of
+//! commit d881890, December 2017, the version Pantheon ran; still so in 2026): §4.1.3's text
+//! leaves out "− target_bitrate", which makes delta_rate the whole current rate, so the target
+//! rose by the full ramp every 200 ms whenever the link, not the ramp, was the bottleneck
+//! (tests/scream_link.rs `where_the_link_is_the_bottleneck_the_target_tracks_it`).
 //!
 //! Expected (worked out in docs/cc.md and checked by tests/scream_link.rs over the link model):
 //! on 12 Mbit/s, 20 ms each way, the ramp reaches 5.8 Mbit/s at 30 s (28% of the link over
-//! 5–30 s, 80% after about 49 s) with no standing queue; on a link slower than the ramp the window
-//! holds queueing near qdelay_target (about 170 ms on 2 Mbit/s with §4.1.2.2 on).
+//! 5–30 s, 80% after about 49 s) with no standing queue; on a link slower than the ramp the target
+//! follows the link and queueing stays below qdelay_target (2 Mbit/s, 300-packet buffer: 96% of
+//! the link, p95 queue 36 ms).
 //!
 //! Driver: window (the send window) and pacing rate, and a timer for the 200 ms rate control.
 
@@ -369,8 +377,11 @@ impl Scream {
         if self.in_fast_increase {
             target += ramp_up_speed * interval_s * scale;
         } else {
+            // The change toward what the path carries now (deviation 9): the RFC's text adds
+            // that rate itself, so a target the link holds back would keep climbing.
             let mut delta = current_rate * (1.0 - PRE_CONGESTION_GUARD * self.qdelay_trend)
-                - TX_QUEUE_SIZE_FACTOR * self.rtp_queue_bits;
+                - TX_QUEUE_SIZE_FACTOR * self.rtp_queue_bits
+                - target;
             if delta > 0.0 {
                 delta = (delta * scale).min(ramp_up_speed * interval_s);
             }

@@ -130,9 +130,9 @@ fn on_a_faster_longer_path_utilization_is_the_ramp_not_the_link() {
 #[test]
 fn on_a_link_slower_than_the_ramp_the_window_holds_the_queue_at_the_target() {
     // 2 Mbit/s, 20 ms each way, a deep 300-packet (1.8 s) buffer, 60 s: the target passes
-    // 2 Mbit/s near 11 s; from then on the window steers qdelay toward qdelay_target and the
-    // backlog in the RTP queue pulls the target back to what the window lets through. With
-    // §4.1.2.2 off the target stays QDELAY_TARGET_LO = 100 ms.
+    // 2 Mbit/s near 11 s; from then on the target follows what the link carries (header,
+    // deviation 9) and the window keeps qdelay below qdelay_target. With §4.1.2.2 off the target
+    // stays QDELAY_TARGET_LO = 100 ms.
     let fixed = ScreamConfig { competing_flows: false, ..ScreamConfig::default() };
     let run = run_config_over_link(fixed, 2.0, 20, 300, 60);
     let late_p95_ms = late_queue_p95_ms(&run);
@@ -141,21 +141,35 @@ fn on_a_link_slower_than_the_ramp_the_window_holds_the_queue_at_the_target() {
         run.utilization(2.0, 20, 60) * 100.0
     );
     assert!(run.utilization(2.0, 20, 60) >= 0.95);
-    assert!((80.0..=115.0).contains(&late_p95_ms), "late p95 queue {late_p95_ms} ms");
+    assert!(late_p95_ms <= 115.0, "late p95 queue {late_p95_ms} ms");
     assert_eq!(run.dropped, 0);
     assert_eq!(run.final_qdelay_target_s, 0.1);
-    // With §4.1.2.2 on (the default) SCReAM's own steady queue looks like a competing flow's
-    // — the false positive the RFC warns of: a low variance lets qdelay_target follow the
-    // queue's average plus its standard deviation upward, bounded by QDELAY_TARGET_HI.
+    // With §4.1.2.2 on (the default) the competing-flows detector stays quiet: SCReAM's own
+    // queue is short and steady. (With the RFC text's delta_rate it held a queue near 100 ms,
+    // which a low variance took for a competing flow's, and qdelay_target rose to 169 ms.)
     let run = run_over_link(2.0, 20, 300, 60);
     let late_p95_ms = late_queue_p95_ms(&run);
     eprintln!("scream 2 Mbit/s: late p95 queue {late_p95_ms:.1} ms, qdelay_target {:.3} s", run.final_qdelay_target_s);
-    assert!(run.final_qdelay_target_s > 0.1 && run.final_qdelay_target_s <= 0.4);
-    assert!(late_p95_ms > 115.0 && late_p95_ms <= 400.0, "late p95 queue {late_p95_ms} ms");
+    assert!(run.final_qdelay_target_s < 0.12, "qdelay_target {} s", run.final_qdelay_target_s);
+    assert!(late_p95_ms <= 115.0, "late p95 queue {late_p95_ms} ms");
     assert!(run.utilization(2.0, 20, 60) >= 0.95);
 }
 
 /// p95 queueing delay of the second half of the run's packets, ms.
 fn late_queue_p95_ms(run: &Run) -> f64 {
     percentile(&run.queue_us[run.queue_us.len() / 2..], 95) as f64 / 1000.0
+}
+
+#[test]
+fn where_the_link_is_the_bottleneck_the_target_tracks_it() {
+    // 2 Mbit/s, 20 ms each way, 300-packet buffer: past ~11 s the link, not the ramp, limits
+    // the flow. Ericsson's delta_rate (the current rate less the target) holds the target near
+    // what the link carries; RFC 8298's text (the current rate itself) kept adding the whole
+    // ramp until the RTP queue's backlog cut it by 5% (header, deviation 9).
+    let targets_mbps: Vec<f64> =
+        (20..=60).step_by(2).map(|duration_s| run_over_link(2.0, 20, 300, duration_s).final_target_bps / 1e6).collect();
+    let mean_mbps = targets_mbps.iter().sum::<f64>() / targets_mbps.len() as f64;
+    let max_mbps = targets_mbps.iter().copied().fold(0.0, f64::max);
+    eprintln!("scream 2 Mbit/s, target at 20, 22, ..., 60 s: mean {mean_mbps:.3}, max {max_mbps:.3} Mbit/s");
+    assert!(mean_mbps <= 2.0 && max_mbps < 2.1, "mean {mean_mbps}, max {max_mbps} Mbit/s on a 2 Mbit/s link");
 }
