@@ -8,7 +8,8 @@
 //! - [`monitor`]: the monitor intervals (NSDI 2015, §2.1 and §3; reused unchanged by Vivace, §2);
 //! - this module: the sender around them. It launches MIs back to back (pipelined, NSDI 2015 §3)
 //!   at the rate the rate control asks for, hands each completed MI to it, abandons the MIs of a
-//!   state it has left, and asks the driver to pace at the MI's rate within a safety window;
+//!   state it has left, and asks the driver to pace at the MI's rate (within a safety window where
+//!   the sender has one);
 //! - [`trials`]: the randomized pairs of MIs at r(1 ± ε) both rate controls compare rates with;
 //! - [`allegro`]: PCC Allegro (NSDI 2015): a loss-based utility, rate changes by fixed steps;
 //! - [`vivace`]: PCC Vivace (NSDI 2018): a latency-aware utility, rate changes by online
@@ -30,7 +31,8 @@ const INITIAL_PACKETS_PER_RTT: f64 = 10.0;
 const MIN_RATE_PACKETS_PER_S: f64 = 20.0;
 /// A ceiling that keeps the arithmetic finite (100 Gbit/s).
 const MAX_RATE_BPS: f64 = 1e11;
-/// The safety window, in minimum RTTs of flight at the MI's rate: PCC is rate-based and needs no
+/// The safety window, in minimum RTTs of flight at the MI's rate, for a sender that has one
+/// (Vivace; Allegro's `safety_window` option): PCC is rate-based and its authors' senders have no
 /// window, but a driver that never hears back must stop somewhere. Two RTTs bound the flow as
 /// soon as a one-BDP buffer filled (Vivace then became ack-clocked at twice the link rate with
 /// half its packets dropped); four do not.
@@ -110,11 +112,14 @@ pub struct Pcc<C: RateControl> {
     srtt_us: Option<u64>,
     /// Smallest RTT sample of the flow; `None` before the first.
     min_rtt_us: Option<u64>,
+    /// Whether the flight is capped at `SAFETY_WINDOW_RTTS` × rate × min RTT.
+    safety_window: bool,
 }
 
 impl<C: RateControl> Pcc<C> {
-    /// A sender of `mss_bytes` packets whose random choices are seeded by `seed`.
-    fn with_control(control: C, mss_bytes: u64, seed: u64) -> Self {
+    /// A sender of `mss_bytes` packets whose random choices are seeded by `seed`, with or without
+    /// the safety window.
+    fn with_control(control: C, mss_bytes: u64, seed: u64, safety_window: bool) -> Self {
         let initial_bps = INITIAL_PACKETS_PER_RTT * (mss_bytes * 8) as f64 * 1e6 / INITIAL_RTT_US as f64;
         Pcc {
             control,
@@ -126,6 +131,7 @@ impl<C: RateControl> Pcc<C> {
             interval_end_us: None,
             srtt_us: None,
             min_rtt_us: None,
+            safety_window,
         }
     }
 
@@ -212,13 +218,14 @@ impl<C: RateControl> CongestionControl for Pcc<C> {
         self.advance(now_us);
     }
 
-    /// Pace at the MI's rate, within the safety window, and wake at the end of the MI.
+    /// Pace at the MI's rate, within the safety window if there is one, and wake at the end of
+    /// the MI.
     fn decision(&self) -> Decision {
         let min_rtt_s = self.min_rtt_us.unwrap_or(INITIAL_RTT_US) as f64 / 1e6;
         let window_bytes = (SAFETY_WINDOW_RTTS * self.rate_bps / 8.0 * min_rtt_s)
             .max(MIN_SAFETY_WINDOW_PACKETS * self.mss_bytes as f64);
         Decision {
-            cwnd_bytes: Some(window_bytes as u64),
+            cwnd_bytes: self.safety_window.then_some(window_bytes as u64),
             pacing_rate_bps: Some(self.rate_bps as u64),
             wake_at_us: self.interval_end_us,
         }

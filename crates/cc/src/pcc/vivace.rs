@@ -38,7 +38,7 @@
 //!
 //! Deviations and choices (docs/cc.md, "PCC Vivace", gives each its measurements):
 //! 1. Starting rate, x as the MI's target rate, utility −∞ for an MI with no resolved packet,
-//!    the 20 packets/s floor: as in `allegro.rs` (deviations 1–5 there), for the same reasons.
+//!    the 20 packets/s floor: as in `allegro.rs` (deviations 1–3 and 5 there), for the same reasons.
 //! 2. The RTT-gradient filter also zeroes a slope less than two standard errors of the fit from
 //!    0: scheduling delays over the emulator swung the bare slope by ±0.02.
 //! 3. θ0 = 0.1 Mbit/s per unit of gradient and m(τ) = τ are ours. With θ0 = 1 under 1% random
@@ -291,7 +291,7 @@ pub type Vivace = Pcc<VivaceControl>;
 impl Vivace {
     pub fn new(config: VivaceConfig) -> Self {
         let control = VivaceControl { state: State::Starting { last: None }, stepper: Stepper::new(config.theta0) };
-        Pcc::with_control(control, config.mss_bytes, config.seed)
+        Pcc::with_control(control, config.mss_bytes, config.seed, true)
     }
 
     pub fn state(&self) -> State {
