@@ -248,6 +248,8 @@ impl AllegroControl {
 
 impl RateControl for AllegroControl {
     const NAME: &'static str = "allegro";
+    const INTERVAL_RTTS: (f64, f64) = (monitor::INTERVAL_MIN_RTTS, monitor::INTERVAL_MAX_RTTS);
+    const INTERVAL_ON_MIN_RTT: bool = false;
     fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
         match &mut self.state {
             State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),

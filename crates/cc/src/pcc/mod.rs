@@ -44,6 +44,11 @@ const MIN_SAFETY_WINDOW_PACKETS: f64 = 4.0;
 pub trait RateControl {
     /// The registry name of the sender.
     const NAME: &'static str;
+    /// An MI's length is drawn uniformly from this range of RTTs (and lasts at least
+    /// `monitor::MIN_PACKETS_PER_INTERVAL` packets) …
+    const INTERVAL_RTTS: (f64, f64);
+    /// … of the flow's minimum RTT if true, else of its smoothed RTT.
+    const INTERVAL_ON_MIN_RTT: bool;
 
     /// The rate in bit/s (before the sender's floor and ceiling) and the role of the MI starting
     /// now, around the base rate r = `base_bps`; `first_of_state` for the first MI since the last
@@ -155,7 +160,8 @@ impl<C: RateControl> Pcc<C> {
             self.base_bps = rate_bps;
         }
         self.rate_bps = rate_bps;
-        let length_us = self.monitor.draw_length_us(rate_bps, self.srtt_us);
+        let rtt_us = if C::INTERVAL_ON_MIN_RTT { self.min_rtt_us } else { self.srtt_us };
+        let length_us = self.monitor.draw_length_us(rate_bps, rtt_us, C::INTERVAL_RTTS);
         self.monitor.start(now_us, length_us, rate_bps, role);
         self.interval_end_us = Some(now_us + length_us);
     }

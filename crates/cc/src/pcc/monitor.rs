@@ -47,11 +47,11 @@ use crate::{Acked, Lost, Sent};
 
 /// MIs awaiting results at most; with MIs of ≥ 1.7 RTT only two or three are ever pending.
 pub const MAX_PENDING_INTERVALS: usize = 16;
-/// MI length, in SRTTs, is uniform over this range.
-const INTERVAL_MIN_RTTS: f64 = 1.7;
-const INTERVAL_MAX_RTTS: f64 = 2.2;
+/// Allegro's MI length, in SRTTs, is uniform over this range.
+pub const INTERVAL_MIN_RTTS: f64 = 1.7;
+pub const INTERVAL_MAX_RTTS: f64 = 2.2;
 /// An MI lasts at least long enough to send this many packets at its rate.
-const MIN_PACKETS_PER_INTERVAL: f64 = 40.0;
+pub const MIN_PACKETS_PER_INTERVAL: f64 = 40.0;
 /// SRTT assumed before the first sample.
 pub const INITIAL_RTT_US: u64 = 100_000;
 
@@ -246,13 +246,13 @@ impl<R: Copy + Default> Monitor<R> {
         newest.open.then_some(newest)
     }
 
-    /// The length of an MI at `rate_bps` given the smoothed RTT (`None` before the first sample):
-    /// uniform over [1.7, 2.2] SRTT, and at least 40 packets' worth.
-    pub fn draw_length_us(&mut self, rate_bps: f64, srtt_us: Option<u64>) -> u64 {
-        let srtt_us = srtt_us.unwrap_or(INITIAL_RTT_US) as f64;
-        let rtts = INTERVAL_MIN_RTTS + (INTERVAL_MAX_RTTS - INTERVAL_MIN_RTTS) * self.rng.unit();
+    /// The length of an MI at `rate_bps` given an RTT (`None` before the first sample): uniform
+    /// over `(min, max)` RTTs, and at least 40 packets' worth.
+    pub fn draw_length_us(&mut self, rate_bps: f64, rtt_us: Option<u64>, (min, max): (f64, f64)) -> u64 {
+        let rtt_us = rtt_us.unwrap_or(INITIAL_RTT_US) as f64;
+        let rtts = min + (max - min) * self.rng.unit();
         let packets_us = MIN_PACKETS_PER_INTERVAL * (self.mss_bytes * 8) as f64 * 1e6 / rate_bps.max(1.0);
-        (rtts * srtt_us).max(packets_us).ceil() as u64
+        (rtts * rtt_us).max(packets_us).ceil() as u64
     }
 
     /// Closes the open MI (if any) at `now_us` and opens a new one of `length_us` at `rate_bps`.
@@ -496,12 +496,12 @@ pub(crate) mod tests {
     fn interval_length_is_1_7_to_2_2_rtts_and_at_least_forty_packets() {
         let mut m: Monitor<u8> = Monitor::new(1500, 3);
         for _ in 0..1000 {
-            let us = m.draw_length_us(48e6, Some(40_000));
+            let us = m.draw_length_us(48e6, Some(40_000), (INTERVAL_MIN_RTTS, INTERVAL_MAX_RTTS));
             assert!((68_000..=88_000).contains(&us), "{us}");
         }
         // 12 Mbit/s: a 1500-byte packet every ms, so forty packets take 40 ms > 2.2 · 40 ms.
-        assert_eq!(m.draw_length_us(1.2e7, Some(20_000)), 40_000);
-        assert_eq!(m.draw_length_us(1.2e6, Some(40_000)), 400_000);
+        assert_eq!(m.draw_length_us(1.2e7, Some(20_000), (INTERVAL_MIN_RTTS, INTERVAL_MAX_RTTS)), 40_000);
+        assert_eq!(m.draw_length_us(1.2e6, Some(40_000), (INTERVAL_MIN_RTTS, INTERVAL_MAX_RTTS)), 400_000);
     }
 
     #[test]
