@@ -17,6 +17,10 @@ What is measured
       Δ             (sim − emu) / emu of the means, with the 95% interval of the difference of
                     the means (Welch), relative to the emulator's mean; `*` marks a difference
                     above 10% (the issue's bound), `!` one whose interval excludes 0 as well
+      replay Δ      the mean over emulated runs of (replay − emu) / emu, ± its 95% interval: each
+                    emulated run replayed in the simulator on the same draw of delivery
+                    opportunities (pantheon.sim.replay), so the path's randomness cancels and
+                    what is left is the simulator's model of the hosts (docs/sim.md)
 
     Presets (python/pantheon/presets.py): a wired path (india-wired, 100 Mbit/s), a cellular Poisson
     path (mexico-cellular), a policer (policer-12mbps-10ms) and a buffer-sweep point
@@ -51,6 +55,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "python"))
+
+from pantheon.schemes import registry  # noqa: E402
+from pantheon.sim import replay  # noqa: E402
+from pantheon.sim.simulable import cc_spec  # noqa: E402
+
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 USERSPACE = ["copa", "copa-0.1", "vegas-user", "cubic-user", "reno-user", "bbr-user", "ledbat-user",
              "pcc-allegro", "pcc-vivace", "sprout", "verus", "scream"]
@@ -104,13 +114,28 @@ def campaign(mode: list[str], schemes: list[str], preset: str, runs: int, seed: 
     return out
 
 
-def emulated(schemes: list[str], preset: str, runs: int, runtime_s: int, root: Path) -> Runs:
-    """`runs` emulated runs per scheme, run K on the emulator's seed K."""
+def emulated(schemes: list[str], preset: str, runs: int, runtime_s: int, root: Path) -> tuple[Runs, Runs]:
+    """`runs` emulated runs per scheme, run K on the emulator's seed K, and each one's replay in the
+    simulator (a kernel scheme's by its userspace twin)."""
+    known = registry()
     out: Runs = {}
+    replays: Runs = {}
     for k in range(runs):
-        for name, values in campaign(["test", "local"], schemes, preset, 1, k, runtime_s, root / f"seed{k}").items():
+        data_dir = root / f"seed{k}"
+        for name, values in campaign(["test", "local"], schemes, preset, 1, k, runtime_s, data_dir).items():
             out.setdefault(name, []).extend(values)
-    return out
+            spec = cc_spec(known.schemes[KERNEL_TWINS.get(name, name)])
+            options = json.loads((data_dir / "metadata.json").read_text())["emulator_options"]
+            if values and spec:
+                flow = replay.run(replay.replay_of(data_dir / name / "run1", options, spec), data_dir / name / "replay")
+                replays.setdefault(name, []).append((flow["throughput_mbps"], flow["delay_p95_ms"]))
+    return out, replays
+
+
+def paired(emu: list[float], replayed: list[float]) -> str:
+    """Mean and 95% half-width of the runs' (replay − emu) / emu."""
+    d = [r / e - 1 for e, r in zip(emu, replayed, strict=True)]
+    return f"{statistics.mean(d):+6.1%}±{half_width(d):<5.0%}"
 
 
 def cell(emu: list[float], sim: list[float]) -> str:
@@ -140,13 +165,13 @@ def main() -> None:
     print(f"{args.runs} emulated and {sim_runs} simulated runs x {args.runtime} s per scheme and preset; "
           "mean ± 95% interval; Δ = (sim − emu) / emu ± 95% interval (Welch)")
     print(f"{'scheme':<13} {'preset':<20} {'emu tput':>14} {'sim tput':>14} {'Δ tput':>13} "
-          f"{'emu p95':>14} {'sim p95':>14} {'Δ p95':>13}  runs")
+          f"{'emu p95':>14} {'sim p95':>14} {'Δ p95':>13}  {'replay Δ tput':>13} {'replay Δ p95':>13}  runs")
     worst: list[tuple[float, str]] = []
     for preset in args.presets.split(","):
         t0 = time.monotonic()
         sim = campaign(["sim"], schemes + twins, preset, sim_runs, 0, args.runtime, root / preset / "sim")
         sim_s = time.monotonic() - t0
-        emu = emulated(schemes + kernel, preset, args.runs, args.runtime, root / preset / "emu")
+        emu, replayed = emulated(schemes + kernel, preset, args.runs, args.runtime, root / preset / "emu")
         rows = [(s, s, "") for s in schemes] + [(k, KERNEL_TWINS[k], " kernel") for k in kernel]
         for emu_name, sim_name, note in rows:
             if not emu.get(emu_name) or not sim.get(sim_name):
@@ -155,7 +180,9 @@ def main() -> None:
                 continue
             e, s = emu[emu_name], sim[sim_name]
             (et, ed), (st, sd) = ([list(c) for c in zip(*e)], [list(c) for c in zip(*s)])
-            print(f"{emu_name:<13} {preset:<20} {cell(et, st)} {cell(ed, sd)}  {len(e)}/{len(s)}{note}")
+            rt, rd = [list(c) for c in zip(*replayed[emu_name])]
+            print(f"{emu_name:<13} {preset:<20} {cell(et, st)} {cell(ed, sd)}  {paired(et, rt)} {paired(ed, rd)}"
+                  f"  {len(e)}/{len(s)}{note}")
             worst.append((max(abs(statistics.mean(st) / statistics.mean(et) - 1),
                               abs(statistics.mean(sd) / statistics.mean(ed) - 1)), f"{emu_name} on {preset}"))
         print(f"  ({preset}: simulated campaign {sim_s:.1f} s wall)")

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon.errors import PantheonError
-from pantheon.schemes import Registry
 from pantheon.sim import simulator
-from pantheon.sim.simulable import cc_spec
 
 DATA_PATH_BYTES = 1500
 """A data datagram on the emulator's path: 1464 inside the tunnel plus its 36 bytes."""
@@ -56,15 +54,12 @@ def first_data_entry_us(uplink_log: Path) -> int:
     raise PantheonError(f"{uplink_log}: no data datagram entered the uplink")
 
 
-def replay_of(run_dir: Path, emulator_options: list[str], known: Registry) -> Replay:
-    """The simulated run that replays emulated run `run_dir` (its data dir's metadata.json
-    `emulator_options`, which hold its `--seed`)."""
+def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
+    """The simulated run of controller `spec` (a crates/cc spec) that replays emulated run
+    `run_dir`, whose data dir's metadata.json gave `emulator_options` (they hold its `--seed`)."""
     flows = json.loads((run_dir / "run.json").read_text())["flows"]
     if len(flows) != 1:
         raise PantheonError(f"{run_dir}: only one-flow runs can be replayed, this one has {len(flows)}")
-    spec = cc_spec(known.schemes[flows[0]["scheme"]])
-    if spec is None:
-        raise PantheonError(f"{run_dir}: {flows[0]['scheme']} has no crates/cc controller to simulate")
     at = emulator_options.index("--seed")
     seed = int(emulator_options[at + 1])
     path_options = emulator_options[:at] + emulator_options[at + 2:]
