@@ -1,0 +1,77 @@
+"""An emulated run replayed in the simulator on the same path: the same delivery opportunities,
+drops and delays, so that what differs is the simulator's model of the hosts and nothing else.
+
+Why: over a Poisson path (the cellular presets) two runs with different draws of opportunities
+differ far more than the simulator and the emulator do. Copa's p95 one-way delay over
+mexico-cellular ranges from 160 to 780 ms from seed to seed in either, because whether a flow
+fills the 130-packet buffer early decides the rest of the run; comparing means needs tens of runs
+per side. Replayed on the same draw, an emulated run and its simulated twin agree run by run
+(PCC Vivace, 4 runs: throughput within 4%, p95 within 4%), so one short emulated run is evidence.
+
+How: pantheon-emu's random streams (Poisson opportunities, loss) are seeded by `--seed` and start
+with its link clock, which starts before the flow does: the harness starts the emulator, the
+tunnel and the scheme's first side, and releases the sender `HEAD_START_S` later. The first data
+datagram on the uplink log (1500 bytes on the path, docs/tunnel.md) marks the flow's start on the
+link's clock; the simulated flow starts at that instant of a run with the same options and seed,
+so it sees the same opportunities at the same times. The tunnel's handshake datagram (52 bytes)
+takes part of one opportunity in the emulator and is not replayed.
+
+Only one-flow runs replay: the uplink log does not say which flow a datagram belongs to.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pantheon.errors import PantheonError
+from pantheon.sim import simulator
+
+DATA_PATH_BYTES = 1500
+"""A data datagram on the emulator's path: 1464 inside the tunnel plus its 36 bytes."""
+TAIL_S = 0.5
+"""Simulated time after the flow's end, for its last datagrams in flight to arrive."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    flow: simulator.FlowArg
+    path_options: list[str]
+    """pantheon-emu's options as the emulated run got them, `--seed` left out."""
+    seed: int
+    runtime_s: float
+
+
+def first_data_entry_us(uplink_log: Path) -> int:
+    """Link time (µs) of the first data datagram entering the uplink (pantheon-emu's native log:
+    `t_us + uid bytes`)."""
+    with uplink_log.open() as log:
+        for line in log:
+            fields = line.split()
+            if len(fields) == 4 and fields[1] == "+" and int(fields[3]) == DATA_PATH_BYTES:
+                return int(fields[0])
+    raise PantheonError(f"{uplink_log}: no data datagram entered the uplink")
+
+
+def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
+    """The simulated run of controller `spec` (a crates/cc spec) that replays emulated run
+    `run_dir`, whose data dir's metadata.json gave `emulator_options` (they hold its `--seed`)."""
+    flows = json.loads((run_dir / "run.json").read_text())["flows"]
+    if len(flows) != 1:
+        raise PantheonError(f"{run_dir}: only one-flow runs can be replayed, this one has {len(flows)}")
+    at = emulator_options.index("--seed")
+    seed = int(emulator_options[at + 1])
+    path_options = emulator_options[:at] + emulator_options[at + 2:]
+    start_s = first_data_entry_us(run_dir / "uplink.log") / 1e6
+    duration_s = float(flows[0]["duration_s"])
+    return Replay(simulator.FlowArg(spec, start_s, duration_s), path_options, seed, start_s + duration_s + TAIL_S)
+
+
+def run(replay: Replay, out_dir: Path) -> dict:
+    """Runs the replay into `out_dir`; its flow's metrics (docs/sim.md, FLOW_METRICS)."""
+    argv = simulator.run_command(out_dir, [replay.flow], replay.path_options, replay.runtime_s, replay.seed)
+    done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=simulator.die_with_parent)  # noqa: PLW1509
+    if done.returncode != 0:
+        raise simulator.SimError(simulator.message(done.stderr) or f"{simulator.PROGRAM} exited {done.returncode}")
+    return simulator.parse_report(done.stdout)["flows"][0]
