@@ -65,6 +65,14 @@ def add_run_options(parser: argparse.ArgumentParser, *, clock: str, run_times_he
     parser.add_argument("--seed", type=int, default=0, help=seed_help)
 
 
+def seed_of(base_seed: int, repetition: int) -> int:
+    """The seed of run `repetition` (from 1) of every label: `--seed + K - 1`, so a scheme's
+    repetitions see different random losses and Poisson deliveries (independent draws), the
+    schemes' run K see the same ones (common random numbers sharpen a paired comparison), and the
+    whole campaign is reproducible. The emulated and the simulated campaigns both use it."""
+    return base_seed + repetition - 1
+
+
 def add_output_options(parser: argparse.ArgumentParser, default_dir: str) -> None:
     parser.add_argument("--data-dir", type=Path, help=f"where results go (default data/{default_dir}-DATE-TIME)")
     parser.add_argument("--quiet", action="store_true", help="no progress display")

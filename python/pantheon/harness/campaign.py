@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pantheon import __version__
 from pantheon.errors import PantheonError
+from pantheon.experiment import seed_of
 from pantheon.harness import leftovers
 from pantheon.harness.plan import Plan
 from pantheon.harness.run import Run
@@ -145,14 +146,15 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_options: list[str], data_dir: Path,
                  run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
                  skipped: dict[str, str] | None = None) -> int:
-    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM."""
+    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM.
+    `emulator_options` are the path's; run K's emulator gets `--seed` seed_of(seed, K)."""
     removed = leftovers.clean()
     if removed and not quiet:
         print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
     trials = trial_order(plans, run_times, random_order, seed)
     data_dir.mkdir(parents=True, exist_ok=True)
     used = sorted({s for p in plans for s in p.schemes})
-    (data_dir / "metadata.json").write_text(json.dumps(metadata(arguments, emulator_options, [schemes[s] for s in used], trials, skipped or {}), indent=2) + "\n")
+    (data_dir / "metadata.json").write_text(json.dumps(metadata(arguments, [*emulator_options, "--seed", str(seed)], [schemes[s] for s in used], trials, skipped or {}), indent=2) + "\n")
     progress = Progress(quiet, len(trials))
     failed = 0
     for trial in trials:
@@ -161,7 +163,9 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
             raise DataDirTaken(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
         run_dir.mkdir(parents=True)
         progress.run_started(trial, run_times)
-        run = Run(index=trial.number, plan=trial.plan, schemes=schemes, emulator_options=emulator_options,
+        run_seed = seed_of(seed, trial.repetition)
+        run = Run(index=trial.number, plan=trial.plan, schemes=schemes,
+                  emulator_options=[*emulator_options, "--seed", str(run_seed)],
                   run_dir=run_dir, harness_pid=os.getpid())
         previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
         try:
@@ -187,7 +191,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
                 outcome.failures += [f"flow {i} ({trial.plan.flows[i].scheme}) moved no data" for i in summary.silent_flows]
         (run_dir / "run.json").write_text(json.dumps({
             "ok": outcome.ok, "failures": outcome.failures, "label": trial.plan.label, "repetition": trial.repetition,
-            "runtime_s": trial.plan.runtime_s, "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
+            "runtime_s": trial.plan.runtime_s, "seed": run_seed, "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
             "flows": [asdict(f) for f in trial.plan.flows],
         }, indent=2) + "\n")
         failed += not outcome.ok

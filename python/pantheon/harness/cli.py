@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     experiment.add_scheme_options(local, "comma-separated scheme names (pantheon schemes are under schemes/)",
                                   "every scheme available on this machine")
     experiment.add_run_options(local, clock="", run_times_help="runs of each scheme (default 1)",
-                               seed_help="seed for --random-order and the emulator (default 0)")
+                               seed_help="seed for --random-order and the emulator; run K uses seed + K - 1 (default 0)")
     local.add_argument("--random-order", action="store_true", help="a random permutation of the schemes, round-robin")
     experiment.add_output_options(local, "local")
     experiment.add_path_options(local)

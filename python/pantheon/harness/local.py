@@ -36,8 +36,8 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
     succeeded and every scheme asked for ran, else 1. `arguments` is the command's record for
     metadata.json. Raises Interrupted on Ctrl-C or SIGTERM."""
     require_root("pantheon test local")
-    emulator_options = [*experiment.expanded_path_options(), "--seed", str(experiment.seed)]
-    check_emulator_options(emulator_options)
+    emulator_options = experiment.expanded_path_options()
+    check_emulator_options([*emulator_options, "--seed", str(experiment.seed)])
     known = schemes.registry()
 
     def expected_skip(name: str) -> bool:

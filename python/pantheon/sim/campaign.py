@@ -12,9 +12,8 @@ Per run, in LABEL/runK/:
     uplink.log, downlink.log                     the link logs, in pantheon-emu's form
     flowI.{sender,receiver}.{ingress,egress}.log the tunnel logs, in pantheon-tunnel's native form
 
-Seeds: run K of every label uses seed `--seed + K - 1`, so the repetitions of a scheme see
-different random losses and Poisson deliveries, the schemes' run K see the same ones (common
-random numbers make a paired comparison sharper), and the whole campaign is reproducible.
+Seeds: run K of every label uses seed `--seed + K - 1` (experiment.seed_of, as the emulated
+harness does).
 
 Parallelism: a pool of worker processes, one per job, each running one pantheon-sim.
 Ctrl-C (SIGINT to the process group from a terminal, or to `pantheon sim` alone) ends the runs
@@ -66,10 +65,6 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return not self.failures
-
-
-def seed_of(base_seed: int, repetition: int) -> int:
-    return base_seed + repetition - 1
 
 
 def _failure(done: subprocess.CompletedProcess) -> str:

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
 
     runs = [campaign.SimRun(t, data_dir / t.plan.label / f"run{t.repetition}", cc, path_options,
-                            campaign.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
+                            experiment.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
     failed = campaign.run_all(runs, args.jobs, campaign.Progress(asked.quiet, len(runs), asked.run_times))
     if failed == 130:
         print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)

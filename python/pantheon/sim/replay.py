@@ -56,12 +56,13 @@ def first_data_entry_us(uplink_log: Path) -> int:
 
 def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
     """The simulated run of controller `spec` (a crates/cc spec) that replays emulated run
-    `run_dir`, whose data dir's metadata.json gave `emulator_options` (they hold its `--seed`)."""
-    flows = json.loads((run_dir / "run.json").read_text())["flows"]
+    `run_dir`, whose data dir's metadata.json gave `emulator_options`, on the run's own seed."""
+    run = json.loads((run_dir / "run.json").read_text())
+    flows = run["flows"]
     if len(flows) != 1:
         raise PantheonError(f"{run_dir}: only one-flow runs can be replayed, this one has {len(flows)}")
     at = emulator_options.index("--seed")
-    seed = int(emulator_options[at + 1])
+    seed = int(run["seed"])
     path_options = emulator_options[:at] + emulator_options[at + 2:]
     start_s = first_data_entry_us(run_dir / "uplink.log") / 1e6
     duration_s = float(flows[0]["duration_s"])
