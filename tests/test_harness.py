@@ -150,7 +150,8 @@ def test_ctrl_c_keeps_finished_runs_and_leaves_nothing(tmp_path: Path) -> None:
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 130
-    assert json.loads((data / "cubic" / "run1" / "run.json").read_text())["ok"]
+    first = json.loads((data / "cubic" / "run1" / "run.json").read_text())
+    assert first["ok"] and first["seed"] == 0, "run K's emulator seed is --seed + K - 1"
     assert (data / "cubic" / "run1" / "records.parquet").exists()
     assert json.loads((data / "cubic" / "run2" / "run.json").read_text())["failures"] == ["interrupted (Ctrl-C)"]
     assert run_namespaces(proc.pid) == []
