@@ -7,33 +7,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_emulator_fidelity import PORT, emulate, read_native_log, receiver, traffic_command
+from test_emulator_fidelity import PORT, Departure, emulate, read_native_log, receiver, traffic_command
+
+
+def departures(emu: Path, netns: str, log_path: Path, options: list[str], rate_mbps: float, size: int,
+               seconds: float) -> tuple[list[Departure], dict[int, int]]:
+    """A paced UDP flow of `size`-byte packets over the uplink: its departures and every entry time."""
+    with receiver(netns, "udp-recv", PORT, "--seconds", 20):
+        emulate(emu, netns, [*options, "--delay", "5", "--uplink-log", str(log_path)],
+                traffic_command("udp-send", PORT, "--rate-mbps", rate_mbps, "--size", size, "--seconds", seconds,
+                                linger_s=0.1))
+    log = read_native_log(log_path)
+    return [d for d in log.departures if d.size_bytes == size], log.entries_us
 
 
 def test_mahimahi_timing_puts_every_departure_on_a_whole_millisecond(emu: Path, netns: str, tmp_path: Path) -> None:
-    log_path = tmp_path / "up.log"
-    with receiver(netns, "udp-recv", PORT, "--seconds", 20):
-        emulate(emu, netns, ["--timing", "mahimahi", "--delay", "5", "--uplink-rate", "100", "--uplink-log", str(log_path)],
-                traffic_command("udp-send", PORT, "--rate-mbps", 60, "--size", 1000, "--seconds", 1, linger_s=0.1))
-    log = read_native_log(log_path)
-    ours = [d for d in log.departures if d.size_bytes == 1000]
+    ours, entries_us = departures(emu, netns, tmp_path / "up.log", ["--timing", "mahimahi", "--uplink-rate", "100"],
+                                  60, 1000, 1)
     assert len(ours) > 5000
     assert all(d.t_us % 1000 == 0 for d in ours)
     # Released at the entry's millisecond + 5 ms, then carried by a later millisecond's opportunity.
-    assert all(d.t_us > log.entries_us[d.uid] // 1000 * 1000 + 5000 for d in ours)
+    assert all(d.t_us > entries_us[d.uid] // 1000 * 1000 + 5000 for d in ours)
     # The microsecond clock (the default) does neither.
-    emulate(emu, netns, ["--delay", "5", "--uplink-rate", "100", "--uplink-log", str(log_path)],
-            traffic_command("udp-send", PORT, "--rate-mbps", 60, "--size", 1000, "--seconds", 0.3, linger_s=0.1))
-    exact = [d for d in read_native_log(log_path).departures if d.size_bytes == 1000]
+    exact, _ = departures(emu, netns, tmp_path / "up.log", ["--uplink-rate", "100"], 60, 1000, 0.3)
     assert sum(d.t_us % 1000 != 0 for d in exact) > len(exact) / 2
 
 
 def test_mahimahi_timing_truncates_the_delay_to_the_millisecond(emu: Path, netns: str, tmp_path: Path) -> None:
-    log_path = tmp_path / "up.log"
-    with receiver(netns, "udp-recv", PORT, "--seconds", 20):
-        emulate(emu, netns, ["--timing", "mahimahi", "--delay", "5", "--uplink-rate", "unlimited", "--uplink-log", str(log_path)],
-                traffic_command("udp-send", PORT, "--rate-mbps", 2, "--size", 500, "--seconds", 0.5, linger_s=0.1))
-    log = read_native_log(log_path)
-    ours = [d for d in log.departures if d.size_bytes == 500]
+    ours, entries_us = departures(emu, netns, tmp_path / "up.log", ["--timing", "mahimahi", "--uplink-rate", "unlimited"],
+                                  2, 500, 0.5)
     assert len(ours) > 200
-    assert all(d.t_us == log.entries_us[d.uid] // 1000 * 1000 + 5000 for d in ours)
+    assert all(d.t_us == entries_us[d.uid] // 1000 * 1000 + 5000 for d in ours)
