@@ -81,7 +81,7 @@ def test_the_path_options_are_the_emulators() -> None:
     """The declared list and pantheon-emu's own options (less the logs, which the harness sets) agree."""
     help_text = subprocess.run([str(EMU), "--help"], capture_output=True, text=True, check=True).stdout
     emulator = {flag for flag in re.findall(r"^\s+(--[a-z-]+)", help_text, re.MULTILINE)
-                if flag.startswith(("--delay", "--uplink-", "--downlink-")) and not flag.endswith("-log")}
+                if flag.startswith(("--delay", "--timing", "--uplink-", "--downlink-")) and not flag.endswith("-log")}
     assert emulator == {flag for flag, _, _ in experiment.PATH_OPTIONS}
 
 

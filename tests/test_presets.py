@@ -17,6 +17,7 @@ def test_calibrated_preset_options(tmp_path: Path) -> None:
         "--delay", "28",
         "--uplink-poisson", "0.57", "--uplink-queue", "droptail", "--uplink-queue-packets", "14", "--uplink-loss", "0.0477",
         "--downlink-poisson", "0.57",
+        "--timing", "mahimahi",
     ]
 
 
@@ -49,6 +50,14 @@ def test_user_options_replace_the_presets() -> None:
     merged = presets.merge(base, ["--uplink-rate", "5", "--uplink-queue-bytes", "3000", "--seed", "3"])
     assert merged == ["--delay", "28", "--uplink-loss", "0.0477", "--downlink-poisson", "0.57",
                       "--uplink-rate", "5", "--uplink-queue-bytes", "3000", "--seed", "3"]
+
+
+def test_every_preset_runs_on_mahimahis_clock_unless_the_user_says_otherwise(tmp_path: Path) -> None:
+    for preset in presets.PRESETS.values():
+        opts = preset.options(tmp_path)
+        assert opts[opts.index("--timing") + 1] == "mahimahi", preset.name
+    merged = presets.merge(presets.lookup("india-wired").options(tmp_path), ["--timing", "us"])
+    assert merged.count("--timing") == 1 and merged[-2:] == ["--timing", "us"]
 
 
 def test_unknown_preset_is_a_clear_error() -> None:

@@ -34,6 +34,8 @@ _DIRECTION_OPTIONS = (
 PATH_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("--delay", "MS", "one-way propagation delay in ms, each direction (fractions allowed; default 0)"),
     *((f"--{d}-{name}", metavar, text.format(d=d)) for d in ("uplink", "downlink") for name, metavar, text in _DIRECTION_OPTIONS),
+    ("--timing", "CLOCK", "the path model's clock: us (exact; the default) or mahimahi (Mahimahi's whole "
+     "milliseconds; presets use it)"),
 )
 """The emulator's path options (flag, metavar, help): pantheon-emu's and pantheon-sim's, which parse
 them with the same Rust code and judge their values; the tests check this list against

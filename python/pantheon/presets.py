@@ -11,6 +11,11 @@ uplink (the downlink's is infinite) unless a preset says both, and loss on the u
 - ACK aggregation: the downlink delivers rarely or in bursts, so acknowledgements arrive in clumps.
 - Buffer sweeps: 12 Mbit/s and 30 ms (bandwidth-delay product 90 000 bytes) with a DropTail buffer
   of 0.1, 1/3, 1/2 and 1 BDP.
+
+Every preset runs on Mahimahi's clock (`--timing mahimahi`, docs/emulator.md): the original's
+parameters were chosen, and the calibrated ones fitted, on Mahimahi, whose whole-millisecond
+delays and delivery opportunities are part of what the fit reproduced. `--timing us` after the
+preset replaces it.
 """
 from __future__ import annotations
 
@@ -85,6 +90,7 @@ class Preset:
             "--delay", f"{self.delay_ms:g}",
             *self.uplink.options("uplink", traces_dir, self.name),
             *self.downlink.options("downlink", traces_dir, self.name),
+            "--timing", "mahimahi",
         ]
 
 
@@ -141,8 +147,8 @@ def table() -> str:
 def _slot(flag: str) -> str | None:
     """Which parameter an emulator flag sets, so a user's flag replaces a preset's."""
     name = flag.split("=", 1)[0]
-    if name == "--delay":
-        return "delay"
+    if name in ("--delay", "--timing"):
+        return name[2:]
     for direction in ("uplink", "downlink"):
         prefix = f"--{direction}-"
         if name.startswith(prefix):

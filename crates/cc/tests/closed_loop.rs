@@ -47,6 +47,7 @@ fn run(spec: &str, s: &Scenario) -> Outcome {
         queue: QueueLimit::Packets(s.queue_packets),
         delivery: Delivery::Constant { rate_mbps: s.rate_mbps },
         policer: None,
+        timing: Default::default(),
     };
     let end_us = s.duration_s * 1_000_000;
     let warmup_us = s.warmup_s * 1_000_000;

@@ -36,6 +36,7 @@ fn run(spec: &str, loss_probability: f64, queue_packets: u64, seed: u64) -> Outc
         queue: QueueLimit::Packets(queue_packets),
         delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
         policer: None,
+        timing: Default::default(),
     };
     let (mut delivered_bytes, mut sent_bytes) = (0u64, 0u64);
     let mut queue_us: Vec<u64> = Vec::new();

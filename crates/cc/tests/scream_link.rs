@@ -62,6 +62,7 @@ fn run_config_over_link(
         queue: QueueLimit::Packets(queue_packets),
         delivery: Delivery::Constant { rate_mbps },
         policer: None,
+        timing: Default::default(),
     };
     let end_us = duration_s * 1_000_000;
     let mut run = Run {

@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use clap::{Args, Parser};
-use pantheon_link::{Delivery, PathConfig, PolicerConfig, QueueLimit, Trace};
+use pantheon_link::{Delivery, PathConfig, PolicerConfig, QueueLimit, Timing, Trace};
 
 /// Emulated path options for both directions (uplink: from the command outwards).
 #[derive(Debug, Clone, Args)]
@@ -72,6 +72,11 @@ pub struct PathArgs {
     /// Seed for loss and Poisson delivery; the same seed reproduces the same random choices.
     #[arg(long, value_name = "N", default_value = "0")]
     pub seed: String,
+
+    /// Clock of the path model: 'us' (exact microseconds) or 'mahimahi' (Mahimahi's whole
+    /// milliseconds: delays truncate, opportunities on ms boundaries carry only earlier arrivals).
+    #[arg(long, value_name = "CLOCK", default_value = "us")]
+    pub timing: String,
 }
 
 /// A bad option value: which option, and what is wrong with it.
@@ -182,6 +187,14 @@ fn parse_queue(
     }
 }
 
+fn parse_timing(text: &str) -> Result<Timing, ArgError> {
+    match text.trim() {
+        "us" => Ok(Timing::Microseconds),
+        "mahimahi" => Ok(Timing::Mahimahi),
+        other => Err(bad("--timing", format!("unknown clock '{other}'; use us or mahimahi"))),
+    }
+}
+
 fn parse_loss(option: &str, text: &str) -> Result<f64, ArgError> {
     let p = parse_number(option, text, "expected a probability in [0, 1]")?;
     if !(0.0..=1.0).contains(&p) {
@@ -229,12 +242,14 @@ impl PathArgs {
             .trim()
             .parse::<u64>()
             .map_err(|_| bad("--seed", format!("expected a non-negative whole number, got '{}'", self.seed)))?;
+        let timing = parse_timing(&self.timing)?;
         let uplink = PathConfig {
             delay_us,
             loss_probability: parse_loss("--uplink-loss", &self.uplink_loss)?,
             queue: parse_queue("uplink", &self.uplink_queue, &self.uplink_queue_packets, &self.uplink_queue_bytes)?,
             delivery: parse_delivery("uplink", &self.uplink_rate, &self.uplink_trace, &self.uplink_poisson)?,
             policer: parse_policer("--uplink-policer", &self.uplink_policer)?,
+            timing,
         };
         let downlink = PathConfig {
             delay_us,
@@ -247,6 +262,7 @@ impl PathArgs {
             )?,
             delivery: parse_delivery("downlink", &self.downlink_rate, &self.downlink_trace, &self.downlink_poisson)?,
             policer: parse_policer("--downlink-policer", &self.downlink_policer)?,
+            timing,
         };
         Ok(PathPair { uplink, downlink, seed })
     }
@@ -266,6 +282,13 @@ mod tests {
         assert_eq!(p.uplink.delivery, Delivery::Constant { rate_mbps: 12.0 });
         assert_eq!(p.downlink.queue, QueueLimit::Infinite);
         assert_eq!(p.uplink.delay_us, 0);
+        assert_eq!(p.uplink.timing, Timing::Microseconds);
+    }
+
+    #[test]
+    fn timing_applies_to_both_directions() {
+        let p = parse(&["--timing", "mahimahi"]).unwrap();
+        assert_eq!((p.uplink.timing, p.downlink.timing), (Timing::Mahimahi, Timing::Mahimahi));
     }
 
     #[test]
@@ -314,6 +337,7 @@ mod tests {
             (&["--uplink-queue-packets", "0"], "--uplink-queue-packets"),
             (&["--uplink-policer", "12"], "--uplink-policer"),
             (&["--seed", "x"], "--seed"),
+            (&["--timing", "ms"], "--timing"),
         ];
         for (args, option) in cases {
             let err = parse(args).unwrap_err();

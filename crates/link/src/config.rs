@@ -3,6 +3,7 @@
 //! pathological policer. Drivers validate user input into this type; `Path::new` builds from it.
 
 use crate::queue::QueueLimit;
+use crate::timing::Timing;
 use crate::trace::Trace;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +15,8 @@ pub struct PathConfig {
     pub queue: QueueLimit,
     pub delivery: Delivery,
     pub policer: Option<PolicerConfig>,
+    /// Microsecond (ours) or Mahimahi's millisecond clock (`timing.rs`).
+    pub timing: Timing,
 }
 
 /// When the link may send.

@@ -14,6 +14,7 @@ pub mod policer;
 pub mod queue;
 pub mod rng;
 pub mod schedule;
+pub mod timing;
 pub mod trace;
 
 pub use config::{Delivery, PathConfig, PolicerConfig};
@@ -21,4 +22,5 @@ pub use event::{DropCause, Event};
 pub use path::Path;
 pub use queue::QueueLimit;
 pub use schedule::OPPORTUNITY_BYTES;
+pub use timing::Timing;
 pub use trace::{Trace, TraceError};

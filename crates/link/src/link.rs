@@ -4,13 +4,15 @@
 //! that remainder and finishes at a later opportunity (so small ACKs share one opportunity and the
 //! byte rate is exact). An opportunity that finds nothing to send is lost; bytes do not accrue
 //! while the link is idle. A packet leaves at the time of the opportunity that sends its last
-//! byte. An opportunity at time t serves packets that reached the queue at or before t.
+//! byte. An opportunity at time t serves packets that reached the queue at or before t (with
+//! Mahimahi's timing, `timing.rs`: opportunities on whole ms, serving what arrived before t).
 //!
 //! With no schedule the link is unlimited: packets pass at the instant they arrive.
 
 use crate::event::{DropCause, Event};
 use crate::queue::{Queue, QueueLimit, Queued};
 use crate::schedule::{Schedule, OPPORTUNITY_BYTES};
+use crate::timing::Timing;
 
 #[derive(Debug)]
 pub struct Link<P> {
@@ -21,11 +23,17 @@ pub struct Link<P> {
     in_transit: Option<(Queued<P>, u32)>,
     /// Report arrivals and every opportunity (costs one event per opportunity, used or not).
     recording: bool,
+    /// When opportunities happen and which arrivals they may carry.
+    timing: Timing,
 }
 
 impl<P> Link<P> {
     pub fn new(queue: QueueLimit, schedule: Option<Schedule>, recording: bool) -> Self {
-        Link { queue: Queue::new(queue), schedule, in_transit: None, recording }
+        Link { queue: Queue::new(queue), schedule, in_transit: None, recording, timing: Timing::default() }
+    }
+
+    pub fn with_timing(self, timing: Timing) -> Self {
+        Link { timing, ..self }
     }
 
     fn is_busy(&self) -> bool {
@@ -35,12 +43,12 @@ impl<P> Link<P> {
     /// When the link next needs to be polled, if it has anything to send.
     pub fn next_wakeup_us(&self) -> Option<u64> {
         match &self.schedule {
-            Some(s) if self.is_busy() => Some(s.next_us()),
+            Some(s) if self.is_busy() => Some(self.timing.opportunity_us(s.next_us())),
             _ => None,
         }
     }
 
-    /// A packet reaches the queue at `t_us`. Call `serve_before(t_us)` first.
+    /// A packet reaches the queue at `t_us`. Call `serve_before_arrival(t_us)` first.
     pub fn enqueue(&mut self, t_us: u64, packet: P, size_bytes: u32, emit: &mut impl FnMut(Event<P>)) {
         if self.recording {
             emit(Event::LinkArrival { t_us, size_bytes });
@@ -54,28 +62,29 @@ impl<P> Link<P> {
         }
     }
 
-    /// Runs every opportunity strictly before `t_us`.
-    pub fn serve_before(&mut self, t_us: u64, emit: &mut impl FnMut(Event<P>)) {
-        self.serve(t_us, false, emit);
+    /// Runs every opportunity that comes before a packet reaching the queue at `t_us`.
+    pub fn serve_before_arrival(&mut self, t_us: u64, emit: &mut impl FnMut(Event<P>)) {
+        self.serve(t_us, true, emit);
     }
 
     /// Runs every opportunity at or before `t_us`.
     pub fn serve_through(&mut self, t_us: u64, emit: &mut impl FnMut(Event<P>)) {
-        self.serve(t_us, true, emit);
+        self.serve(t_us, false, emit);
     }
 
-    fn serve(&mut self, until_us: u64, inclusive: bool, emit: &mut impl FnMut(Event<P>)) {
+    fn serve(&mut self, until_us: u64, before_arrival: bool, emit: &mut impl FnMut(Event<P>)) {
         let Some(schedule) = self.schedule.as_mut() else { return };
         loop {
-            let t_us = schedule.next_us();
-            if t_us > until_us || (t_us == until_us && !inclusive) {
+            let t_us = self.timing.opportunity_us(schedule.next_us());
+            let due = if before_arrival { self.timing.precedes_arrival(t_us, until_us) } else { t_us <= until_us };
+            if !due {
                 return;
             }
             let busy = self.in_transit.is_some() || !self.queue.is_empty();
             if !busy && !self.recording {
                 // Nothing to send and nobody watching: jump over the idle opportunities.
-                if !inclusive {
-                    schedule.skip_to(until_us);
+                if before_arrival {
+                    schedule.skip_to(self.timing.skip_bound_us(until_us));
                 }
                 return;
             }
@@ -124,6 +133,7 @@ impl<P> Link<P> {
 mod tests {
     use super::*;
     use crate::schedule::{ConstantRate, TraceSchedule};
+    use crate::timing::Timing;
     use crate::trace::Trace;
 
     type Out = Vec<Event<u32>>;
@@ -140,7 +150,7 @@ mod tests {
 
     fn arrive(link: &mut Link<u32>, t_us: u64, id: u32, size: u32, out: &mut Out) {
         let mut emit = |e| out.push(e);
-        link.serve_before(t_us, &mut emit);
+        link.serve_before_arrival(t_us, &mut emit);
         link.enqueue(t_us, id, size, &mut emit);
     }
 
@@ -168,6 +178,41 @@ mod tests {
         arrive(&mut link, 3000, 1, 100, &mut out);
         link.serve_through(3000, &mut |e| out.push(e));
         assert_eq!(departures(&out), vec![(3000, 1)]);
+    }
+
+    #[test]
+    fn mahimahi_timing_does_not_serve_an_arrival_at_the_opportunitys_instant() {
+        // Mahimahi runs the opportunities of a packet's millisecond before it enqueues the packet.
+        let mut link = Link::new(QueueLimit::Infinite, Some(Schedule::Constant(ConstantRate::new(12.0))), false)
+            .with_timing(Timing::Mahimahi);
+        let mut out = Vec::new();
+        arrive(&mut link, 3000, 1, 100, &mut out);
+        arrive(&mut link, 3999, 2, 100, &mut out);
+        // After an idle spell the skipped opportunities are the same: 7000 comes before an arrival at 7000.
+        arrive(&mut link, 7000, 3, 100, &mut out);
+        link.serve_through(10_000, &mut |e| out.push(e));
+        assert_eq!(departures(&out), vec![(4000, 1), (4000, 2), (8000, 3)]);
+    }
+
+    #[test]
+    fn mahimahi_timing_puts_opportunities_on_whole_milliseconds() {
+        // 100 Mbit/s: one opportunity every 120 us exactly; on Mahimahi's clock the 8 of (0, 1000]
+        // happen at 1000, the 8 of (1000, 2000] at 2000, and the 9 of (2000, 3000] at 3000.
+        let schedule = || Some(Schedule::Constant(ConstantRate::new(100.0)));
+        let mut exact = Link::new(QueueLimit::Infinite, schedule(), false);
+        let mut ms = Link::new(QueueLimit::Infinite, schedule(), false).with_timing(Timing::Mahimahi);
+        let (mut out_exact, mut out_ms) = (Vec::new(), Vec::new());
+        for id in 0..25 {
+            arrive(&mut exact, 0, id, 1500, &mut out_exact);
+            arrive(&mut ms, 0, id, 1500, &mut out_ms);
+        }
+        assert_eq!(ms.next_wakeup_us(), Some(1000));
+        exact.serve_through(3000, &mut |e| out_exact.push(e));
+        ms.serve_through(3000, &mut |e| out_ms.push(e));
+        assert_eq!(departures(&out_exact)[..3], [(120, 0), (240, 1), (360, 2)]);
+        let per_ms: Vec<usize> =
+            [1000, 2000, 3000].iter().map(|&t| departures(&out_ms).iter().filter(|d| d.0 == t).count()).collect();
+        assert_eq!(per_ms, vec![8, 8, 9]);
     }
 
     #[test]

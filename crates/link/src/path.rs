@@ -15,6 +15,7 @@ use crate::link::Link;
 use crate::loss::Loss;
 use crate::policer::Policer;
 use crate::schedule::{ConstantRate, PoissonSchedule, Schedule, TraceSchedule};
+use crate::timing::Timing;
 
 /// Seeds of a path's random parts are derived from one run seed, so that loss and Poisson
 /// delivery draw from independent streams.
@@ -27,6 +28,7 @@ pub struct Path<P> {
     loss: Option<Loss>,
     policer: Option<Policer>,
     link: Link<P>,
+    timing: Timing,
 }
 
 impl<P> Path<P> {
@@ -44,13 +46,14 @@ impl<P> Path<P> {
             delay: Delay::new(config.delay_us),
             loss: (config.loss_probability > 0.0).then(|| Loss::new(config.loss_probability, seed ^ LOSS_STREAM)),
             policer: config.policer.map(|p| Policer::new(p.rate_mbps, p.burst_bytes)),
-            link: Link::new(config.queue, schedule, recording),
+            link: Link::new(config.queue, schedule, recording).with_timing(config.timing),
+            timing: config.timing,
         }
     }
 
     /// A packet enters the path at `now_us`. Pushes must come in non-decreasing time order.
     pub fn push(&mut self, now_us: u64, packet: P, size_bytes: u32) {
-        self.delay.push(now_us, (packet, size_bytes));
+        self.delay.push(self.timing.stamp_us(now_us), (packet, size_bytes));
     }
 
     /// The earliest time at which `poll` has something to do.
@@ -64,7 +67,7 @@ impl<P> Path<P> {
     /// Runs the path up to and including `now_us`, emitting events in time order.
     pub fn poll(&mut self, now_us: u64, emit: &mut impl FnMut(Event<P>)) {
         while let Some((t_us, (packet, size_bytes))) = self.delay.pop_due(now_us) {
-            self.link.serve_before(t_us, emit);
+            self.link.serve_before_arrival(t_us, emit);
             if self.loss.as_mut().is_some_and(Loss::drops_next) {
                 emit(Event::Drop { t_us, packet, size_bytes, cause: DropCause::Loss });
             } else if self.policer.as_mut().is_some_and(|p| !p.admits(t_us, size_bytes)) {
@@ -106,6 +109,7 @@ mod tests {
             queue: QueueLimit::Infinite,
             delivery: Delivery::Constant { rate_mbps: 12.0 },
             policer: None,
+            timing: Timing::Microseconds,
         }
     }
 
@@ -133,22 +137,62 @@ mod tests {
     #[test]
     fn poll_timing_does_not_change_departures() {
         let arrivals: Vec<(u64, u32, u32)> = (0..200).map(|i| (i * 300, i as u32, 1500)).collect();
-        let late = run(&base(), &arrivals, 1_000_000);
-        // Poll every microsecond instead of only at arrivals.
-        let mut path = Path::new(&base(), 1, false);
-        let mut eager = Vec::new();
-        let mut next = arrivals.iter().peekable();
-        for t in 0..=1_000_000u64 {
-            path.poll(t, &mut |e| eager.push(e));
-            while let Some(&&(ta, id, size)) = next.peek() {
-                if ta != t {
-                    break;
+        for timing in [Timing::Microseconds, Timing::Mahimahi] {
+            let config = PathConfig { timing, ..base() };
+            let late = run(&config, &arrivals, 1_000_000);
+            // Poll every microsecond instead of only at arrivals.
+            let mut path = Path::new(&config, 1, false);
+            let mut eager = Vec::new();
+            let mut next = arrivals.iter().peekable();
+            for t in 0..=1_000_000u64 {
+                path.poll(t, &mut |e| eager.push(e));
+                while let Some(&&(ta, id, size)) = next.peek() {
+                    if ta != t {
+                        break;
+                    }
+                    path.push(ta, id, size);
+                    next.next();
                 }
-                path.push(ta, id, size);
-                next.next();
             }
+            assert_eq!(late, eager, "{timing:?}");
         }
-        assert_eq!(late, eager);
+    }
+
+    #[test]
+    fn mahimahi_timing_truncates_the_delay_and_waits_a_millisecond_at_the_link() {
+        // mm-delay holds a packet from the start of the ms it arrived in; mm-link then serves it at
+        // the first opportunity after the ms it reached the queue in.
+        let departures = |timing, delivery| {
+            let config = PathConfig { timing, delivery, ..base() };
+            run(&config, &[(0, 1, 1500), (2_700, 2, 1500)], 100_000)
+                .into_iter()
+                .filter_map(|e| match e {
+                    Event::Departure { t_us, packet, .. } => Some((t_us, packet)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let rate = Delivery::Constant { rate_mbps: 12.0 };
+        assert_eq!(departures(Timing::Microseconds, rate.clone()), vec![(20_000, 1), (23_000, 2)]);
+        assert_eq!(departures(Timing::Mahimahi, rate), vec![(21_000, 1), (23_000, 2)]);
+        assert_eq!(departures(Timing::Microseconds, Delivery::Unlimited), vec![(20_000, 1), (22_700, 2)]);
+        assert_eq!(departures(Timing::Mahimahi, Delivery::Unlimited), vec![(20_000, 1), (22_000, 2)]);
+    }
+
+    #[test]
+    fn mahimahi_timing_delivers_poisson_opportunities_on_whole_milliseconds() {
+        let config = PathConfig { timing: Timing::Mahimahi, delivery: Delivery::Poisson { rate_mbps: 30.0 }, ..base() };
+        let arrivals: Vec<(u64, u32, u32)> = (0..500).map(|i| (i * 137, i as u32, 1500)).collect();
+        let out = run(&config, &arrivals, 1_000_000);
+        let times: Vec<u64> = out
+            .iter()
+            .filter_map(|e| match e {
+                Event::Departure { t_us, .. } => Some(*t_us),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(times.len(), 500);
+        assert!(times.iter().all(|t| t % 1000 == 0));
     }
 
     #[test]

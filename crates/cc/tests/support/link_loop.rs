@@ -48,6 +48,7 @@ pub fn run(
         queue: QueueLimit::Infinite,
         delivery: Delivery::Unlimited,
         policer: None,
+        timing: Default::default(),
     };
     // Acknowledgements carry (seq, the receiver's clock at arrival).
     let mut reverse: Path<(u64, u64)> = Path::new(&reverse_config, seed + 1, false);
