@@ -44,17 +44,22 @@
 //!   (`bbr_update_min_rtt`), so the 4-packet rounds' low rates do not enter the max filter unless
 //!   they raise it; at a 5 ms RTT its 200 ms span 40 rounds, four filter windows, and without the
 //!   mark BtlBw fell from 12 to 7.8 Mbit/s (unit test `probe_rtt_at_a_short_rtt_keeps_btlbw`).
+//! - once the pipe is full the cwnd target adds an allowance for ACK aggregation (`extra_acked`,
+//!   since 5.1): the most that acknowledgements ran ahead of BtlBw·elapsed within an epoch, over
+//!   5–10 round trips, at most 100 ms at BtlBw, so that bursts of ACKs (cellular and Wi-Fi links)
+//!   do not leave the flow window-limited. It is a packet at most on evenly clocked paths (the
+//!   simulator's 1-BDP and 5-BDP runs are unchanged to the packet); on the TMobile LTE trace
+//!   (30 ms, 150 kB) the simulator's mean over 3 seeds went from 3.43 to 3.50 Mbit/s, p95
+//!   407 → 404 ms (the kernel's bbr over the emulator: 3.72 Mbit/s, 490 ms).
 //!
 //! Deviations: (1) send_quantum (§4.2.2) is one packet: the driver sends packet by packet, no
 //! TSO, so the cwnd target adds 3 packets. (2) The ProbeBW phase to start in is drawn from a
 //! seeded generator (`seed`, default 1) rather than at random, so runs are reproducible; as in
 //! §4.3.4 it is never the 3/4 phase. (3) There is no restart from idle (§4.3.4): Pantheon's flows
 //! never go idle. (4) On the sender's timeout nothing special happens (§4.2.3 sets cwnd to one
-//! packet on RTO; that serves retransmission, which this flow does not do). (5) Two mechanisms of
-//! Linux's BBR are absent: the long-term bandwidth estimate that detects policers (`lt_bw`, 4.9)
-//! and the cwnd allowance for ACK aggregation (`extra_acked`, 4.19); neither acts on a path that
-//! delivers ACKs evenly and drops only at a full DropTail queue, the 1-BDP and deep-buffer paths
-//! bench/twin_fidelity.py measures, but both do on the policer and ACK-aggregation presets.
+//! packet on RTO; that serves retransmission, which this flow does not do). (5) Linux's
+//! long-term bandwidth estimate that detects policers (`lt_bw`, 4.9) is absent: on the policer
+//! presets bbr-user is not the kernel's BBR.
 //!
 //! Driver: window and pacing rate; no timer (ProbeRTT ends on an acknowledgement, which its
 //! 4-packet window keeps coming).
@@ -88,6 +93,13 @@ const CWND_QUANTA_PACKETS: u64 = 3;
 /// gain·BtlBw, so that a BtlBw estimate a little above the link (delivery-rate samples taken over
 /// a compressed ACK interval) does not keep a standing queue growing at gain 1.
 const PACING_MARGIN: f64 = 0.99;
+/// Linux tcp_bbr.c since 5.1: the ACK-aggregation estimate is the largest of two windows of this
+/// many round trips (`bbr_extra_acked_win_rtts`).
+const EXTRA_ACKED_WINDOW_ROUNDS: u32 = 5;
+/// The aggregation allowance is at most this long at BtlBw (`bbr_extra_acked_max_us`).
+const EXTRA_ACKED_MAX_US: u64 = 100_000;
+/// An aggregation epoch restarts after this many bytes (`bbr_ack_epoch_acked_reset_thresh`, 2^20).
+const ACK_EPOCH_RESET_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BbrConfig {
@@ -167,6 +179,17 @@ pub struct Bbr {
     conservation_until_round: Option<u64>,
     /// Bytes declared lost since the last acknowledgement.
     lost_bytes_since_ack: u64,
+    /// ACK aggregation (Linux 5.1): the largest excess of bytes acknowledged in an epoch over what
+    /// BtlBw would have delivered in it, per window of `EXTRA_ACKED_WINDOW_ROUNDS` round trips
+    /// (the current one at `extra_acked_window`, and the previous).
+    extra_acked_bytes: [u64; 2],
+    extra_acked_window: usize,
+    /// Round trips into the current window.
+    extra_acked_window_rounds: u32,
+    /// When the current aggregation epoch began (an ACK that came no earlier than BtlBw
+    /// predicted), µs, and the bytes acknowledged since.
+    ack_epoch_start_us: u64,
+    ack_epoch_acked_bytes: u64,
     rng_state: u64,
 }
 
@@ -200,6 +223,11 @@ impl Bbr {
             recovery_start_us: None,
             conservation_until_round: None,
             lost_bytes_since_ack: 0,
+            extra_acked_bytes: [0; 2],
+            extra_acked_window: 0,
+            extra_acked_window_rounds: 0,
+            ack_epoch_start_us: 0,
+            ack_epoch_acked_bytes: 0,
             rng_state: config.seed,
         }
     }
@@ -338,9 +366,46 @@ impl Bbr {
         }
     }
 
+    /// Linux's `bbr_update_ack_aggregation`: how far acknowledgements ran ahead of BtlBw since
+    /// the current epoch began.
+    fn update_ack_aggregation(&mut self, e: &Acked) {
+        if self.round_start {
+            self.extra_acked_window_rounds += 1;
+            if self.extra_acked_window_rounds >= EXTRA_ACKED_WINDOW_ROUNDS {
+                self.extra_acked_window ^= 1;
+                self.extra_acked_bytes[self.extra_acked_window] = 0;
+                self.extra_acked_window_rounds = 0;
+            }
+        }
+        let elapsed_us = e.now_us.saturating_sub(self.ack_epoch_start_us);
+        let mut expected_bytes = (self.btlbw_bps as f64 / 8.0 * elapsed_us as f64 / 1e6) as u64;
+        if self.ack_epoch_acked_bytes <= expected_bytes || self.ack_epoch_acked_bytes + e.bytes >= ACK_EPOCH_RESET_BYTES
+        {
+            self.ack_epoch_acked_bytes = 0;
+            self.ack_epoch_start_us = e.now_us;
+            expected_bytes = 0;
+        }
+        self.ack_epoch_acked_bytes += e.bytes;
+        let extra_bytes =
+            (self.ack_epoch_acked_bytes - expected_bytes.min(self.ack_epoch_acked_bytes)).min(self.cwnd_bytes);
+        let slot = &mut self.extra_acked_bytes[self.extra_acked_window];
+        *slot = (*slot).max(extra_bytes);
+    }
+
+    /// The cwnd allowance for ACK aggregation (Linux's `bbr_ack_aggregation_cwnd`), once the pipe
+    /// is full: the larger window's estimate, at most `EXTRA_ACKED_MAX_US` at BtlBw.
+    fn aggregation_allowance_bytes(&self) -> u64 {
+        if !self.filled_pipe {
+            return 0;
+        }
+        let cap_bytes = (self.btlbw_bps as f64 / 8.0 * EXTRA_ACKED_MAX_US as f64 / 1e6) as u64;
+        self.extra_acked_bytes[0].max(self.extra_acked_bytes[1]).min(cap_bytes)
+    }
+
     fn set_cwnd(&mut self, e: &Acked) {
         let mss = self.config.mss_bytes;
-        let target_bytes = self.inflight_bytes_for(self.cwnd_gain) + CWND_QUANTA_PACKETS * mss;
+        let target_bytes =
+            self.inflight_bytes_for(self.cwnd_gain) + self.aggregation_allowance_bytes() + CWND_QUANTA_PACKETS * mss;
         let mut cwnd_bytes = self.cwnd_bytes;
         if self.lost_bytes_since_ack > 0 {
             cwnd_bytes = cwnd_bytes.saturating_sub(self.lost_bytes_since_ack).max(mss);
@@ -380,6 +445,7 @@ impl CongestionControl for Bbr {
         // §4.1: the model.
         self.update_round(e);
         self.update_btlbw(e);
+        self.update_ack_aggregation(e);
         if self.state == State::ProbeBw && self.is_next_cycle_phase(e, prior_inflight_bytes) {
             self.cycle_index = (self.cycle_index + 1) % GAIN_CYCLE.len();
             self.pacing_gain = GAIN_CYCLE[self.cycle_index];
@@ -557,5 +623,29 @@ mod tests {
         });
         assert!(in_probe_rtt_s > 10.0, "ProbeRTT last seen at {in_probe_rtt_s} s");
         assert!(lowest_bps.abs_diff(12_000_000) <= 200_000, "BtlBw fell to {lowest_bps} bit/s");
+    }
+
+    #[test]
+    fn a_burst_of_acknowledgements_widens_the_window_by_its_excess() {
+        // Steady state on 12 Mbit/s, 40 ms: BtlBw 1.5 MB/s, cwnd 2·BDP + 3 packets = 124 500 B.
+        let (mut bbr, _) = trace(0, 3_000_000);
+        let before_bytes = bbr.decision().cwnd_bytes.unwrap();
+        let even_bytes = bbr.aggregation_allowance_bytes();
+        assert!(even_bytes <= 1500, "evenly spaced ACKs aggregate at most a packet: {even_bytes}");
+        // 20 packets acknowledged at one instant, 2 ms after the last: the first of them finds the
+        // epoch behind BtlBw (1 packet acknowledged where 2 ms predict 3 000 bytes) and starts a
+        // new one, in which all 20 arrive with no time elapsed: 30 000 bytes ahead.
+        let t_us = 3_002_000;
+        for i in 0..20 {
+            let mut a = crate::testing::ack(t_us, 1_000_000 + i, t_us - 40_000, 1500);
+            a.delivered_bytes = 10_000_000 + 1500 * (i + 1);
+            a.delivered_bytes_at_send = 9_000_000;
+            a.inflight_bytes = before_bytes;
+            bbr.on_ack(&a);
+        }
+        let allowance_bytes = bbr.aggregation_allowance_bytes();
+        assert_eq!(allowance_bytes, 30_000);
+        // The window grows toward the larger target, one packet per acknowledgement.
+        assert!(bbr.decision().cwnd_bytes.unwrap() >= before_bytes + 20 * 1500 - 1500);
     }
 }
