@@ -26,9 +26,11 @@
 //!   the thresholds below are those of 5.6 and later, up to 6.18, the kernel whose `cubic` the
 //!   twin is measured against). Pantheon's `cubic` is the kernel's, so the twin leaves slow start
 //!   where the kernel does rather than at the first loss: on a 1-BDP path (12 Mbit/s, 30 ms each
-//!   way, 90 kB DropTail) the kernel's cubic lost 7–8 packets in its first 3 s, the twin without
-//!   HyStart 178, its slow start overshooting to twice the pipe (2 runs each; with HyStart the
-//!   simulator's twin loses none before 5 s).
+//!   way, 90 kB DropTail) the kernel's cubic lost 7–8 packets in its first 3 s in two runs and 56
+//!   in two others, the twin without HyStart 178 in all four, its slow start overshooting to
+//!   twice the pipe; with HyStart, none (2 runs; first loss at 5.1 s). The kernel's receiver
+//!   acknowledges every second segment, 2 ms apart at 12 Mbit/s, exactly `hystart_ack_delta_us`,
+//!   so whether its ACK train counts varies with jitter; pantheon-udp acknowledges every datagram.
 //!   Per round trip (it ends when a packet sent after the round began is acknowledged), once
 //!   cwnd ≥ 16 segments (`hystart_low_window`) and while in slow start, either heuristic sets
 //!   ssthresh = cwnd:
