@@ -48,9 +48,10 @@
 //!   since 5.1): the most that acknowledgements ran ahead of BtlBw·elapsed within an epoch, over
 //!   5–10 round trips, at most 100 ms at BtlBw, so that bursts of ACKs (cellular and Wi-Fi links)
 //!   do not leave the flow window-limited. It is a packet at most on evenly clocked paths (the
-//!   simulator's 1-BDP and 5-BDP runs are unchanged to the packet); on the TMobile LTE trace
-//!   (30 ms, 150 kB) the simulator's mean over 3 seeds went from 3.43 to 3.50 Mbit/s, p95
-//!   407 → 404 ms (the kernel's bbr over the emulator: 3.72 Mbit/s, 490 ms).
+//!   simulator's 1-BDP and 5-BDP runs are unchanged to the packet). On the TMobile LTE trace
+//!   (30 ms, 150 kB) over the emulator it took bbr-user from 3.45 Mbit/s and a p95 one-way delay
+//!   of 322 ms to 3.74 Mbit/s and 548 ms; the kernel's bbr gave 3.72–3.79 Mbit/s, 490–525 ms
+//!   (means of 2 runs of 30 s each).
 //!
 //! Deviations: (1) send_quantum (§4.2.2) is one packet: the driver sends packet by packet, no
 //! TSO, so the cwnd target adds 3 packets. (2) The ProbeBW phase to start in is drawn from a
