@@ -60,6 +60,11 @@ impl FlowClock {
     pub fn to_monotonic_ns(&self, t_ns: u64) -> u64 {
         self.origin_ns.saturating_add(t_ns)
     }
+
+    /// A kernel receive stamp (CLOCK_REALTIME ns) on this clock, in ns; 0 for one before the start.
+    pub fn from_realtime_ns(&self, offset: &RealtimeOffset, realtime_ns: u64) -> u64 {
+        offset.to_monotonic_ns(realtime_ns).saturating_sub(self.origin_ns)
+    }
 }
 
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC, read now.
@@ -78,7 +83,12 @@ impl RealtimeOffset {
 
     /// A CLOCK_REALTIME time in nanoseconds as CLOCK_MONOTONIC microseconds.
     pub fn to_monotonic_us(&self, realtime_ns: u64) -> u64 {
-        ((realtime_ns as i128 - self.offset_ns).max(0) / 1000) as u64
+        self.to_monotonic_ns(realtime_ns) / 1000
+    }
+
+    /// A CLOCK_REALTIME time in nanoseconds as CLOCK_MONOTONIC nanoseconds.
+    pub fn to_monotonic_ns(&self, realtime_ns: u64) -> u64 {
+        (realtime_ns as i128 - self.offset_ns).max(0) as u64
     }
 }
 

@@ -105,7 +105,9 @@ fn send(spec: &str, bind: Ipv4Addr, log: Option<PathBuf>, peer: SocketAddrV4) ->
     };
     let signals = Signals::install().map_err(|e| format!("cannot take over signals: {e}"))?;
     let local = SocketAddrV4::new(bind, 0);
-    let socket = UdpSocket::bind(local, SOCKET).map_err(|e| format!("--bind {bind}: cannot bind there: {e}"))?;
+    // Each acknowledgement is taken at its own arrival time (sender.rs).
+    let options = udp::Options { timestamps: true, ..SOCKET };
+    let socket = UdpSocket::bind(local, options).map_err(|e| format!("--bind {bind}: cannot bind there: {e}"))?;
     socket.connect(peer).map_err(|e| format!("{peer}: cannot send there: {e}"))?;
     let mut report = |totals: &sender::Totals| eprintln!("{NAME}: {name}: {totals}; {:.3} s of CPU", process_cpu_s());
     let totals = sender::run(cc, &socket, &signals, log, &mut report).map_err(|e| format!("sending to {peer}: {e}"))?;

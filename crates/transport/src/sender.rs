@@ -10,8 +10,13 @@
 //! also start at 0); sizes are 1464 bytes per datagram, the IP packet (wire.rs).
 //!
 //! One iteration:
-//! 1. Drain every acknowledgement queued (recvmmsg, up to 64 per call), stamping each batch with
-//!    the clock as it is read, before deciding anything.
+//! 1. Drain every acknowledgement queued (recvmmsg, up to 64 per call) before deciding anything,
+//!    each at the time the kernel received it (SO_TIMESTAMPNS), as the kernel's TCP sees each
+//!    ACK at its own arrival. One user-space time per batch, read after the thread woke, made an
+//!    ACK late by the wake-up latency and a batch's ACKs simultaneous: the delivery rate BBR
+//!    samples over the ack-elapsed interval then ran high, its 10-round max filter kept the
+//!    highest, and bbr-user paced above the link (the queue grew ~2 ms per second on a 12 Mbit/s
+//!    path while kernel BBR's drained, issue 15 §3).
 //! 2. Run what is due: loss detection at the loss deadline, the controller's timer.
 //! 3. Send while the controller allows: a window alone lets a datagram go whenever
 //!    `inflight + 1464 ≤ cwnd` (ACK clocking, no pacing); a rate alone spaces datagrams by
@@ -39,7 +44,7 @@ use std::io;
 use pantheon_cc::flow::pacer::gap_ns;
 use pantheon_cc::flow::{Flow, Instant, Permit, Verdict};
 use pantheon_cc::CongestionControl;
-use pantheon_sys::clock::{tighten_timer_slack, FlowClock};
+use pantheon_sys::clock::{tighten_timer_slack, FlowClock, RealtimeOffset};
 use pantheon_sys::signal::Signals;
 use pantheon_sys::udp::{is_unreachable, RecvBatch, UdpSocket};
 
@@ -103,6 +108,9 @@ struct LiveFlow {
     retry_at: Instant,
     /// Sends refused because the network was unreachable.
     unreachable: u64,
+    /// When the last acknowledgement arrived: the next one is stamped no earlier, so that a step
+    /// of the wall clock between two stamps cannot run the flow's time backwards.
+    last_ack_at: Instant,
 }
 
 /// Runs a flow to `socket` (connected to the receiver) until `signals` request a stop, handing the
@@ -125,6 +133,7 @@ pub fn run(
         blocked: false,
         retry_at: Instant::ZERO,
         unreachable: 0,
+        last_ack_at: Instant::ZERO,
     };
     let outcome = live.run(socket, signals, report);
     let log = live.log.take().map(AckLog::finish);
@@ -179,16 +188,22 @@ impl LiveFlow {
                 return Ok(());
             }
             let now = self.now();
+            let offset = RealtimeOffset::now();
             for i in 0..n {
-                let Some(ack) = Ack::decode(self.acks.bytes(i)).filter(|_| self.acks.len(i) == ACK_BYTES) else {
+                let received = self.acks.get(i);
+                let Some(ack) = Ack::decode(received.bytes).filter(|_| received.len == ACK_BYTES) else {
                     continue;
                 };
-                if let Some(acked) = self.flow.on_ack(now, ack.seq, ack.recv_us) {
+                let arrived_ns =
+                    received.realtime_ns.map_or(now.as_ns(), |ns| self.clock.from_realtime_ns(&offset, ns));
+                let at = Instant::from_ns(arrived_ns.clamp(self.last_ack_at.as_ns(), now.as_ns()));
+                self.last_ack_at = at;
+                if let Some(acked) = self.flow.on_ack(at, ack.seq, ack.recv_us) {
                     if let Some(log) = self.log.as_mut() {
                         log.ack(&acked, &self.flow.decision())?;
                     }
                 }
-                self.flow.detect_losses(now);
+                self.flow.detect_losses(at);
             }
             if n < ACK_BATCH {
                 return Ok(());
