@@ -30,6 +30,7 @@ fn time_to_ninety_percent_us(spec: &str, seed: u64, duration_us: u64) -> Option<
         queue: QueueLimit::Packets(40),
         delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
         policer: None,
+        timing: Default::default(),
     };
     let mut bins = vec![0u64; (duration_us / BIN_US) as usize];
     link_loop::run(cc.as_mut(), &forward, seed, ONE_WAY_DELAY_US, PACKET_BYTES, duration_us, &mut |seen| {
