@@ -54,10 +54,13 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 const PACKET_BYTES: u64 = 1500;
-/// One packet per ms (12 Mbit/s) behind a 40 ms RTT; every 500th packet is lost.
+/// One packet per ms (12 Mbit/s) behind a 40 ms RTT and a 100-packet drop-tail queue; every
+/// 500th packet is lost besides. The finite queue bounds the flight of a latency-blind
+/// controller (Allegro), whose window would otherwise grow for as long as the test runs.
 const SERVICE_US: u64 = 1000;
 const BASE_RTT_US: u64 = 40_000;
 const LOSS_EVERY: u64 = 500;
+const QUEUE_US: u64 = 100 * SERVICE_US;
 
 /// Runs `packets` packets of one flow through `cc`; the acknowledgement queue is allocated by the
 /// caller so that only the sender and the controller can allocate inside.
@@ -80,9 +83,11 @@ fn drive(
             cc.on_sent(&sent);
             clock.sent += 1;
             let departure_us = clock.now_us.max(clock.last_departure_us) + SERVICE_US;
-            clock.last_departure_us = departure_us;
-            if sent.seq % LOSS_EVERY != LOSS_EVERY - 1 {
-                acks.push_back((departure_us + BASE_RTT_US - SERVICE_US, sent.seq, departure_us));
+            if departure_us <= clock.now_us + QUEUE_US {
+                clock.last_departure_us = departure_us;
+                if sent.seq % LOSS_EVERY != LOSS_EVERY - 1 {
+                    acks.push_back((departure_us + BASE_RTT_US - SERVICE_US, sent.seq, departure_us));
+                }
             }
             if let Some(rate_bps) = d.pacing_rate_bps {
                 clock.next_send_us = clock.now_us + PACKET_BYTES * 8 * 1_000_000 / rate_bps.max(1);
