@@ -64,7 +64,7 @@ def relative_differences(emulated: dict, simulated: dict) -> dict[str, float]:
 def test_a_replay_starts_at_the_first_data_datagram_with_the_runs_path_and_seed(tmp_path: Path) -> None:
     run_dir = tmp_path / "run1"
     run_dir.mkdir()
-    (run_dir / "run.json").write_text(json.dumps({"flows": [{"scheme": "copa", "start_s": 0.0, "duration_s": 30.0}]}))
+    (run_dir / "run.json").write_text(json.dumps({"seed": 8, "flows": [{"scheme": "copa", "start_s": 0.0, "duration_s": 30.0}]}))
     # The tunnel's handshake (52 bytes) comes first; the flow's first datagram is the first of 1500.
     (run_dir / "uplink.log").write_text("# pantheon-emu link log v1\n36923 + 0 52\n40000 # 1500\n1283904 + 1 1500\n"
                                         "1293852 + 2 1500\n")
@@ -72,7 +72,8 @@ def test_a_replay_starts_at_the_first_data_datagram_with_the_runs_path_and_seed(
     got = replay.replay_of(run_dir, options, "copa:delta=0.5")
     assert got.flow.cc == "copa:delta=0.5"
     assert (got.flow.start_s, got.flow.duration_s) == (1.283904, 30.0)
-    assert (got.seed, got.path_options) == (7, ["--delay", "88", "--uplink-poisson", "2.64", "--downlink-poisson", "2.64"])
+    # The run's own seed (run.json), not the campaign's base seed.
+    assert (got.seed, got.path_options) == (8, ["--delay", "88", "--uplink-poisson", "2.64", "--downlink-poisson", "2.64"])
     assert got.runtime_s == pytest.approx(1.283904 + 30 + replay.TAIL_S)
 
 
