@@ -1,13 +1,19 @@
-"""Namespaces the harness names and removes. Each run's namespace is `pantheon-run-PID-N`, PID
+"""What a harness or a remote agent that was killed left behind, found and ended by process id.
+
+Namespaces the harness names and removes. Each run's namespace is `pantheon-run-PID-N`, PID
 being the harness process's id, so a harness can tell its own leftovers from anyone else's: one
 whose PID no longer runs was left by a harness that was killed (even by SIGKILL), and the next
 invocation removes it, after ending the processes inside it (found by namespace inode, never by
-name). Namespaces of live harnesses, and any other namespace, are never touched."""
+name). Namespaces of live harnesses, and any other namespace, are never touched. The remote agent
+(remote_agent.py) keeps a state file of the processes it started, so the next agent ends what a
+killed one left."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -67,3 +73,74 @@ def clean() -> list[str]:
     for name in removed:
         remove_namespace(name)
     return removed
+
+
+# --- remote agents ---------------------------------------------------------------------------------
+
+AGENTS_DIR = Path.home() / ".local" / "state" / "pantheon" / "agents"
+"""Where each remote agent (remote_agent.py) keeps its state file, AGENT_PID.json: its own id and
+start time, its private directory, and every process it started (id, start time). An agent
+removes its file when it ends; a file whose agent is gone was left by one that was killed."""
+
+
+def start_ticks(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat field 22): with the id,
+    it names one process, so a reused id is never mistaken for it. None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+class AgentState:
+    """This agent's state file, rewritten (atomically) each time it starts a process."""
+
+    def __init__(self, private_dir: Path) -> None:
+        AGENTS_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = AGENTS_DIR / f"{os.getpid()}.json"
+        self.state = {"pid": os.getpid(), "ticks": start_ticks(os.getpid()), "dir": str(private_dir), "processes": []}
+        self._write()
+
+    def started(self, pid: int) -> None:
+        self.state["processes"].append({"pid": pid, "ticks": start_ticks(pid)})
+        self._write()
+
+    def _write(self) -> None:
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(self.state))
+        partial.replace(self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _same_process(entry: dict) -> bool:
+    return entry["ticks"] is not None and start_ticks(entry["pid"]) == entry["ticks"]
+
+
+def clean_agents() -> list[str]:
+    """Ends what agents that were killed left (each process's group: SIGTERM, then SIGKILL) and
+    removes their private directories; one line per such agent."""
+    lines = []
+    for path in sorted(AGENTS_DIR.glob("*.json")) if AGENTS_DIR.is_dir() else []:
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        if _same_process(state):
+            continue  # a live agent (another campaign): not ours to touch
+        left = [p for p in state["processes"] if _same_process(p)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for entry in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(entry["pid"], sig)
+            deadline = time.monotonic() + 2.0
+            while any(_same_process(p) for p in left) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        shutil.rmtree(state["dir"], ignore_errors=True)
+        path.unlink(missing_ok=True)
+        lines.append(f"agent {state['pid']} was killed and left {len(left)} process(es) running"
+                     + (f" ({', '.join(str(p['pid']) for p in left)}): ended" if left else ""))
+    return lines
