@@ -28,16 +28,34 @@ as_root() {
 
 # --- Debian packages --------------------------------------------------------------------------
 # iproute2: network namespaces; iperf3: bulk TCP for the main job and benchmarks; python3-venv:
-# the Python environment; build-essential, pkg-config: native parts of Rust crates.
-debian_packages=(iproute2 iperf3 procps python3 python3-venv python3-pip build-essential pkg-config ca-certificates)
+# the Python environment; build-essential, pkg-config: native parts of Rust crates; openssh-client:
+# remote mode's control channel; openssh-server, faketime: the remote-mode tests' second "host"
+# (a throwaway sshd of their own whose sessions run on a shifted clock, tests/remote_hosts.py).
+debian_packages=(iproute2 iperf3 procps python3 python3-venv python3-pip build-essential pkg-config ca-certificates
+                 openssh-client openssh-server faketime)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for package in "${debian_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  installed "$package" || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
+  had_sshd=0; installed openssh-server && had_sshd=1
+  had_sshd_pid=0; [ -e /run/sshd.pid ] && had_sshd_pid=1
   say "installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Installing openssh-server enables and starts the system's ssh service (password logins on
+  # port 22). The tests need only the program; a machine that had no ssh server must not gain
+  # one as a side effect of setting up Pantheon, so it is stopped and disabled again. A machine
+  # that already had openssh-server keeps its service as it was.
+  if [ "$had_sshd" -eq 0 ]; then
+    if [ -d /run/systemd/system ]; then
+      as_root systemctl disable --now --quiet ssh.service ssh.socket 2>/dev/null || true
+    else
+      as_root update-rc.d ssh disable >/dev/null 2>&1 || true
+      [ "$had_sshd_pid" -eq 1 ] || [ ! -e /run/sshd.pid ] || as_root /etc/init.d/ssh stop >/dev/null || true
+    fi
+  fi
 fi
 
 # --- Rust ---------------------------------------------------------------------------------------
