@@ -20,6 +20,10 @@ from pantheon.harness.channel import Channel, ChannelError
 from pantheon.harness.remote import parse_destination
 
 
+def agent_states(home: Path) -> Path:
+    return home / ".local/state/pantheon/agents" / f"pidns-{os.stat('/proc/self/ns/pid').st_ino}"
+
+
 def agent(home: Path) -> Channel:
     """An agent whose state files go under `home` (the tests' own, not the user's)."""
     return Channel(["env", f"HOME={home}", f"PYTHONPATH={REPO / 'python'}", sys.executable, "-m", "pantheon.harness.remote_agent"],
@@ -40,13 +44,13 @@ def test_hello_says_versions_and_what_each_scheme_lacks(tmp_path: Path) -> None:
     finally:
         channel.close()
     assert channel.proc.returncode == 0
-    assert list((tmp_path / ".local/state/pantheon/agents").iterdir()) == [], "the agent's state file outlived it"
+    assert list(agent_states(tmp_path).iterdir()) == [], "the agent's state file outlived it"
 
 
 def test_closing_its_input_ends_the_agent_and_removes_its_files(tmp_path: Path) -> None:
     channel = agent(tmp_path)
     channel.request({"op": "hello", "schemes": []})
-    state = json.loads(next((tmp_path / ".local/state/pantheon/agents").glob("*.json")).read_text())
+    state = json.loads(next(agent_states(tmp_path).glob("*.json")).read_text())
     assert Path(state["dir"]).is_dir()
     assert channel.proc.stdin is not None
     channel.proc.stdin.close()  # what the agent sees when ssh drops or the harness is killed
@@ -55,7 +59,7 @@ def test_closing_its_input_ends_the_agent_and_removes_its_files(tmp_path: Path) 
 
 
 def test_a_killed_agents_processes_are_ended_by_the_next_one(tmp_path: Path) -> None:
-    states = tmp_path / ".local/state/pantheon/agents"
+    states = agent_states(tmp_path)
     states.mkdir(parents=True)
     left = subprocess.Popen(["sleep", "60"], start_new_session=True)
     stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)

@@ -163,8 +163,9 @@ class Mode(Protocol):
     def metadata(self, seed: int) -> dict:
         """The mode's keys of metadata.json: "emulator_options", and remote mode's "remote"."""
 
-    def endpoints(self, index: int, run_seed: int) -> Endpoints:
-        """The endpoints of the campaign's run number `index` (from 1), repetition seed `run_seed`."""
+    def endpoints(self, index: int, run_seed: int, run_dir: Path) -> Endpoints:
+        """The endpoints of the campaign's run number `index` (from 1), of repetition seed
+        `run_seed`, whose files go in `run_dir`."""
 
     def peer_clock(self, run_dir: Path) -> PeerClock | None:
         """The far side's clock, fitted from the run's clock logs (None: one clock, local mode);
@@ -192,7 +193,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
         run_dir.mkdir(parents=True)
         progress.run_started(trial, run_times)
         run_seed = seed_of(seed, trial.repetition)
-        run = Run(plan=trial.plan, schemes=schemes, run_dir=run_dir, endpoints=mode.endpoints(trial.number, run_seed))
+        run = Run(plan=trial.plan, schemes=schemes, run_dir=run_dir, endpoints=mode.endpoints(trial.number, run_seed, run_dir))
         previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             outcome = run.execute(progress.tick)

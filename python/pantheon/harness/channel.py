@@ -27,9 +27,11 @@ from pantheon.errors import PantheonError
 REMOTE_COMMAND = 'cd {dir} && PYTHONPATH="$PWD/python" exec .venv/bin/python -m pantheon.harness.remote_agent'
 """The agent, from the remote checkout: PYTHONPATH makes that checkout's package the one that
 runs, whichever checkout the virtual environment was installed from."""
-SSH_OPTIONS = ["-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
-"""No terminal; BatchMode: a missing key or host key is an error, never a prompt; keepalives: a
-path that dies is noticed within ~15 s, not at the next request."""
+SSH_OPTIONS = ["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o", "ServerAliveInterval=5",
+               "-o", "ServerAliveCountMax=3"]
+"""No terminal; BatchMode: a missing key or host key is an error, never a prompt; a host that does
+not answer is an error within 20 s, before REQUEST_TIMEOUT_S; keepalives: a path that dies is
+noticed within ~15 s, not at the next request."""
 REQUEST_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 10.0
 

@@ -10,6 +10,14 @@ from pantheon.harness.local import run_local
 from pantheon.harness.remote import run_remote, setup_of
 
 
+def _campaign_options(parser: argparse.ArgumentParser, mode: str, schemes_help: str, all_help: str, seed_help: str) -> None:
+    """What both modes take: the schemes, the runs, the trial order, the output."""
+    experiment.add_scheme_options(parser, schemes_help, all_help)
+    experiment.add_run_options(parser, clock="", run_times_help="runs of each scheme (default 1)", seed_help=seed_help)
+    parser.add_argument("--random-order", action="store_true", help="a random permutation of the schemes, round-robin")
+    experiment.add_output_options(parser, mode)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     test = sub.add_parser("test", help="run schemes and record every packet (pantheon test local --help)")
     modes = test.add_subparsers(dest="mode", metavar="MODE", required=True)
@@ -18,12 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="over an emulated path on this machine",
         description="Run schemes over an emulated path on this machine, each flow through an instrumented tunnel.",
     )
-    experiment.add_scheme_options(local, "comma-separated scheme names (pantheon schemes are under schemes/)",
-                                  "every scheme available on this machine")
-    experiment.add_run_options(local, clock="", run_times_help="runs of each scheme (default 1)",
-                               seed_help="seed for --random-order and the emulator; run K uses seed + K - 1 (default 0)")
-    local.add_argument("--random-order", action="store_true", help="a random permutation of the schemes, round-robin")
-    experiment.add_output_options(local, "local")
+    _campaign_options(local, "local", "comma-separated scheme names (pantheon schemes are under schemes/)",
+                      "every scheme available on this machine",
+                      "seed for --random-order and the emulator; run K uses seed + K - 1 (default 0)")
     experiment.add_path_options(local)
 
     remote = modes.add_parser(
@@ -35,12 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     remote.add_argument("host", metavar="[USER@]HOST[:PANTHEON_DIR]",
                         help="the remote host as ssh takes it, and where Pantheon is set up there (default: this checkout's path)")
-    experiment.add_scheme_options(remote, "comma-separated scheme names, set up on both hosts",
-                                  "every scheme available on both hosts")
-    experiment.add_run_options(remote, clock="", run_times_help="runs of each scheme (default 1)",
-                               seed_help="seed for --random-order (default 0)")
-    remote.add_argument("--random-order", action="store_true", help="a random permutation of the schemes, round-robin")
-    experiment.add_output_options(remote, "remote")
+    _campaign_options(remote, "remote", "comma-separated scheme names, set up on both hosts",
+                      "every scheme available on both hosts", "seed for --random-order (default 0)")
     ends = remote.add_argument_group("the two hosts")
     ends.add_argument("--sender", choices=["local", "remote"], default="local",
                       help="which host sends the data; each direction of a path is a result of its own (default local, as "

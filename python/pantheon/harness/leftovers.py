@@ -78,9 +78,16 @@ def clean() -> list[str]:
 # --- remote agents ---------------------------------------------------------------------------------
 
 AGENTS_DIR = Path.home() / ".local" / "state" / "pantheon" / "agents"
-"""Where each remote agent (remote_agent.py) keeps its state file, AGENT_PID.json: its own id and
-start time, its private directory, and every process it started (id, start time). An agent
-removes its file when it ends; a file whose agent is gone was left by one that was killed."""
+"""Where each remote agent (remote_agent.py) keeps its state file, PIDNS/AGENT_PID.json: its own id
+and start time, its private directory, and every process it started (id, start time). An agent
+removes its file when it ends; a file whose agent is gone was left by one that was killed. PIDNS
+is the agent's PID namespace (its inode): process ids mean something only within one, and a host
+reached through a container, or the tests' sshd in a PID namespace of its own, shares the home
+directory with agents whose ids are not ours."""
+
+
+def _agents_dir() -> Path:
+    return AGENTS_DIR / f"pidns-{os.stat('/proc/self/ns/pid').st_ino}"
 
 
 def start_ticks(pid: int) -> int | None:
@@ -97,18 +104,21 @@ class AgentState:
     """This agent's state file, rewritten (atomically) each time it starts a process."""
 
     def __init__(self, private_dir: Path) -> None:
-        AGENTS_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.path = AGENTS_DIR / f"{os.getpid()}.json"
-        self.state = {"pid": os.getpid(), "ticks": start_ticks(os.getpid()), "dir": str(private_dir), "processes": []}
+        _agents_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = _agents_dir() / f"{os.getpid()}.json"
+        self.private_dir = private_dir
+        self.processes: list[dict[str, int | None]] = []
+        """Every process the agent started: {"pid", "ticks"} (start_ticks)."""
         self._write()
 
     def started(self, pid: int) -> None:
-        self.state["processes"].append({"pid": pid, "ticks": start_ticks(pid)})
+        self.processes.append({"pid": pid, "ticks": start_ticks(pid)})
         self._write()
 
     def _write(self) -> None:
         partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps(self.state))
+        partial.write_text(json.dumps({"pid": os.getpid(), "ticks": start_ticks(os.getpid()), "dir": str(self.private_dir),
+                                       "processes": self.processes}))
         partial.replace(self.path)
 
     def remove(self) -> None:
@@ -123,7 +133,7 @@ def clean_agents() -> list[str]:
     """Ends what agents that were killed left (each process's group: SIGTERM, then SIGKILL) and
     removes their private directories; one line per such agent."""
     lines = []
-    for path in sorted(AGENTS_DIR.glob("*.json")) if AGENTS_DIR.is_dir() else []:
+    for path in sorted(_agents_dir().glob("*.json")):
         try:
             state = json.loads(path.read_text())
         except (OSError, ValueError):

@@ -36,15 +36,15 @@ class EmulatedPath:
     servers on the far side of the emulated path, their clients (started by the emulator's agent,
     agent.py) inside it."""
 
-    def __init__(self, *, emulator_options: list[str], namespace: str, harness_pid: int) -> None:
+    def __init__(self, *, emulator_options: list[str], namespace: str, harness_pid: int, run_dir: Path) -> None:
         self.emulator_options, self.namespace, self.harness_pid = emulator_options, namespace, harness_pid
-        self.processes = Processes()
+        self.dir, self.control = run_dir, run_dir / "control"
+        self.processes = Processes(self.control)
         self.keys: SessionKeys | None = None
         self.names: list[str] = []
-        self.dir = self.control = Path()
 
     def start(self, run: Run) -> None:
-        self.dir, self.control, self.names = run.dir, run.control, run.names()
+        self.names = run.names()
         subprocess.run(["ip", "netns", "add", self.namespace], check=True)
         subprocess.run(in_netns(self.namespace, ["ip", "link", "set", "lo", "up"]), check=True)
         self.keys = SessionKeys()
@@ -55,7 +55,7 @@ class EmulatedPath:
             receiver = launcher(self.control, side_name(i, "receiver"), self.harness_pid, scheme.command("receiver", port=SCHEME_PORT))
             out = self.dir / f"flow{i}.tunnel-server.out"
             server = self.processes.spawn(f"tunnel server of flow {i}", in_netns(self.namespace, tunnel.server_command(
-                tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver")), key, receiver)), out)
+                tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver")), key, receiver)), out, side_name(i, "receiver"))
             _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
             sender = launcher(self.control, side_name(i, "sender"), self.harness_pid, scheme.command("sender", port=SCHEME_PORT))
             clients.append({
@@ -94,9 +94,9 @@ class Emulated:
     def metadata(self, seed: int) -> dict:
         return {"emulator_options": [*self.emulator_options, "--seed", str(seed)]}
 
-    def endpoints(self, index: int, run_seed: int) -> EmulatedPath:
+    def endpoints(self, index: int, run_seed: int, run_dir: Path) -> EmulatedPath:
         return EmulatedPath(emulator_options=[*self.emulator_options, "--seed", str(run_seed)],
-                            namespace=leftovers.run_namespace(os.getpid(), index), harness_pid=os.getpid())
+                            namespace=leftovers.run_namespace(os.getpid(), index), harness_pid=os.getpid(), run_dir=run_dir)
 
     def peer_clock(self, run_dir: Path) -> None:
         return None

@@ -50,6 +50,8 @@ from pantheon.repository import ROOT
 if TYPE_CHECKING:
     from pantheon.harness.clock import PeerClock
 
+SSH_FAILED = 255
+"""ssh's exit status when it could not connect or log in (ssh(1)); otherwise it is the remote command's."""
 STOP_ANSWER_TIMEOUT_S = STOP_TIMEOUT_S + 300.0
 """The agent answers `stop` once its endpoints have ended and their logs are sent: minutes for
 the logs of a long run at a Gbit/s."""
@@ -102,12 +104,12 @@ class RealPath:
     """Remote mode's endpoints of one run: this host's side of every flow started here, the other
     side's by the agent; the tunnel server's side first, the client connecting to it."""
 
-    def __init__(self, channel: Channel, setup: Setup, index: int) -> None:
+    def __init__(self, channel: Channel, setup: Setup, index: int, run_dir: Path) -> None:
         self.channel, self.setup, self.index = channel, setup, index
-        self.processes = Processes()
+        self.dir, self.control = run_dir, run_dir / "control"
+        self.processes = Processes(self.control)
         self.keys: SessionKeys | None = None
         self.names: list[str] = []
-        self.dir = self.control = Path()
 
     def _remote(self, message: dict, timeout_s: float = 60.0) -> dict:
         try:
@@ -116,7 +118,7 @@ class RealPath:
             raise RunFailed(f"on {self.setup.destination}: {e}") from None
 
     def start(self, run: Run) -> None:
-        self.dir, self.control, self.names = run.dir, run.control, run.names()
+        self.names = run.names()
         self.channel.run_dir, self.channel.exits = run.dir, []
         self._remote({"op": "run", "index": self.index})
         self.keys = SessionKeys()
@@ -130,10 +132,12 @@ class RealPath:
             if self.setup.tunnel_server == "remote":
                 port = self._remote({**far, "role": "server"})["port"]
                 self.processes.spawn(f"tunnel client of flow {i}", tunnel.client_command(
-                    f"{self.setup.remote_addr}:{port}", key, logs, command), self.dir / f"flow{i}.tunnel-client.out")
+                    f"{self.setup.remote_addr}:{port}", key, logs, command), self.dir / f"flow{i}.tunnel-client.out",
+                    side_name(i, local_side))
             else:
                 out = self.dir / f"flow{i}.tunnel-server.out"
-                server = self.processes.spawn(f"tunnel server of flow {i}", tunnel.server_command(logs, key, command), out)
+                server = self.processes.spawn(f"tunnel server of flow {i}", tunnel.server_command(logs, key, command), out,
+                                              side_name(i, local_side))
                 _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
                 self._remote({**far, "role": "client", "server": f"{self.setup.local_addr}:{port}"})
 
@@ -186,8 +190,8 @@ class Remote:
             "remote_git_commit": self.hello["git_commit"], "remote_pantheon_version": self.hello["pantheon_version"],
         }}
 
-    def endpoints(self, index: int, run_seed: int) -> RealPath:
-        return RealPath(self.channel, self.setup, index)
+    def endpoints(self, index: int, run_seed: int, run_dir: Path) -> RealPath:
+        return RealPath(self.channel, self.setup, index, run_dir)
 
     def peer_clock(self, run_dir: Path) -> PeerClock:
         """The remote clock fitted from every flow's exchanges (the flows' endpoints share the two
@@ -242,8 +246,11 @@ def run_remote(experiment: Experiment, setup: Setup, *, ssh_config: Path | None,
         try:
             hello = channel.request({"op": "hello", "schemes": names})
         except ChannelError:
-            raise PantheonError(f"cannot start the agent on {peer}: {channel.ssh_said() or 'ssh failed'}"
-                                " (is Pantheon set up there? see docs/remote.md)") from None
+            said = channel.ssh_said() or f"exit status {channel.proc.returncode}"
+            if channel.proc.returncode == SSH_FAILED:
+                raise PantheonError(f"cannot reach {setup.destination} over ssh: {said}") from None
+            raise PantheonError(f"cannot start Pantheon's agent in {setup.remote_dir} on {setup.destination}: {said} "
+                                "(is Pantheon set up there? see docs/remote.md)") from None
         for line in hello["leftovers"]:
             print(f"pantheon: on {setup.destination}: {line}", file=sys.stderr)
         _check_commit(hello, peer)

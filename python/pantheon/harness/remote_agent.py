@@ -70,8 +70,10 @@ class Agent:
         self.private = Path(tempfile.mkdtemp(prefix="pantheon-agent-"))
         self.state = leftovers.AgentState(self.private)
         self.registry = schemes.registry()
-        self.processes = Processes()
-        self.run_dir = self.control = self.private
+        self.run_dir: Path = self.private
+        """The current run's directory (logs, control/, keys/); the private directory before the first."""
+        self.control: Path = self.private
+        self.processes = Processes(self.control)
         self.names: list[str] = []
         """The scheme sides of the run that run here (flowI.sender or flowI.receiver)."""
         self.sent: set[str] = set()
@@ -128,7 +130,7 @@ class Agent:
         self.control = self.run_dir / "control"
         (self.run_dir / "keys").mkdir(parents=True, mode=0o700)
         self.control.mkdir()
-        self.processes, self.names, self.sent, self.outputs, self.exit_told = Processes(), [], set(), {}, False
+        self.processes, self.names, self.sent, self.outputs, self.exit_told = Processes(self.control), [], set(), {}, False
 
     def endpoint(self, message: dict) -> dict:
         i, side, role = int(message["flow"]), message["side"], message["role"]
@@ -145,10 +147,10 @@ class Agent:
         self.names.append(name)
         self.outputs[what] = out
         if role == "server":
-            server = self.processes.spawn(what, tunnel.server_command(logs, key, command), out)
+            server = self.processes.spawn(what, tunnel.server_command(logs, key, command), out, name)
             self.state.started(server.pid)
             return {"port": wait_for_connect_line(server, out, f"flow {i}: the tunnel server")[1]}
-        client = self.processes.spawn(what, tunnel.client_command(message["server"], key, logs, command), out)
+        client = self.processes.spawn(what, tunnel.client_command(message["server"], key, logs, command), out, name)
         self.state.started(client.pid)
         return {}
 

@@ -94,18 +94,25 @@ class Processes:
     """The processes one side of a run started, each in a process group of its own, ended by
     process id (SIGTERM, then SIGKILL) when the run ends."""
 
-    def __init__(self) -> None:
-        self.started: list[tuple[str, subprocess.Popen]] = []
+    def __init__(self, control: Path) -> None:
+        self.control = control
+        self.started: list[tuple[str, str | None, subprocess.Popen]] = []
+        """(what, the scheme side it serves or None, the process)."""
 
-    def spawn(self, what: str, argv: list[str], out: Path) -> subprocess.Popen:
+    def spawn(self, what: str, argv: list[str], out: Path, side: str | None = None) -> subprocess.Popen:
+        """Starts argv, its output in `out`; `side` (flowI.sender, ...) is the scheme side whose
+        tunnel endpoint it is: it ends when that side is told to stop, which is no failure."""
         with open(out, "wb") as f:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-        self.started.append((what, proc))
+        self.started.append((what, side, proc))
         return proc
 
     def exited(self) -> tuple[str, int] | None:
-        """(what, status) of the first process that has ended, or None."""
-        return next(((what, proc.returncode) for what, proc in self.started if proc.poll() is not None), None)
+        """(what, status) of the first process that ended before it was told to, or None."""
+        for what, side, proc in self.started:
+            if proc.poll() is not None and not (side and (self.control / f"{side}.stop").exists()):
+                return what, proc.returncode
+        return None
 
     def check(self, where: Path) -> None:
         if ended := self.exited():
@@ -115,7 +122,7 @@ class Processes:
         """Waits up to `timeout_s` for them to end on their own (they were told to), then ends
         whichever has not."""
         deadline = time.monotonic() + timeout_s
-        for _, proc in self.started:
+        for _, _, proc in self.started:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
