@@ -34,12 +34,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import queue
+import select
 import shutil
 import signal
 import sys
 import tempfile
-import threading
 import zlib
 from pathlib import Path
 from typing import TextIO
@@ -208,33 +207,51 @@ class Agent:
         self.state.remove()
 
 
-def _read_requests(requests: queue.Queue) -> None:
-    for line in sys.stdin:
-        if line.strip():
-            requests.put(json.loads(line))
-    requests.put(None)
+class Requests:
+    """The harness's requests from stdin, read as they come without blocking the poll: select(2)
+    with a short relative timeout, not a reader thread and a queue, whose timed waits hang under
+    libfaketime (which the tests wrap around this host, and a user may too)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.closed = fd, b"", False
+
+    def next(self, timeout_s: float) -> dict | None:
+        """The next request, or None if none came within `timeout_s` (or the input is closed)."""
+        while b"\n" not in self.buffer and not self.closed:
+            readable, _, _ = select.select([self.fd], [], [], timeout_s)
+            if not readable:
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            self.closed = not chunk
+            self.buffer += chunk
+        if b"\n" not in self.buffer:
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line) if line.strip() else None
+
+    @property
+    def finished(self) -> bool:
+        """The input is closed and every request in it was read."""
+        return self.closed and b"\n" not in self.buffer
 
 
 def main() -> int:
-    ending = threading.Event()
+    ending = False
 
     def on_signal(signum: int, frame: object) -> None:
-        ending.set()
+        nonlocal ending
+        ending = True
 
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, on_signal)
     out = sys.stdout
     sys.stdout = sys.stderr  # a stray print must not corrupt the channel
     agent = Agent(out)
-    requests: queue.Queue = queue.Queue()
-    threading.Thread(target=_read_requests, args=(requests,), daemon=True).start()
+    requests = Requests(sys.stdin.fileno())
     try:
-        while not ending.is_set() and agent.channel_open:
-            try:
-                message = requests.get(timeout=POLL_S)
-            except queue.Empty:
-                message = {}
-            if message is None or message.get("op") == "bye":
+        while not ending and agent.channel_open and not requests.finished:
+            message = requests.next(POLL_S)
+            if message and message.get("op") == "bye":
                 break
             if message:
                 agent.handle(message)

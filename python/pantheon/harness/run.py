@@ -14,6 +14,7 @@ into it, so the checks read one directory whatever the mode.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -75,19 +76,19 @@ def launcher(control: Path, name: str, harness_pid: int, command: list[str]) -> 
 
 
 def wait_for_connect_line(server: subprocess.Popen, out: Path, what: str) -> tuple[str, int]:
-    """(host, port) from a tunnel server's first line of output, written to `out`."""
+    """(host, port) from a tunnel server's line saying how to connect, in its output `out` (which
+    has its stderr too: notes may come first)."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        text = out.read_text(errors="replace")
-        if "\n" in text:
-            try:
-                return tunnel.parse_connect_line(text.splitlines()[0])
-            except ValueError as e:
-                raise RunFailed(f"{what}: {e}") from None
+        lines = out.read_text(errors="replace").splitlines(keepends=True)
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                if line.endswith("\n"):
+                    return tunnel.parse_connect_line(line)
         if server.poll() is not None:
             raise RunFailed(f"{what} exited ({server.returncode}): {last_line(out)}")
         time.sleep(POLL_S)
-    raise RunFailed(f"{what} said nothing for {READY_TIMEOUT_S:g} s")
+    raise RunFailed(f"{what} did not say how to connect within {READY_TIMEOUT_S:g} s" + (f": {last_line(out)}" if last_line(out) else ""))
 
 
 class Processes:
