@@ -123,6 +123,8 @@ class AgentState:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.parent.rmdir()  # the PID namespace's directory, once no agent of it is left
 
 
 def _same_process(entry: dict) -> bool:

@@ -18,6 +18,7 @@ the same commit and scheme versions, and every scheme asked for must be able to 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import sys
@@ -257,10 +258,10 @@ def run_remote(experiment: Experiment, setup: Setup, *, ssh_config: Path | None,
         problem = _problem(known, hello, setup.destination)
         if not experiment.all_schemes and (problems := [f"{n}: {why}" for n in names if (why := problem(n))]):
             raise PantheonError(f"cannot run {'; '.join(problems)}")
-        if setup.tunnel_server == "local" and not setup.local_addr:
-            if not hello["ssh_client"]:
+        if not setup.local_addr:
+            if setup.tunnel_server == "local" and not hello["ssh_client"]:
                 raise PantheonError(f"{peer} does not say where it is reached from: give --local-addr")
-            setup = Setup(**{**setup.__dict__, "local_addr": hello["ssh_client"]})
+            setup = dataclasses.replace(setup, local_addr=hello["ssh_client"])
 
         selection = experiment.select(every=names, problem=problem, verb="run", skip_line="pantheon: skipping {name}: {why}",
                                       expected_skip=lambda name: True)

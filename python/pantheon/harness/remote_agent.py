@@ -32,6 +32,7 @@ them, and its state file (leftovers.AgentState) lets the next agent end whatever
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -180,15 +181,23 @@ class Agent:
 
     def end_run(self) -> None:
         """Stops the run's sides and endpoints, sends their reports and logs, removes the run's files."""
+        if self.run_dir == self.private:
+            return  # no run
         self.exit_told = True  # they are told to end now
-        for name in self.names:
-            (self.control / f"{name}.stop").touch()
-        self.processes.end()
+        self._end_processes()
         self.poll()
         shutil.rmtree(self.run_dir / "keys", ignore_errors=True)
         for path in sorted(p for p in self.run_dir.rglob("*") if p.is_file()):
             self.send_file(path)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.run_dir = self.control = self.private
+        self.names = []
+
+    def _end_processes(self) -> None:
+        for name in self.names:
+            with contextlib.suppress(OSError):
+                (self.control / f"{name}.stop").touch()
+        self.processes.end()
 
     def send_file(self, path: Path) -> None:
         relative = str(path.relative_to(self.run_dir))
@@ -200,11 +209,11 @@ class Agent:
                 first = False
 
     def close(self) -> None:
-        for name in self.names:
-            (self.control / f"{name}.stop").touch()
-        self.processes.end()
-        shutil.rmtree(self.private, ignore_errors=True)
-        self.state.remove()
+        try:
+            self._end_processes()
+        finally:
+            shutil.rmtree(self.private, ignore_errors=True)
+            self.state.remove()
 
 
 class Requests:

@@ -102,7 +102,8 @@ class Processes:
 
     def spawn(self, what: str, argv: list[str], out: Path, side: str | None = None) -> subprocess.Popen:
         """Starts argv, its output in `out`; `side` (flowI.sender, ...) is the scheme side whose
-        tunnel endpoint it is: it ends when that side is told to stop, which is no failure."""
+        tunnel endpoint it is: it ends with that side's launcher, which is no failure of its own
+        (the side was told to stop, or its scheme exited, and the launcher's report says so)."""
         with open(out, "wb") as f:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         self.started.append((what, side, proc))
@@ -111,7 +112,7 @@ class Processes:
     def exited(self) -> tuple[str, int] | None:
         """(what, status) of the first process that ended before it was told to, or None."""
         for what, side, proc in self.started:
-            if proc.poll() is not None and not (side and (self.control / f"{side}.stop").exists()):
+            if proc.poll() is not None and not (side and any((self.control / f"{side}{s}").exists() for s in (".stop", ".exit"))):
                 return what, proc.returncode
         return None
 
@@ -218,9 +219,9 @@ class Run:
         total_s = self.plan.runtime_s + HEAD_START_S
         for at_s, files in self._schedule() + [(total_s, [])]:
             while (now_s := time.monotonic() - start) < at_s:
-                # A scheme that exits ends its launcher and then its tunnel: name the scheme.
-                self._check_early_exits()
+                # First what no scheme explains (the emulator, a lost ssh connection), then the schemes.
                 self.endpoints.check()
+                self._check_early_exits()
                 progress(now_s, total_s)
                 time.sleep(min(0.1, at_s - now_s))
             if files:
