@@ -9,7 +9,9 @@ and, however the run ends, nothing of it left behind.
                                                └─ tunnel client ─ own namespace ─ launcher ─ scheme sender
 
 Data flows on the emulator's uplink. A flow's first side (its scheme's run_first) is released
-`HEAD_START_S` before the other; the flow's time is counted from the second.
+`HEAD_START_S` before the other; the flow's time is counted from the second. Each flow's two
+endpoints share a session key of their own (a 0600 file in the control directory, removed when the
+run ends), so no datagram of another flow or of anyone else enters a flow's tunnel.
 """
 from __future__ import annotations
 
@@ -86,6 +88,8 @@ class Run:
             outcome.failures.append(str(e))
         finally:
             self._stop_everything()
+            for i in range(len(self.plan.flows)):
+                self._key_file(i).unlink(missing_ok=True)
             leftovers.remove_namespace(self.namespace)
             outcome.ended_epoch_s = time.time()
         outcome.failures += self._scheme_failures(outcome)
@@ -110,12 +114,13 @@ class Run:
             receiver_name, sender_name = _side_names(i)
             receiver = self._launcher(receiver_name, scheme.command("receiver", port=SCHEME_PORT))
             out = self.dir / f"flow{i}.tunnel-server.out"
-            server = self._spawn(f"tunnel server of flow {i}", tunnel.server_command(tunnel.EndpointLogs.under(self.dir, f"flow{i}.receiver"), receiver), out)
-            port, token = self._connect_details(server, out, i)
+            key = tunnel.write_session_key(self._key_file(i))
+            server = self._spawn(f"tunnel server of flow {i}", tunnel.server_command(tunnel.EndpointLogs.under(self.dir, receiver_name), key, receiver), out)
+            _, port = self._connect_details(server, out, i)
             sender = self._launcher(sender_name, scheme.command("sender", port=SCHEME_PORT))
             clients.append({
                 "name": sender_name,
-                "argv": tunnel.client_command(port, token, tunnel.EndpointLogs.under(self.dir, f"flow{i}.sender"), sender),
+                "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, sender_name), sender),
                 "stdout": str(self.dir / f"flow{i}.tunnel-client.out"),
             })
         plan_file = self.control / "agent.json"
@@ -125,7 +130,10 @@ class Run:
                    "--uplink-log", str(self.dir / "uplink.log"), "--downlink-log", str(self.dir / "downlink.log"), "--", *agent]
         self._spawn("emulator", emulate, self.dir / "emulator.out")
 
-    def _connect_details(self, server: subprocess.Popen, out: Path, i: int) -> tuple[int, str]:
+    def _key_file(self, i: int) -> Path:
+        return self.control / f"flow{i}.key"
+
+    def _connect_details(self, server: subprocess.Popen, out: Path, i: int) -> tuple[str, int]:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             text = out.read_text(errors="replace")
