@@ -402,6 +402,85 @@ def test_bbr_starts_up_the_same_inside_and_outside(netns: str, emu: Path, tunnel
                 f"{FIRST_SECOND_ATTEMPTS} attempts: " + " | ".join(attempts))
 
 
+# --- authentication and clocks ------------------------------------------------------------------------
+
+ATTACKER = Path(__file__).with_name("tunnel_attacker.py")
+FAKETIME = shutil.which("faketime")
+
+
+def loopback_client(tunnel: Path, tmp: Path, srv: Server, command: list[str], stem: str = "client") -> list[str]:
+    """The client endpoint in the server's namespace, connecting over loopback."""
+    return [str(tunnel), "client", f"127.0.0.1:{srv.port}", "--key-file", str(srv.key), *log_options(tmp, stem),
+            "--clock-log", str(tmp / f"{stem}.clock.log"), "--", *command]
+
+
+def test_only_the_peers_authentic_fresh_datagrams_are_delivered_and_logged(netns: str, tunnel: Path, tmp_path: Path) -> None:
+    """Issue 16 §4: a stranger's datagram, one spoofing the client's IP:port without the key, a
+    replayed one, a replayed hello from another port and an authentic one whose inner source is
+    not the client's tunnel address are all dropped before anything is logged, and counted; the
+    client's own traffic goes on being delivered."""
+    ip_lo = ["ip", "link", "set", "lo", "up"]
+    subprocess.run(in_ns(netns, ip_lo), check=True)
+    with server(netns, tunnel, tmp_path, traffic("udp-recv", PORT, "--seconds", 20), options=("--listen", "127.0.0.1:0")) as srv:
+        assert srv.next_line() == "ready"
+        attacker = subprocess.Popen(in_ns(netns, [sys.executable, str(ATTACKER), str(srv.port), str(srv.key)]),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert attacker.stdout.readline().strip() == "ready", attacker.stderr.read()
+        sender = traffic("udp-send", SERVER_INNER, PORT, "--rate-mbps", 0.1, "--size", 500, "--seconds", 2)
+        done = subprocess.run(in_ns(netns, loopback_client(tunnel, tmp_path, srv, ["sh", "-c", f"{shlex.join(sender)} && sleep 0.3"])),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        attacked, attacker_stderr = attacker.communicate(timeout=TIMEOUT_S)
+        assert attacker.returncode == 0, attacker_stderr
+        status, rest, stderr = srv.finish()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(attacked)["sent"] == 5
+    sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
+    assert_every_uid_crossed(sent, arrived, "client to server")
+    assert json.loads(rest[-1])["packets"] == len(sent.datagrams) >= 40, "the client's datagrams, and only them"
+    assert srv.exit_line == ("pantheon-tunnel: dropped 5 datagrams: 1 not from the peer, 1 with a bad tag, 2 replayed, "
+                             "1 with a foreign inner source, 0 malformed, 0 of a kind this end never receives")
+    assert "warning" not in stderr, stderr
+
+
+def read_exchanges(path: Path) -> list[tuple[int, int, int, int]]:
+    rows = [tuple(map(int, line.split())) for line in path.read_text().splitlines() if not line.startswith("#")]
+    assert all(len(row) == 4 for row in rows), path
+    return rows  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("client_offset_s", [0, 7])
+def test_clock_exchanges_measure_the_peers_clock(netns: str, tunnel: Path, tmp_path: Path, client_offset_s: int) -> None:
+    """Both endpoints probe each other (RFC 5905 §8): on one machine their clocks agree, so every
+    exchange's offset is the client's libfaketime shift (none, or +7 s) within a few ms, with
+    sane round trips; and the client's ingress log is on that same shifted clock, not the
+    kernel's (one clock per process)."""
+    if client_offset_s and FAKETIME is None:
+        pytest.skip("needs Debian's faketime (libfaketime)")
+    subprocess.run(in_ns(netns, ["ip", "link", "set", "lo", "up"]), check=True)
+    shim = [FAKETIME, "-f", f"+{client_offset_s}s"] if client_offset_s else []
+    with server(netns, tunnel, tmp_path, traffic("udp-recv", PORT, "--seconds", 20),
+                options=("--listen", "127.0.0.1:0", "--clock-log", str(tmp_path / "server.clock.log"))) as srv:
+        assert srv.next_line() == "ready"
+        sender = traffic("udp-send", SERVER_INNER, PORT, "--rate-mbps", 0.1, "--size", 500, "--seconds", 2.5)
+        done = subprocess.run(in_ns(netns, [*shim, *loopback_client(tunnel, tmp_path, srv, sender)]),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        srv.finish()
+    assert done.returncode == 0, done.stderr
+    assert ("stamped when read" in done.stderr) == bool(client_offset_s), done.stderr
+    offset_us = client_offset_s * 1_000_000
+    for log, peer_minus_own_us in (("client.clock.log", -offset_us), ("server.clock.log", offset_us)):
+        exchanges = read_exchanges(tmp_path / log)
+        # 40 in the first 2 s, then every 500 ms; a loaded machine may miss a few.
+        assert len(exchanges) >= 35, f"{log}: {len(exchanges)} exchanges"
+        offsets_us = [((t2 - t1) + (t3 - t4)) / 2 for t1, t2, t3, t4 in exchanges]
+        rtts_us = [(t4 - t1) - (t3 - t2) for t1, t2, t3, t4 in exchanges]
+        assert abs(statistics.median(offsets_us) - peer_minus_own_us) < 5_000, f"{log}: {statistics.median(offsets_us)} us"
+        assert 0 <= min(rtts_us) < 5_000 and statistics.median(rtts_us) < 20_000, f"{log}: {sorted(rtts_us)}"
+    sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
+    delays_us = [d + offset_us for d in one_way_delays_us(sent, arrived)]
+    assert len(delays_us) > 40 and min(delays_us) >= 0 and max(delays_us) < 50_000, sorted(delays_us)[::10]
+
+
 # --- the inner namespace ------------------------------------------------------------------------------
 
 PROBE = r"""
