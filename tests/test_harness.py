@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -194,10 +195,13 @@ def test_sigkill_of_the_harness_is_cleaned_up_by_the_next_campaign(tmp_path: Pat
     proc.wait()
     left = run_namespaces(proc.pid)
     assert left, "the killed harness's namespace is still there before the next campaign"
+    keys = list(Path(tempfile.gettempdir()).glob(f"pantheon-keys-{proc.pid}-*"))
+    assert keys, "the killed harness's session keys are still there before the next campaign"
     done = pantheon("test", "local", "--schemes", "cubic", "--runtime", "2", "--data-dir", str(tmp_path / "next"))
     assert done.returncode == 0, done.stderr
     assert "left by a harness that was killed: " in done.stderr and left[0] in done.stderr
     assert run_namespaces(proc.pid) == [] and run_namespaces(done.pid) == []
+    assert not any(k.exists() for k in keys), "the killed harness's session keys were not removed"
     # Nothing the killed harness started is still running (its launchers and agent carry its pid).
     leftovers = subprocess.run(["pgrep", "-f", f"pantheon.harness.(launch|agent) .* {proc.pid}"], capture_output=True, text=True).stdout
     assert leftovers == ""

@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,11 +69,25 @@ def orphaned() -> list[str]:
 
 
 def clean() -> list[str]:
-    """Removes orphaned run namespaces; returns their names."""
+    """Removes orphaned run namespaces (returns their names) and the session keys of harnesses
+    that were killed."""
     removed = orphaned()
     for name in removed:
         remove_namespace(name)
+    for keys in Path(tempfile.gettempdir()).glob(f"{KEYS_PREFIX}*"):
+        if (m := OWNED_KEYS.match(keys.name)) and not alive(int(m["pid"])):
+            shutil.rmtree(keys, ignore_errors=True)
     return removed
+
+
+KEYS_PREFIX = "pantheon-keys-"
+OWNED_KEYS = re.compile(rf"^{KEYS_PREFIX}(?P<pid>\d+)-")
+
+
+def keys_directory() -> Path:
+    """A new private directory (0700) for a run's session keys, named after this process so that
+    the next harness removes it if this one is killed before it does."""
+    return Path(tempfile.mkdtemp(prefix=f"{KEYS_PREFIX}{os.getpid()}-"))
 
 
 # --- remote agents ---------------------------------------------------------------------------------

@@ -19,14 +19,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pantheon.harness import tunnel
+from pantheon.harness import leftovers, tunnel
 from pantheon.harness.plan import Plan
 from pantheon.schemes import Scheme
 
@@ -138,10 +137,11 @@ class Processes:
 
 class SessionKeys:
     """One fresh tunnel session key per flow (issue 16 §4): in a private directory (0700, each
-    file 0600), never on a command line nor in the data dir, removed when the run ends."""
+    file 0600), never on a command line nor in the data dir, removed when the run ends (by the
+    next harness, if this one is killed)."""
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="pantheon-keys-"))
+        self.dir = leftovers.keys_directory()
 
     def new(self, i: int) -> Path:
         return tunnel.write_session_key(self.dir / f"flow{i}.key")
