@@ -126,9 +126,9 @@ class Hosts:
         return [pid for pid in _all_pids() if _tagged(pid, self.tag) and _alive(pid)]
 
     def session_pids(self) -> list[int]:
-        """The per-connection sshd processes (children of the listener): killing one drops that
-        ssh connection as a network failure would."""
-        return [pid for pid in self.remote_processes() if _ppid(pid) == self.sshd_pid]
+        """The sshd processes serving connections (each connection's privileged monitor and its
+        child): killing them drops the connections as a failed network would, and nothing else."""
+        return [pid for pid in self.remote_processes() if _exe(pid) == SSHD]
 
 
 def _all_pids() -> list[int]:
@@ -149,6 +149,13 @@ def _ppid(pid: int) -> int | None:
         with open(f"/proc/{pid}/stat") as f:
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _exe(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
         return None
 
 
