@@ -95,6 +95,10 @@ class Hosts:
     """Process id (in this machine's PID namespace) of the listening sshd."""
     tag: str
     """Value of PANTHEON_TEST_HOSTS in the environment of everything run_local/popen_local start."""
+    remote_home: Path
+    """HOME of the remote host's sessions (under tmp_path)."""
+    remote_tmp: Path
+    """TMPDIR of the remote host's sessions (under tmp_path)."""
 
     def _local_argv(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.local_ns, *argv]
@@ -231,8 +235,12 @@ def _write_keys_and_configs(d: Path, clock_offset_s: float, clock_rate: float) -
     spec = faketime_spec(clock_offset_s, clock_rate)
     session = d / "session.sh"
     # sftp (what scp speaks) arrives as the subsystem name; everything else as a shell command.
+    for private in ("remote-home", "remote-tmp"):
+        (d / private).mkdir(mode=0o700)
     session.write_text(f"""#!/bin/sh
-# Every ssh session of the remote test host runs on its faked clock ({spec}).
+# Every ssh session of the remote test host runs on its faked clock ({spec}), with a home and a
+# temporary directory of its own (the state a remote agent keeps is the remote host's, not ours).
+export HOME={d / "remote-home"} TMPDIR={d / "remote-tmp"}
 if [ "$SSH_ORIGINAL_COMMAND" = sftp ]; then
     exec {FAKETIME} -m -f '{spec}' {SFTP_SERVER}
 fi
@@ -343,7 +351,8 @@ def two_hosts(tmp_path: Path, *, delay_ms: float = 0, clock_offset_s: float = 0.
         if not _ssh_answers(ssh_config, local_ns):
             raise RuntimeError(f"ssh to the test host failed: {(d / 'sshd.log').read_text()}")
         hosts = Hosts(local_ns=local_ns, remote_ns=remote_ns, local_addr=LOCAL_ADDR, remote_addr=remote_addr,
-                      ssh_config=ssh_config, host_alias=HOST_ALIAS, sshd_pid=sshd_pid, tag=tag)
+                      ssh_config=ssh_config, host_alias=HOST_ALIAS, sshd_pid=sshd_pid, tag=tag,
+                      remote_home=d / "remote-home", remote_tmp=d / "remote-tmp")
         yield hosts
     finally:
         _tear_down(supervisor, sshd_pid, tag, made)

@@ -231,3 +231,9 @@ def test_ssh_dropped_mid_run_leaves_nothing_on_either_host(tmp_path: Path) -> No
         while hosts.remote_processes() or hosts.local_processes():
             assert time.monotonic() < deadline, (hosts.remote_processes(), hosts.local_processes())
             time.sleep(0.1)
+        assert remote_files(hosts) == []
+
+
+def remote_files(hosts: Hosts) -> list[Path]:
+    """What the remote host's sessions left in their temporary directory and state directory."""
+    return [*hosts.remote_tmp.iterdir(), *(hosts.remote_home / ".local" / "state").rglob("*.json")]
