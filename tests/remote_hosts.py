@@ -44,6 +44,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from supervision import alive
+
 REPO = Path(__file__).resolve().parent.parent
 EMU = REPO / "target" / "release" / "pantheon-emu"
 SSHD = "/usr/sbin/sshd"
@@ -123,11 +125,11 @@ class Hosts:
         pid_ns = _pid_ns(self.sshd_pid)
         if pid_ns is None:
             return []
-        return [pid for pid in _all_pids() if pid != self.sshd_pid and _pid_ns(pid) == pid_ns and _alive(pid)]
+        return [pid for pid in _all_pids() if pid != self.sshd_pid and _pid_ns(pid) == pid_ns and alive(pid)]
 
     def local_processes(self) -> list[int]:
         """Every process alive that run_local/popen_local started, or one of its descendants."""
-        return [pid for pid in _all_pids() if _tagged(pid, self.tag) and _alive(pid)]
+        return [pid for pid in _all_pids() if _tagged(pid, self.tag) and alive(pid)]
 
     def session_pids(self) -> list[int]:
         """The sshd processes serving connections (each connection's privileged monitor and its
@@ -137,15 +139,6 @@ class Hosts:
 
 def _all_pids() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-
-
-def _alive(pid: int) -> bool:
-    """Whether the process exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def _ppid(pid: int) -> int | None:
