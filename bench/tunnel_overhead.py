@@ -50,12 +50,13 @@ from functools import partial
 from pathlib import Path
 
 import emulator_throughput as et  # the emulator benchmark's plumbing, beside this file
+from pantheon.harness.tunnel import write_session_key
 
 EMU = et.REPO_ROOT / "target" / "release" / "pantheon-emu"
 TUNNEL = et.REPO_ROOT / "target" / "release" / "pantheon-tunnel"
 CASE = et.CASES["b"]
 TARGET_RATIO = 0.90
-CONNECT_LINE = re.compile(r"pantheon-tunnel client \S+:(?P<port>\d+) --token (?P<token>\S+)")
+CONNECT_LINE = re.compile(r"pantheon-tunnel client \S+:(?P<port>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def run_without(netns: str, cc: str, seconds: int, tmp: Path) -> et.Measurement:
 
 def run_with(netns: str, cc: str, seconds: int, tmp: Path) -> et.Measurement:
     """The server endpoint (running iperf3 -s) here, the client endpoint (running iperf3 -c) behind the emulator."""
-    for stale in ("client.pid", "go", "iperf3.json", "server.pid"):
+    for stale in ("client.pid", "go", "iperf3.json", "server.pid", "session.key"):
         (tmp / stale).unlink(missing_ok=True)
     logs = tmp / "logs"
     logs.mkdir(exist_ok=True)
@@ -148,17 +149,18 @@ def run_with(netns: str, cc: str, seconds: int, tmp: Path) -> et.Measurement:
     server_script = f"sysctl -qw {buffers} && echo $$ > {tmp}/server.pid && exec iperf3 -s -1 -p {et.IPERF_PORT} > /dev/null 2>&1"
     deadline = time.monotonic() + seconds + et.OMIT_S + et.SETUP_GRACE_S
     server = emulator = None
+    key = write_session_key(tmp / "session.key")
     try:
         with open(tmp / "tunnel-server.err", "wb") as stderr:
             server = subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(TUNNEL), "server", *log_options(logs, "server"), "--", "sh", "-c", server_script],
+                ["ip", "netns", "exec", netns, str(TUNNEL), "server", "--key-file", str(key), *log_options(logs, "server"), "--", "sh", "-c", server_script],
                 stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
-        port, token = read_connect_line(server, tmp / "tunnel-server.err")
+        port = read_connect_line(server, tmp / "tunnel-server.err")
         server_pid = et.wait_for_client(tmp / "server.pid", server, deadline, tmp / "tunnel-server.err")
         et.wait_until_listening(["nsenter", "-t", str(server_pid), "-n"], server)
 
         inner = shlex_quote_free(et.client_script(cc, seconds, tmp))
-        client = (f"exec {TUNNEL} client $MAHIMAHI_BASE:{port} --token {token} {' '.join(log_options(logs, 'client'))} "
+        client = (f"exec {TUNNEL} client $MAHIMAHI_BASE:{port} --key-file {key} {' '.join(log_options(logs, 'client'))} "
                   f"-- sh -c '{inner}'")
         stdout_path, stderr_path = tmp / "emulator.out", tmp / "emulator.err"
         with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
@@ -199,14 +201,14 @@ def shlex_quote_free(script: str) -> str:
     return script
 
 
-def read_connect_line(server: subprocess.Popen, stderr_path: Path, timeout_s: float = 10.0) -> tuple[int, str]:
-    """(port, token) from the tunnel server's first line of output."""
+def read_connect_line(server: subprocess.Popen, stderr_path: Path, timeout_s: float = 10.0) -> int:
+    """The port from the tunnel server's first line of output."""
     ready, _, _ = select.select([server.stdout], [], [], timeout_s)
     line = server.stdout.readline().decode(errors="replace") if ready else ""
     match = CONNECT_LINE.search(line)
     if not match:
         raise et.BenchError(f"the tunnel server did not say how to connect ({line.strip()!r}); {et.tail(stderr_path)}")
-    return int(match["port"]), match["token"]
+    return int(match["port"])
 
 
 def print_table(rows: list[Row], seconds: int) -> None:

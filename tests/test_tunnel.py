@@ -54,11 +54,12 @@ import pytest
 from conftest import REPO, in_ns, links_in
 from pantheon import linklog
 from pantheon.analysis.metrics import nearest_rank
+from pantheon.harness.tunnel import write_session_key
 from supervision import assert_all_gone, command_pid, finish, start
 
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
 TRAFFIC = Path(__file__).with_name("traffic.py")
-CONNECT_LINE = re.compile(r"^pantheon-tunnel client (?P<host>\S+):(?P<port>\d+) --token (?P<token>[0-9a-f]{16})$")
+CONNECT_LINE = re.compile(r"^pantheon-tunnel client (?P<host>\S+):(?P<port>\d+)$")
 SERVER_INNER, CLIENT_INNER = "10.100.0.1", "10.100.0.2"
 INNER_MTU_BYTES = 1464
 OVERHEAD_BYTES = 36
@@ -80,6 +81,12 @@ def log_options(tmp: Path, stem: str) -> list[str]:
         f"--{side}-log", str(tmp / f"{stem}.{side}.log"), f"--{side}-text-log", str(tmp / f"{stem}.{side}.text.log"))]
 
 
+def key_file(tmp: Path) -> Path:
+    """The session key both endpoints of a test read (one per test directory)."""
+    path = tmp / "session.key"
+    return path if path.exists() else write_session_key(path)
+
+
 def traffic(*args: object) -> list[str]:
     return [sys.executable, str(TRAFFIC), *map(str, args)]
 
@@ -88,8 +95,9 @@ def traffic(*args: object) -> list[str]:
 class Server:
     proc: subprocess.Popen[str]
     port: int
-    token: str
+    key: Path
     lines: queue.Queue[str]
+    exit_line: str = ""
 
     def next_line(self, timeout_s: float = 10) -> str:
         try:
@@ -99,7 +107,8 @@ class Server:
 
     def finish(self) -> tuple[int, list[str], str]:
         """Ends the server's command (SIGTERM, forwarded), then its exit status, the rest of its
-        standard output and its standard error."""
+        command's standard output and its standard error; the tunnel's own exit line is kept in
+        `exit_line`."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         status = self.proc.wait(timeout=TIMEOUT_S)
@@ -111,14 +120,20 @@ class Server:
                 break
             if line == "":
                 break
-            rest.append(line)
+            if line.startswith("pantheon-tunnel: dropped"):
+                self.exit_line = line
+            else:
+                rest.append(line)
         return status, rest, self.proc.stderr.read()
 
 
 @contextmanager
-def server(netns: str, tunnel: Path, tmp: Path, command: list[str], stem: str = "server") -> Iterator[Server]:
+def server(netns: str, tunnel: Path, tmp: Path, command: list[str], stem: str = "server",
+           options: tuple[str, ...] = ()) -> Iterator[Server]:
     """A tunnel server in `netns` running `command`; its first line has been read."""
-    proc = subprocess.Popen(in_ns(netns, [str(tunnel), "server", *log_options(tmp, stem), "--", *command]),
+    key = key_file(tmp)
+    argv = [str(tunnel), "server", "--key-file", str(key), *options, *log_options(tmp, stem), "--", *command]
+    proc = subprocess.Popen(in_ns(netns, argv),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
 
@@ -135,7 +150,7 @@ def server(netns: str, tunnel: Path, tmp: Path, command: list[str], stem: str = 
             raise AssertionError("the tunnel server printed nothing") from None
         match = CONNECT_LINE.match(first)
         assert match, f"first line {first!r}; stderr: {proc.stderr.read() if proc.poll() is not None else ''}"
-        yield Server(proc, int(match["port"]), match["token"], lines)
+        yield Server(proc, int(match["port"]), key, lines)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -144,7 +159,7 @@ def server(netns: str, tunnel: Path, tmp: Path, command: list[str], stem: str = 
 
 def client_argv(tunnel: Path, tmp: Path, srv: Server, command: list[str], stem: str = "client") -> str:
     """The shell command, run as the emulator's command, that starts the client endpoint."""
-    return (f"exec {shlex.quote(str(tunnel))} client $MAHIMAHI_BASE:{srv.port} --token {srv.token} "
+    return (f"exec {shlex.quote(str(tunnel))} client $MAHIMAHI_BASE:{srv.port} --key-file {srv.key} "
             f"{shlex.join(log_options(tmp, stem))} -- {shlex.join(command)}")
 
 
@@ -249,7 +264,8 @@ def test_tcp_flow_crosses_in_segments_no_bigger_than_the_inner_mtu(netns: str, e
         assert done.returncode == 0, done.stderr
         status, rest, stderr = srv.finish()
     assert status == 128 + signal.SIGTERM and "warning" not in stderr + done.stderr, stderr + done.stderr
-    sent_bytes = json.loads(done.stdout.splitlines()[-1])["bytes"]
+    assert done.stdout.splitlines()[-1].startswith("pantheon-tunnel: dropped 0 datagrams")
+    sent_bytes = json.loads(done.stdout.splitlines()[-2])["bytes"]
     assert json.loads(rest[-1])["bytes"] == sent_bytes > 2_000_000
     data = (read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log"))
     acks = (read_native(tmp_path / "server.ingress.log"), read_native(tmp_path / "client.egress.log"))
@@ -386,6 +402,85 @@ def test_bbr_starts_up_the_same_inside_and_outside(netns: str, emu: Path, tunnel
                 f"{FIRST_SECOND_ATTEMPTS} attempts: " + " | ".join(attempts))
 
 
+# --- authentication and clocks ------------------------------------------------------------------------
+
+ATTACKER = Path(__file__).with_name("tunnel_attacker.py")
+FAKETIME = shutil.which("faketime")
+
+
+def loopback_client(tunnel: Path, tmp: Path, srv: Server, command: list[str], stem: str = "client") -> list[str]:
+    """The client endpoint in the server's namespace, connecting over loopback."""
+    return [str(tunnel), "client", f"127.0.0.1:{srv.port}", "--key-file", str(srv.key), *log_options(tmp, stem),
+            "--clock-log", str(tmp / f"{stem}.clock.log"), "--", *command]
+
+
+def test_only_the_peers_authentic_fresh_datagrams_are_delivered_and_logged(netns: str, tunnel: Path, tmp_path: Path) -> None:
+    """Issue 16 §4: a stranger's datagram, one spoofing the client's IP:port without the key, a
+    replayed one, a replayed hello from another port and an authentic one whose inner source is
+    not the client's tunnel address are all dropped before anything is logged, and counted; the
+    client's own traffic goes on being delivered."""
+    ip_lo = ["ip", "link", "set", "lo", "up"]
+    subprocess.run(in_ns(netns, ip_lo), check=True)
+    with server(netns, tunnel, tmp_path, traffic("udp-recv", PORT, "--seconds", 20), options=("--listen", "127.0.0.1:0")) as srv:
+        assert srv.next_line() == "ready"
+        attacker = subprocess.Popen(in_ns(netns, [sys.executable, str(ATTACKER), str(srv.port), str(srv.key)]),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert attacker.stdout.readline().strip() == "ready", attacker.stderr.read()
+        sender = traffic("udp-send", SERVER_INNER, PORT, "--rate-mbps", 0.1, "--size", 500, "--seconds", 2)
+        done = subprocess.run(in_ns(netns, loopback_client(tunnel, tmp_path, srv, ["sh", "-c", f"{shlex.join(sender)} && sleep 0.3"])),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        attacked, attacker_stderr = attacker.communicate(timeout=TIMEOUT_S)
+        assert attacker.returncode == 0, attacker_stderr
+        status, rest, stderr = srv.finish()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(attacked)["sent"] == 5
+    sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
+    assert_every_uid_crossed(sent, arrived, "client to server")
+    assert json.loads(rest[-1])["packets"] == len(sent.datagrams) >= 40, "the client's datagrams, and only them"
+    assert srv.exit_line == ("pantheon-tunnel: dropped 5 datagrams: 1 not from the peer, 1 with a bad tag, 2 replayed, "
+                             "1 with a foreign inner source, 0 malformed, 0 of a kind this end never receives")
+    assert "warning" not in stderr, stderr
+
+
+def read_exchanges(path: Path) -> list[tuple[int, int, int, int]]:
+    rows = [tuple(map(int, line.split())) for line in path.read_text().splitlines() if not line.startswith("#")]
+    assert all(len(row) == 4 for row in rows), path
+    return rows  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("client_offset_s", [0, 7])
+def test_clock_exchanges_measure_the_peers_clock(netns: str, tunnel: Path, tmp_path: Path, client_offset_s: int) -> None:
+    """Both endpoints probe each other (RFC 5905 §8): on one machine their clocks agree, so every
+    exchange's offset is the client's libfaketime shift (none, or +7 s) within a few ms, with
+    sane round trips; and the client's ingress log is on that same shifted clock, not the
+    kernel's (one clock per process)."""
+    if client_offset_s and FAKETIME is None:
+        pytest.skip("needs Debian's faketime (libfaketime)")
+    subprocess.run(in_ns(netns, ["ip", "link", "set", "lo", "up"]), check=True)
+    shim = [FAKETIME, "-f", f"+{client_offset_s}s"] if client_offset_s else []
+    with server(netns, tunnel, tmp_path, traffic("udp-recv", PORT, "--seconds", 20),
+                options=("--listen", "127.0.0.1:0", "--clock-log", str(tmp_path / "server.clock.log"))) as srv:
+        assert srv.next_line() == "ready"
+        sender = traffic("udp-send", SERVER_INNER, PORT, "--rate-mbps", 0.1, "--size", 500, "--seconds", 2.5)
+        done = subprocess.run(in_ns(netns, [*shim, *loopback_client(tunnel, tmp_path, srv, sender)]),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        srv.finish()
+    assert done.returncode == 0, done.stderr
+    assert ("stamped when read" in done.stderr) == bool(client_offset_s), done.stderr
+    offset_us = client_offset_s * 1_000_000
+    for log, peer_minus_own_us in (("client.clock.log", -offset_us), ("server.clock.log", offset_us)):
+        exchanges = read_exchanges(tmp_path / log)
+        # 40 in the first 2 s, then every 500 ms; a loaded machine may miss a few.
+        assert len(exchanges) >= 35, f"{log}: {len(exchanges)} exchanges"
+        offsets_us = [((t2 - t1) + (t3 - t4)) / 2 for t1, t2, t3, t4 in exchanges]
+        rtts_us = [(t4 - t1) - (t3 - t2) for t1, t2, t3, t4 in exchanges]
+        assert abs(statistics.median(offsets_us) - peer_minus_own_us) < 5_000, f"{log}: {statistics.median(offsets_us)} us"
+        assert 0 <= min(rtts_us) < 5_000 and statistics.median(rtts_us) < 20_000, f"{log}: {sorted(rtts_us)}"
+    sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
+    delays_us = [d + offset_us for d in one_way_delays_us(sent, arrived)]
+    assert len(delays_us) > 40 and min(delays_us) >= 0 and max(delays_us) < 50_000, sorted(delays_us)[::10]
+
+
 # --- the inner namespace ------------------------------------------------------------------------------
 
 PROBE = r"""
@@ -434,7 +529,7 @@ def test_inner_namespace_has_the_inner_mtu_and_reaches_only_its_peer(netns: str,
         assert srv.next_line() == "ready"
         time.sleep(0.3)  # the TCP receiver starts beside it
         # $MAHIMAHI_BASE is expanded outside the tunnel: the emulator's own address, the outsider.
-        command = f"exec {tunnel} client $MAHIMAHI_BASE:{srv.port} --token {srv.token} {shlex.join(log_options(tmp_path, 'client'))} -- {sys.executable} {probe} $MAHIMAHI_BASE {out}"
+        command = f"exec {tunnel} client $MAHIMAHI_BASE:{srv.port} --key-file {srv.key} {shlex.join(log_options(tmp_path, 'client'))} -- {sys.executable} {probe} $MAHIMAHI_BASE {out}"
         done = through_emulator(netns, emu, ["--delay", "2"], command)
         assert done.returncode == 0, done.stderr
         _, rest, _ = srv.finish()
@@ -458,13 +553,13 @@ def test_inner_namespace_has_the_inner_mtu_and_reaches_only_its_peer(netns: str,
 # Clean-up: the checks of tests/supervision.py, with the tunnel's server as the supervisor.
 
 def test_command_exit_cleans_up_leftovers(netns: str, tunnel: Path, tmp_path: Path) -> None:
-    proc = start(netns, [str(tunnel), "server"], tmp_path, tail="exit 3")
+    proc = start(netns, [str(tunnel), "server", "--key-file", str(key_file(tmp_path))], tmp_path, tail="exit 3")
     assert finish(proc) == 3
     assert_all_gone(netns, tmp_path)
 
 
 def test_sigkill_of_the_command(netns: str, tunnel: Path, tmp_path: Path) -> None:
-    proc = start(netns, [str(tunnel), "server"], tmp_path)
+    proc = start(netns, [str(tunnel), "server", "--key-file", str(key_file(tmp_path))], tmp_path)
     os.kill(command_pid(tmp_path), signal.SIGKILL)
     assert finish(proc) == 128 + signal.SIGKILL
     assert_all_gone(netns, tmp_path)
@@ -472,14 +567,14 @@ def test_sigkill_of_the_command(netns: str, tunnel: Path, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_to_the_tunnel(netns: str, tunnel: Path, tmp_path: Path, sig: signal.Signals) -> None:
-    proc = start(netns, [str(tunnel), "server"], tmp_path)
+    proc = start(netns, [str(tunnel), "server", "--key-file", str(key_file(tmp_path))], tmp_path)
     proc.send_signal(sig)
     assert finish(proc) == 128 + sig
     assert_all_gone(netns, tmp_path)
 
 
 def test_command_that_ignores_signals_is_killed(netns: str, tunnel: Path, tmp_path: Path) -> None:
-    proc = start(netns, [str(tunnel), "server"], tmp_path, tail="trap '' INT TERM; while :; do sleep 0.1; done")
+    proc = start(netns, [str(tunnel), "server", "--key-file", str(key_file(tmp_path))], tmp_path, tail="trap '' INT TERM; while :; do sleep 0.1; done")
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     assert finish(proc) == 128 + signal.SIGKILL
@@ -497,16 +592,27 @@ def test_client_passes_its_commands_exit_status_through_the_emulator(netns: str,
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["server", "--ingress-log", "/nonexistent/dir/x.log", "--", "true"], "--ingress-log /nonexistent/dir/x.log: cannot create the log"),
-        (["server", "--listen", "192.0.2.1:0", "--", "true"], "--listen 192.0.2.1:0: cannot listen there"),
-        (["server", "--path-mtu", "100", "--", "true"], "--path-mtu"),
-        (["server", "--", "no-such-command-xyz"], "command not found: no-such-command-xyz"),
-        (["server"], "required"),
-        (["client", "127.0.0.1:9", "--token", "a b", "--", "true"], "--token: expected the token the server printed"),
-        (["client", "localhost:9", "--token", "t", "--", "true"], "SERVER_IP:PORT"),
+        (["server", "--key-file", "{key}", "--ingress-log", "/nonexistent/dir/x.log", "--", "true"], "--ingress-log /nonexistent/dir/x.log: cannot create the log"),
+        (["server", "--key-file", "{key}", "--listen", "192.0.2.1:0", "--", "true"], "--listen 192.0.2.1:0: cannot listen there"),
+        (["server", "--key-file", "{key}", "--path-mtu", "100", "--", "true"], "--path-mtu"),
+        (["server", "--key-file", "{key}", "--", "no-such-command-xyz"], "command not found: no-such-command-xyz"),
+        (["server", "--", "true"], "required"),
+        (["server", "--key-file", "{readable}", "--", "true"], "{readable}: mode 640 lets others read it; make it 0600"),
+        (["server", "--key-file", "{short}", "--", "true"], "{short}: expected 64 hexadecimal digits"),
+        (["server", "--key-file", "{tmp}", "--", "true"], "{tmp}: not a regular file"),
+        (["client", "127.0.0.1:9", "--key-file", "/nonexistent/key", "--", "true"], "--key-file /nonexistent/key: cannot open it"),
+        (["client", "localhost:9", "--key-file", "{key}", "--", "true"], "SERVER_IP:PORT"),
     ],
 )
-def test_bad_input_fails_in_one_line(netns: str, tunnel: Path, args: list[str], expected: str) -> None:
+def test_bad_input_fails_in_one_line(netns: str, tunnel: Path, tmp_path: Path, args: list[str], expected: str) -> None:
+    key = key_file(tmp_path)
+    readable, short = tmp_path / "readable.key", tmp_path / "short.key"
+    readable.write_text(key.read_text())
+    readable.chmod(0o640)
+    short.write_text("0123abcd\n")
+    short.chmod(0o600)
+    paths = {"key": key, "readable": readable, "short": short, "tmp": tmp_path}
+    args, expected = [a.format(**paths) for a in args], expected.format(**paths)
     done = subprocess.run(in_ns(netns, [str(tunnel), *args]), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr
@@ -515,9 +621,9 @@ def test_bad_input_fails_in_one_line(netns: str, tunnel: Path, args: list[str], 
     assert links_in(netns) == ["lo"]
 
 
-def test_client_gives_up_on_a_silent_server(netns: str, tunnel: Path) -> None:
+def test_client_gives_up_on_a_silent_server(netns: str, tunnel: Path, tmp_path: Path) -> None:
     started = time.monotonic()
-    done = subprocess.run(in_ns(netns, [str(tunnel), "client", "127.0.0.1:9", "--token", "0123456789abcdef", "--", "true"]),
+    done = subprocess.run(in_ns(netns, [str(tunnel), "client", "127.0.0.1:9", "--key-file", str(key_file(tmp_path)), "--", "true"]),
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.startswith("pantheon-tunnel: no answer from a server at 127.0.0.1:9 in 10 s")
@@ -536,16 +642,18 @@ def test_without_root_through_a_user_namespace(netns: str, tunnel: Path) -> None
         node = public / "tun"
         os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
         node.chmod(0o666)
+        key = write_session_key(public / "session.key")
+        os.chown(key, 65534, 65534)
         nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
         python = "/usr/bin/python3"  # the system's, which any user can run
         receive = "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('', 9000)); s.settimeout(5); print(s.recv(100).decode())"
         send = f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'through', ('{SERVER_INNER}', 9000))"
         script = (f"mount --bind {node} /dev/net/tun && "
-                  f"{{ {nobody} {copy} server --listen 127.0.0.1:0 -- {python} -c {shlex.quote(receive)} > {public}/server.out & }} && "
+                  f"{{ {nobody} {copy} server --listen 127.0.0.1:0 --key-file {key} -- {python} -c {shlex.quote(receive)} > {public}/server.out & }} && "
                   f"sleep 0.5 && set -- $(head -1 {public}/server.out) && "
-                  f"{nobody} {copy} client $3 --token $5 -- {python} -c {shlex.quote(send)} && wait")
+                  f"{nobody} {copy} client $3 --key-file {key} -- {python} -c {shlex.quote(send)} && wait")
         done = subprocess.run(in_ns(netns, ["unshare", "-m", "sh", "-c", script]), capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
-        assert (public / "server.out").read_text().splitlines()[1:] == ["through"]
+        assert (public / "server.out").read_text().splitlines()[1] == "through"
     finally:
         shutil.rmtree(public)

@@ -3,8 +3,8 @@
 `pantheon test local` (over the emulator) and `pantheon sim` (in the simulator) take the same
 options: which schemes (or a scenario), how many runs of how long with how many flows, the seed,
 the data dir, and the path (an `--emulator NAME` preset and the emulator's own options, listed in
-`--help`). Remote mode will be the third command: it takes the scheme, run and output options and
-replaces the emulated path by a real one. The options become an `Experiment`, and the one place
+`--help`). `pantheon test remote` takes the scheme, run and output options; its path is a real one
+(no emulator, no path options). The options become an `Experiment`, and the one place
 that expands them is here: presets merged with the user's path options, scheme names or a
 scenario file turned into run plans, and what is skipped and why.
 """

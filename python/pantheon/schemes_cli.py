@@ -16,6 +16,7 @@ from pantheon import schemes
 from pantheon.errors import PantheonError
 from pantheon.harness import plan as plans
 from pantheon.harness.campaign import run_campaign
+from pantheon.harness.local import Emulated
 from pantheon.netns import require_root
 
 CHECK_MIN_MBPS = 1.0
@@ -122,7 +123,7 @@ def _check(registry: schemes.Registry, names: list[str], data_dir: Path | None) 
             continue
         runtime_s = registry.schemes[name].check_runtime_s
         run_campaign(plans=[plans.uniform(name, 1, 0.0, runtime_s)], schemes={name: registry.schemes[name]},
-                     emulator_options=CHECK_PATH, data_dir=data_dir / name, run_times=1, random_order=False, seed=0,
+                     mode=Emulated(CHECK_PATH), data_dir=data_dir / name, run_times=1, random_order=False, seed=0,
                      quiet=True, arguments={"command": "schemes check", "scheme": name})
         run_dir = data_dir / name / name / "run1"
         outcome = json.loads((run_dir / "run.json").read_text())

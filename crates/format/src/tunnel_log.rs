@@ -92,6 +92,21 @@ pub fn native_header_lines(endpoint: &str, side: Side, meaning: &str, base: &str
     )
 }
 
+/// The header of an endpoint's clock log (`--clock-log`): the exchanges it initiated, one line
+/// `t1_us t2_us t3_us t4_us` each (RFC 5905 §8's four times), all µs since the Unix epoch.
+pub fn clock_header(context: &Context) -> String {
+    format!(
+        "# pantheon-tunnel clock exchanges v1: those this endpoint initiated (RFC 5905 §8)\n\
+         # endpoint: {}\n\
+         # t1 (probe sent) and t4 (answer received) on this endpoint's clock, t2 (probe received) and t3 \
+         (answer sent) on the peer's: CLOCK_REALTIME as each process reads it, µs since the Unix epoch\n\
+         # command line: {}\n\
+         # columns: t1_us t2_us t3_us t4_us\n",
+        context.endpoint,
+        one_line(&context.command_line.join(" "))
+    )
+}
+
 /// A native line, `t_us uid bytes`, assembled in `line`.
 pub fn native_line(line: &mut LineBuffer, t_us: u64, uid: u64, inner_bytes: u64) -> &[u8] {
     line.start().int(t_us).text(" ").int(uid).text(" ").int(inner_bytes).end()

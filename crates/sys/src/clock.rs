@@ -30,7 +30,12 @@ pub fn monotonic_us() -> u64 {
 /// Microseconds since the Unix epoch on CLOCK_REALTIME: for log headers and the kernel's stamps,
 /// never for measuring an interval.
 pub fn epoch_us() -> u64 {
-    read_ns(libc::CLOCK_REALTIME) / 1000
+    epoch_ns() / 1000
+}
+
+/// Nanoseconds since the Unix epoch on CLOCK_REALTIME.
+pub fn epoch_ns() -> u64 {
+    read_ns(libc::CLOCK_REALTIME)
 }
 
 /// A clock reading 0 when it starts: CLOCK_MONOTONIC minus its origin. A flow's sender counts

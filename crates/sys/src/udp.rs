@@ -83,6 +83,96 @@ pub struct UdpSocket {
     fd: OwnedFd,
 }
 
+/// Whether the kernel's receive stamps are on the clock this process reads. They are on the
+/// kernel's CLOCK_REALTIME, and so is `clock::epoch_us` — unless a clock shim loaded with
+/// LD_PRELOAD (libfaketime, as the remote-mode tests use to give a host a clock of its own) moves
+/// what clock_gettime(2) returns, which it cannot do to the stamps. Mixing the two would put one
+/// log on two clocks, so a socket takes no stamps then, and its datagrams are stamped when they
+/// are read. Decided once per process: a datagram sent to itself over a socket pair must be
+/// stamped between two readings of the clock, within `STAMP_SLACK_NS`; the first time they
+/// disagree the process says so on stderr.
+fn kernel_clock_is_ours() -> bool {
+    static AGREE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AGREE.get_or_init(|| match stamp_offset_ns() {
+        Ok(offset_ns) if offset_ns.abs() <= STAMP_SLACK_NS => true,
+        Ok(offset_ns) => {
+            eprintln!(
+                "{}: note: the kernel's receive stamps are {:.3} s off this process's clock (an LD_PRELOAD clock shim?): datagrams are stamped when read",
+                program_name(),
+                offset_ns as f64 / -1e9
+            );
+            false
+        }
+        Err(e) => {
+            eprintln!("{}: note: cannot compare the kernel's clock with this process's ({e}): datagrams are stamped when read", program_name());
+            false
+        }
+    })
+}
+
+/// How far a kernel stamp may lie outside the two readings around it; any shim worth noticing
+/// moves the clock by far more, and the readings themselves agree to the nanosecond.
+const STAMP_SLACK_NS: i128 = 1_000_000;
+
+fn program_name() -> String {
+    let argv0 = std::env::args().next().unwrap_or_default();
+    argv0.rsplit('/').next().unwrap_or_default().to_string()
+}
+
+/// A kernel receive stamp minus the process's clock around it, in ns (0 when it lies between
+/// the readings before the send and after the receive).
+fn stamp_offset_ns() -> io::Result<i128> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair fills two descriptors, owned from here on.
+    check(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) })?;
+    // SAFETY: fresh descriptors.
+    let (sender, receiver) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    set_option(receiver.as_raw_fd(), libc::SO_TIMESTAMPNS, 1)?;
+    let before_ns = i128::from(crate::clock::epoch_ns());
+    // SAFETY: one byte from a live buffer.
+    check(unsafe { libc::send(sender.as_raw_fd(), [0u8].as_ptr().cast(), 1, 0) } as libc::c_int)?;
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let mut control = [0u8; CONTROL_BYTES];
+    // SAFETY: a zeroed msghdr pointing at buffers that outlive the call.
+    let mut header: libc::msghdr = unsafe { zeroed() };
+    header.msg_iov = &mut iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control.as_mut_ptr().cast();
+    header.msg_controllen = CONTROL_BYTES as _;
+    check(unsafe { libc::recvmsg(receiver.as_raw_fd(), &mut header, libc::MSG_DONTWAIT) } as libc::c_int)?;
+    let after_ns = i128::from(crate::clock::epoch_ns());
+    // SAFETY: the kernel filled msg_control up to msg_controllen.
+    let stamp_ns = unsafe { timestamp_ns(&header) }
+        .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no receive stamp on a local socket"))?;
+    let stamp_ns = i128::from(stamp_ns);
+    Ok(if stamp_ns < before_ns { stamp_ns - before_ns } else { (stamp_ns - after_ns).max(0) })
+}
+
+/// An SCM_TIMESTAMPNS control message's timespec, in ns.
+///
+/// # Safety
+/// `data` must point at the message's data.
+unsafe fn read_stamp_ns(data: *const u8) -> u64 {
+    let ts = std::ptr::read_unaligned(data as *const libc::timespec);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The SO_TIMESTAMPNS stamp among a received message's control messages, in ns.
+///
+/// # Safety
+/// `header`'s control buffer must be as the kernel filled it.
+unsafe fn timestamp_ns(header: &libc::msghdr) -> Option<u64> {
+    let mut cmsg = libc::CMSG_FIRSTHDR(header);
+    while !cmsg.is_null() {
+        if ((*cmsg).cmsg_level, (*cmsg).cmsg_type) == (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) {
+            return Some(read_stamp_ns(libc::CMSG_DATA(cmsg)));
+        }
+        cmsg = libc::CMSG_NXTHDR(header, cmsg);
+    }
+    None
+}
+
 impl UdpSocket {
     /// A socket bound to `local`, set up as `options` say.
     pub fn bind(local: SocketAddrV4, options: Options) -> io::Result<UdpSocket> {
@@ -97,7 +187,7 @@ impl UdpSocket {
                 set_option(fd, plain, buffer_bytes)?;
             }
         }
-        if options.timestamps {
+        if options.timestamps && kernel_clock_is_ours() {
             set_option(fd, libc::SO_TIMESTAMPNS, 1)?;
         }
         if options.overflow_counts {
@@ -183,7 +273,7 @@ pub struct Received<'a> {
     /// Its full length in bytes, also when only its start fitted the slot.
     pub len: usize,
     /// When the kernel received it, in nanoseconds on CLOCK_REALTIME, if the socket has
-    /// `timestamps`.
+    /// `timestamps` and the kernel's clock is the one this process reads (`kernel_clock_is_ours`).
     pub realtime_ns: Option<u64>,
     /// The socket's count of datagrams dropped for a full receive buffer so far, if the socket has
     /// `overflow_counts` and the kernel has dropped any.
@@ -284,8 +374,7 @@ impl RecvBatch {
                 let data = libc::CMSG_DATA(cmsg);
                 match ((*cmsg).cmsg_level, (*cmsg).cmsg_type) {
                     (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => {
-                        let ts = std::ptr::read_unaligned(data as *const libc::timespec);
-                        received.realtime_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                        received.realtime_ns = Some(read_stamp_ns(data));
                     }
                     (libc::SOL_SOCKET, libc::SO_RXQ_OVFL) => {
                         received.overflow_drops = Some(std::ptr::read_unaligned(data as *const u32));
@@ -410,6 +499,12 @@ impl SendBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernels_stamps_are_on_this_processs_clock_without_a_shim() {
+        assert!(stamp_offset_ns().unwrap().abs() <= STAMP_SLACK_NS);
+        assert!(kernel_clock_is_ours());
+    }
 
     const OPTIONS: Options =
         Options { buffer_bytes: 1 << 20, timestamps: true, overflow_counts: true, blocking_sends: false };

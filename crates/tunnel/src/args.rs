@@ -14,13 +14,15 @@ use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
     long_about = "Run CMD in a fresh network namespace whose only way out is a tunnel to the other \
 endpoint's namespace: every IP datagram gets a unique id (UID), is logged when it enters the tunnel \
 at one end (ingress log) and when it leaves it at the other (egress log), and crosses the path in a \
-UDP datagram. Start the server first: it prints, as its first line, the command that connects a \
-client. CMD finds its own inner address in $PANTHEON_TUNNEL_LOCAL and the peer's in \
+UDP datagram carrying a tag made with the session key, which both ends read from --key-file (64 \
+hexadecimal digits in a file only its owner may read). Start the server first: it prints, as its \
+first line, the command that connects a client. CMD finds its own inner address in $PANTHEON_TUNNEL_LOCAL and the peer's in \
 $PANTHEON_TUNNEL_PEER (also $PANTHEON_PEER, $MAHIMAHI_BASE); it can reach nothing else. Exit \
 status is CMD's.",
     after_help = "Example (a flow from the client to the server, logged where it enters and where it leaves the tunnel):\n  \
-pantheon-tunnel server --egress-log data.received.log -- iperf3 -s\n  \
-pantheon-tunnel client 192.0.2.1:40123 --token 8c1f... --ingress-log data.sent.log -- sh -c 'iperf3 -c $PANTHEON_TUNNEL_PEER'"
+(umask 077; openssl rand -hex 32 > session.key)   # and a copy of it at the client, as private\n  \
+pantheon-tunnel server --key-file session.key --egress-log data.received.log -- iperf3 -s\n  \
+pantheon-tunnel client 192.0.2.1:40123 --key-file session.key --ingress-log data.sent.log -- sh -c 'iperf3 -c $PANTHEON_TUNNEL_PEER'"
 )]
 pub struct TunnelArgs {
     #[command(subcommand)]
@@ -42,9 +44,6 @@ pub enum Endpoint {
         /// The server's UDP address, as its first line printed it (with an address this end reaches it at).
         #[arg(value_name = "SERVER_IP:PORT")]
         server: SocketAddrV4,
-        /// The token the server printed.
-        #[arg(long, value_name = "TOKEN")]
-        token: String,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -52,6 +51,10 @@ pub enum Endpoint {
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
+    /// The session key, shared with the other endpoint: 64 hexadecimal digits (and a newline) in a
+    /// regular file that grants nothing to group or others.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: PathBuf,
     /// MTU of the path between the endpoints in bytes; CMD's MTU is this minus the tunnel's overhead.
     #[arg(long, value_name = "BYTES", default_value_t = 1500, value_parser = clap::value_parser!(u16).range(MIN_PATH_MTU_BYTES..))]
     pub path_mtu: u16,
@@ -67,6 +70,9 @@ pub struct CommonArgs {
     /// The egress log in the original pantheon-tunnel's text form.
     #[arg(long, value_name = "FILE")]
     pub egress_text_log: Option<PathBuf>,
+    /// Log of the clock exchanges this endpoint initiated with the peer (t1 t2 t3 t4, µs since the epoch).
+    #[arg(long, value_name = "FILE")]
+    pub clock_log: Option<PathBuf>,
     /// The command to run inside the tunnel's namespace, after '--'.
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -85,27 +91,32 @@ mod tests {
 
     #[test]
     fn server_defaults_to_any_address_and_a_free_port() {
-        let Endpoint::Server { listen, common } = parse(&["server", "--", "true"]).unwrap().endpoint else { panic!() };
+        let Endpoint::Server { listen, common } = parse(&["server", "--key-file", "k", "--", "true"]).unwrap().endpoint
+        else {
+            panic!()
+        };
         assert_eq!(listen, "0.0.0.0:0".parse().unwrap());
         assert_eq!(common.path_mtu, 1500);
         assert_eq!(common.command, ["true"]);
     }
 
     #[test]
-    fn client_needs_the_server_and_the_token() {
-        assert!(parse(&["client", "--token", "t", "--", "true"]).is_err());
+    fn client_needs_the_server_and_the_key() {
+        assert!(parse(&["client", "--key-file", "k", "--", "true"]).is_err());
         assert!(parse(&["client", "192.0.2.1:5000", "--", "true"]).is_err());
-        let args = parse(&["client", "192.0.2.1:5000", "--token", "t", "--egress-log", "e.log", "--", "sh", "-c", "x"])
-            .unwrap();
-        let Endpoint::Client { server, token, common } = args.endpoint else { panic!() };
-        assert_eq!((server, token.as_str()), ("192.0.2.1:5000".parse().unwrap(), "t"));
+        assert!(parse(&["server", "--", "true"]).is_err());
+        let words = ["client", "192.0.2.1:5000", "--key-file", "k", "--egress-log", "e.log", "--clock-log", "c.log"];
+        let args = parse(&[&words[..], &["--", "sh", "-c", "x"]].concat()).unwrap();
+        let Endpoint::Client { server, common } = args.endpoint else { panic!() };
+        assert_eq!((server, common.key_file.to_str()), ("192.0.2.1:5000".parse().unwrap(), Some("k")));
+        assert_eq!(common.clock_log, Some(PathBuf::from("c.log")));
         assert_eq!(common.egress_log, Some(PathBuf::from("e.log")));
         assert_eq!(common.command, ["sh", "-c", "x"]);
     }
 
     #[test]
     fn path_mtu_must_leave_room_for_576_byte_datagrams() {
-        assert!(parse(&["server", "--path-mtu", "611", "--", "true"]).is_err());
-        assert!(parse(&["server", "--path-mtu", "612", "--", "true"]).is_ok());
+        assert!(parse(&["server", "--key-file", "k", "--path-mtu", "611", "--", "true"]).is_err());
+        assert!(parse(&["server", "--key-file", "k", "--path-mtu", "612", "--", "true"]).is_ok());
     }
 }

@@ -14,7 +14,6 @@
 use std::io;
 use std::net::Ipv4Addr;
 
-use pantheon_sys::errno::check;
 use pantheon_sys::namespace::Namespace;
 use pantheon_sys::tun::Tun;
 
@@ -49,12 +48,4 @@ impl InnerEnd {
         tun.set_nonblocking()?;
         Ok(InnerEnd { namespace, tun })
     }
-}
-
-/// A fresh token for a server: 64 random bits in hex.
-pub fn random_token() -> io::Result<String> {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom fills the buffer we pass; 8 bytes never come back short.
-    check(unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) } as libc::c_int)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

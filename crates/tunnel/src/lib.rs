@@ -20,21 +20,28 @@
 //! log by UID gives each datagram's one-way delay or its loss, whatever the path in between: an
 //! emulator, or the Internet between two hosts.
 //!
-//! The server listens and prints how a client must connect (address, port and a token); the
-//! client connects out, so it may sit behind a NAT ([`session`]). Logs are microsecond-precise
+//! The server listens and prints how a client must connect (its address and port); the client
+//! connects out, so it may sit behind a NAT ([`session`]). Both hold a session key that never
+//! appears on a command line: every datagram carries a tag made with it and a number accepted
+//! once, checked before anything is delivered or logged ([`auth`], [`replay`]), so on an open
+//! path nobody else can inject traffic. The endpoints also measure each other's clocks over
+//! the path ([`probe`]) for the harness to put both ends' logs on one timeline. Logs are microsecond-precise
 //! in our native form and also in the original's text form ([`log`]). The deciding parts
-//! (admission, handshake schedule, segmentation) are sans-IO and unit-tested; the wire format,
+//! (admission, anti-replay, handshake and probe schedules, segmentation) are sans-IO and unit-tested; the wire format,
 //! UIDs and log formats are data the simulator writes too, so they live in `pantheon_format`
 //! (`tunnel_wire`, `tunnel_log`); the driver ([`relay`], [`endpoint`]) moves datagrams in
 //! batches; namespaces, the TUN device, the supervised command and the batched UDP socket come
 //! from `pantheon_sys`, shared with the emulator and the UDP transport.
 
 pub mod args;
+pub mod auth;
 pub mod checksum;
 pub mod coalesce;
 pub mod endpoint;
 pub mod log;
+pub mod probe;
 pub mod relay;
+pub mod replay;
 pub mod segment;
 pub mod session;
 pub mod virtio;

@@ -1,5 +1,5 @@
-//! The tunnel's per-datagram log files: each endpoint can keep an ingress and an egress log, each
-//! in the native form, the original's text form, or both. The formats themselves
+//! The tunnel's log files: each endpoint can keep an ingress and an egress log of every datagram,
+//! each in the native form, the original's text form, or both, and a log of its clock exchanges. The formats themselves
 //! (`pantheon_format::tunnel_log`, docs/tunnel.md) are shared with the simulator; this module
 //! owns the files, and keeps the tunnel running when one of them fails.
 
@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
 use pantheon_format::line::LineBuffer;
-use pantheon_format::tunnel_log::{native_header, native_line, text_header, text_line, Context, Side};
+use pantheon_format::tunnel_log::{clock_header, native_header, native_line, text_header, text_line, Context, Side};
 
 const BUFFER_BYTES: usize = 1 << 20;
 
@@ -72,6 +72,41 @@ impl Log {
                 self.error.get_or_insert(e);
             }
         }
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+/// The clock exchanges this endpoint initiated (`--clock-log`, docs/tunnel.md): a header, then
+/// one line `t1_us t2_us t3_us t4_us` per exchange, written (unbuffered) as it completes, so an
+/// endpoint killed mid-run keeps every exchange it had.
+pub struct ClockLog {
+    file: Option<File>,
+    error: Option<io::Error>,
+}
+
+impl ClockLog {
+    /// A log into `file` (none: a log that records nothing); writes its header.
+    pub fn new(file: Option<File>, context: &Context) -> ClockLog {
+        let mut log = ClockLog { file, error: None };
+        log.write(clock_header(context).as_bytes());
+        log
+    }
+
+    pub fn record(&mut self, t1_us: u64, t2_us: u64, t3_us: u64, t4_us: u64) {
+        self.write(format!("{t1_us} {t2_us} {t3_us} {t4_us}\n").as_bytes());
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(file) = self.file.as_mut() {
+            if let Err(e) = file.write_all(bytes) {
+                self.file = None;
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The first error of the run, if any.
+    pub fn finish(self) -> io::Result<()> {
         self.error.map_or(Ok(()), Err)
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pantheon_cli::usage;
 use pantheon_format::tunnel_log::{Context, Side};
-use pantheon_format::tunnel_wire::{hello, inner_mtu_bytes};
+use pantheon_format::tunnel_wire::{inner_mtu_bytes, Control};
 use pantheon_sys::child;
 use pantheon_sys::clock::{epoch_us, monotonic_us};
 use pantheon_sys::poll::wait;
@@ -18,14 +18,13 @@ use pantheon_sys::privileges::{self, Scope};
 use pantheon_sys::stop::StopSignal;
 use pantheon_sys::udp::UdpSocket;
 use pantheon_tunnel::args::{CommonArgs, Endpoint, TunnelArgs};
-use pantheon_tunnel::endpoint::{inner_addresses, random_token, InnerEnd};
-use pantheon_tunnel::log::Log;
-use pantheon_tunnel::relay::{Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot, SOCKET};
+use pantheon_tunnel::auth::{direction_keys, read_key_file, ControlSender, DirectionKey};
+use pantheon_tunnel::endpoint::{inner_addresses, InnerEnd};
+use pantheon_tunnel::log::{ClockLog, Log};
+use pantheon_tunnel::relay::{DropCounts, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot, Prober, SOCKET};
 use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Role, Verdict, CONNECT_TIMEOUT_US};
 
 const NAME: &str = "pantheon-tunnel";
-/// Longest token a client accepts (a server makes 16 hex digits).
-const MAX_TOKEN_BYTES: usize = 64;
 
 fn main() -> ExitCode {
     match usage::parse::<TunnelArgs>(NAME) {
@@ -39,40 +38,50 @@ struct Outer {
     role: Role,
     socket: UdpSocket,
     admission: Admission,
+    /// The key of what this endpoint sends.
+    key: DirectionKey,
+    /// Seals this endpoint's control messages, from any of its threads.
+    control: Arc<ControlSender>,
     /// For the logs' headers.
     description: String,
     /// What a server prints for its client.
     invitation: Option<String>,
 }
 
-fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
+fn open_outer(endpoint: &Endpoint, common: &CommonArgs) -> Result<Outer, String> {
+    let session_key = read_key_file(&common.key_file)?;
+    let role = match endpoint {
+        Endpoint::Server { .. } => Role::Server,
+        Endpoint::Client { .. } => Role::Client,
+    };
+    let (key, peer_key) = direction_keys(&session_key, role);
+    let control = Arc::new(ControlSender::new(key));
+    let (_, peer_inner_addr) = inner_addresses(role);
     match endpoint {
         Endpoint::Server { listen, .. } => {
             let socket =
                 UdpSocket::bind(*listen, SOCKET).map_err(|e| format!("--listen {listen}: cannot listen there: {e}"))?;
             let local = socket.local_addr().map_err(|e| e.to_string())?;
-            let token = random_token().map_err(|e| format!("cannot draw a token: {e}"))?;
             Ok(Outer {
-                role: Role::Server,
-                admission: Admission::server(&token),
+                role,
+                admission: Admission::server(peer_key, Arc::clone(&control), peer_inner_addr),
+                key,
+                control,
                 socket,
                 description: format!("server listening on {local}"),
-                invitation: Some(format!("{NAME} client {local} --token {token}")),
+                invitation: Some(format!("{NAME} client {local}")),
             })
         }
-        Endpoint::Client { server, token, .. } => {
-            if token.is_empty() || token.len() > MAX_TOKEN_BYTES || !token.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(format!(
-                    "--token: expected the token the server printed (1 to {MAX_TOKEN_BYTES} printable characters)"
-                ));
-            }
+        Endpoint::Client { server, .. } => {
             let socket = UdpSocket::bind(SocketAddrV4::new(0.into(), 0), SOCKET)
                 .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
             socket.connect(*server).map_err(|e| format!("{server}: cannot reach the server: {e}"))?;
             let local = socket.local_addr().map_err(|e| e.to_string())?;
             Ok(Outer {
-                role: Role::Client,
-                admission: Admission::client(token, *server),
+                role,
+                admission: Admission::client(peer_key, Arc::clone(&control), *server, peer_inner_addr),
+                key,
+                control,
                 socket,
                 description: format!("client of {server}, from {local}"),
                 invitation: None,
@@ -81,8 +90,9 @@ fn open_outer(endpoint: &Endpoint) -> Result<Outer, String> {
     }
 }
 
-/// Opens the log files asked for (ingress, egress); called before anything is set up so a bad path leaves nothing.
-fn open_logs(common: &CommonArgs, context: &Context) -> Result<(Log, Log), String> {
+/// Opens the log files asked for (ingress, egress, clock); called before anything is set up so a
+/// bad path leaves nothing.
+fn open_logs(common: &CommonArgs, context: &Context) -> Result<(Log, Log, ClockLog), String> {
     let open = |flag: &str, path: &Option<PathBuf>| -> Result<Option<File>, String> {
         path.as_ref()
             .map(|p| File::create(p).map_err(|e| format!("--{flag} {}: cannot create the log: {e}", p.display())))
@@ -100,18 +110,23 @@ fn open_logs(common: &CommonArgs, context: &Context) -> Result<(Log, Log), Strin
         open("egress-text-log", &common.egress_text_log)?,
         context,
     );
-    Ok((ingress, egress))
+    let clock = ClockLog::new(open("clock-log", &common.clock_log)?, context);
+    Ok((ingress, egress, clock))
 }
 
 /// The client's handshake: hello until the server's welcome, or give up.
-fn connect(socket: &UdpSocket, admission: &mut Admission, server: SocketAddrV4, token: &str) -> Result<(), String> {
-    let greeting = hello(token.as_bytes());
+fn connect(
+    socket: &UdpSocket,
+    admission: &mut Admission,
+    control: &ControlSender,
+    server: SocketAddrV4,
+) -> Result<(), String> {
     let mut handshake = Handshake::new(monotonic_us());
     let mut buffer = [0u8; 256];
     loop {
         match handshake.next(monotonic_us()) {
             // Refusals (nobody listening yet) look like silence: try again.
-            Connecting::SendHello => drop(socket.send_to(&greeting, server)),
+            Connecting::SendHello => drop(socket.send_to(&control.message(Control::Hello, &[]), server)),
             Connecting::Wait { timeout_us } => {
                 wait(socket.fd(), false, -1, Some(timeout_us * 1000)).map_err(|e| e.to_string())?;
                 while let Some(n) = socket.try_recv(&mut buffer).map_err(|e| e.to_string())? {
@@ -122,7 +137,7 @@ fn connect(socket: &UdpSocket, admission: &mut Admission, server: SocketAddrV4, 
             }
             Connecting::GiveUp => {
                 return Err(format!(
-                    "no answer from a server at {server} in {} s: is it running there, reachable from here, and is --token the one it printed?",
+                    "no answer from a server at {server} in {} s: is it running there, reachable from here, and is --key-file the same key as its?",
                     CONNECT_TIMEOUT_US / 1_000_000
                 ))
             }
@@ -139,14 +154,15 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     let inner_mtu = inner_mtu_bytes(usize::from(common.path_mtu));
     let base_epoch_us = epoch_us();
 
-    let Outer { role, socket, mut admission, description, invitation } = open_outer(&args.endpoint)?;
+    let Outer { role, socket, mut admission, key, control, description, invitation } =
+        open_outer(&args.endpoint, common)?;
     let context = Context { endpoint: &description, base_epoch_us, command_line: &command_line };
-    let (ingress_log, egress_log) = open_logs(common, &context)?;
+    let (ingress_log, egress_log, clock_log) = open_logs(common, &context)?;
 
     privileges::ensure_net_admin(Scope::NewNamespacesOnly).map_err(|e| e.to_string())?;
     // Before signals are taken over, so that Ctrl-C ends a client that cannot connect at once.
-    if let Endpoint::Client { server, token, .. } = &args.endpoint {
-        connect(&socket, &mut admission, *server, token)?;
+    if let Endpoint::Client { server, .. } = &args.endpoint {
+        connect(&socket, &mut admission, &control, *server)?;
     }
     child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
     let inner = InnerEnd::create(role, inner_mtu).map_err(|e| format!("cannot set up the tunnel's namespace: {e}"))?;
@@ -158,25 +174,41 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     if let Some(server) = admission.peer() {
         peer.set(server);
     }
-    let keepalive = match &args.endpoint {
-        Endpoint::Client { token, .. } => Some((hello(token.as_bytes()), Keepalive::new(epoch_us()))),
-        Endpoint::Server { .. } => None,
-    };
+    let keepalive = (role == Role::Client).then(|| Keepalive::new(epoch_us()));
+    let prober = common.clock_log.is_some().then(|| Prober {
+        socket: Arc::clone(&socket),
+        peer: Arc::clone(&peer),
+        control: Arc::clone(&control),
+        stop: stop.fd(),
+    });
     let outbound = Outbound {
         tun: inner.tun.fd(),
         socket: Arc::clone(&socket),
         peer: Arc::clone(&peer),
         connected_socket: role == Role::Client,
+        key,
+        control: Arc::clone(&control),
         keepalive,
         log: ingress_log,
         base_epoch_us,
         inner_mtu_bytes: inner_mtu,
         stop: stop.fd(),
     };
-    let inbound =
-        Inbound { tun: inner.tun.fd(), socket, admission, peer, log: egress_log, base_epoch_us, stop: stop.fd() };
+    let inbound = Inbound {
+        tun: inner.tun.fd(),
+        socket,
+        admission,
+        peer,
+        log: egress_log,
+        control,
+        clock_log,
+        base_epoch_us,
+        stop: stop.fd(),
+    };
     let outbound_thread = std::thread::Builder::new().name("outbound".into()).spawn(move || outbound.run());
     let inbound_thread = std::thread::Builder::new().name("inbound".into()).spawn(move || inbound.run());
+    let prober_thread =
+        prober.map(|prober| std::thread::Builder::new().name("prober".into()).spawn(move || prober.run()));
 
     if let Some(line) = invitation {
         let mut stdout = std::io::stdout().lock();
@@ -200,11 +232,24 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         Ok(Err(e)) => problems.push(format!("outbound relay failed: {e}")),
         Err(e) => problems.push(format!("outbound relay: {e}")),
     }
+    let mut dropped = DropCounts::default();
     match inbound_thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
-        Ok(Ok((totals, log))) => inbound_problems(totals, log, &mut problems),
+        Ok(Ok((totals, log))) => {
+            dropped = totals.dropped;
+            inbound_problems(totals, log, &mut problems);
+        }
         Ok(Err(e)) => problems.push(format!("inbound relay failed: {e}")),
         Err(e) => problems.push(format!("inbound relay: {e}")),
     }
+    if let Some(thread) = prober_thread {
+        match thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => problems.push(format!("clock prober failed: {e}")),
+            Err(e) => problems.push(format!("clock prober: {e}")),
+        }
+    }
+    // The caller may have closed stdout; the counts are then lost, not the run.
+    let _ = writeln!(std::io::stdout(), "{}", dropped.exit_line());
     drop(inner);
     for problem in &problems {
         eprintln!("{NAME}: warning: {problem}");
@@ -246,13 +291,6 @@ fn inbound_problems(totals: InboundTotals, log: std::io::Result<()>, problems: &
         problems.push(format!(
             "{} datagrams from the peer were dropped by the kernel before they reached the tunnel (receive buffer full)",
             totals.overflow_drops
-        ));
-    }
-    let ignored = totals.malformed + totals.strangers + totals.bad_tokens;
-    if ignored > 0 {
-        problems.push(format!(
-            "ignored {ignored} datagrams: {} not from the peer, {} with a wrong token, {} malformed",
-            totals.strangers, totals.bad_tokens, totals.malformed
         ));
     }
 }

@@ -4,10 +4,13 @@
 //! - outbound: reads packets from the TUN device while any are queued, stamps each with the time
 //!   it was read, completes its checksum or cuts a TCP super-packet into segments ([`segment`]),
 //!   gives each datagram the next UID, logs it (ingress log), writes it behind its tunnel header
-//!   into a send slot, and sends up to a batch of slots to the peer with one `sendmmsg`;
-//! - inbound: receives up to a batch with one `recvmmsg`, checks each datagram's source and
-//!   header, logs it with the kernel's receive time (egress log), and writes the inner datagrams
-//!   to the TUN device, consecutive TCP segments merged ([`coalesce`]).
+//!   into a send slot, and sends up to a batch of slots to the peer with one `sendmmsg`
+//!   (its tag computed with this direction's key, [`auth`]);
+//! - inbound: receives up to a batch with one `recvmmsg`, admits each datagram only if it is
+//!   authentic, fresh and from the peer ([`session`]), logs it with its receive time (egress log),
+//!   and writes the inner datagrams to the TUN device, consecutive TCP segments merged
+//!   ([`coalesce`]); it answers the peer's clock probes and logs the answers to its own;
+//! - prober: sends this endpoint's clock probes on their schedule ([`probe`]), once connected.
 //!
 //! Both sleep in poll(2) when there is nothing to move; nothing is allocated per datagram. The
 //! kernel refusing a send, a TUN write failing, a full receive buffer and datagrams from strangers
@@ -23,8 +26,15 @@
 //! way. On a two-core machine this is what lets a 1 Gbit/s flow through the tunnel keep up with
 //! the emulator beside it (bench/tunnel_overhead.py).
 //!
+//! Receive times (logs, clock exchanges) are the kernel's stamps when they are on the clock the
+//! process reads, otherwise the time a datagram is read (`pantheon_sys::udp`), so that a clock
+//! shim moves every time an endpoint writes alike.
+//!
 //! [`segment`]: crate::segment
 //! [`coalesce`]: crate::coalesce
+//! [`auth`]: crate::auth
+//! [`session`]: crate::session
+//! [`probe`]: crate::probe
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -33,15 +43,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pantheon_format::tunnel_wire::{data_header, Uids, HEADER_BYTES};
-use pantheon_sys::clock::{epoch_us, tighten_timer_slack};
+use pantheon_format::tunnel_wire::{data_header, Control, Uids, HEADER_BYTES};
+use pantheon_sys::clock::{epoch_us, monotonic_us, tighten_timer_slack};
 use pantheon_sys::poll::wait;
 use pantheon_sys::udp::{self, RecvBatch, SendBatch, UdpSocket};
 
+use crate::auth::{ControlSender, DirectionKey};
 use crate::coalesce::Coalescer;
-use crate::log::Log;
+use crate::log::{ClockLog, Log};
+use crate::probe::ProbeSchedule;
 use crate::segment::{complete_checksum, Segmenter};
-use crate::session::{Admission, Ignored, Keepalive, Verdict};
+use crate::session::{Admission, Dropped, Keepalive, Verdict};
 use crate::virtio::{self, Offload, Segmentation};
 
 /// Datagrams moved per system call at most.
@@ -103,8 +115,12 @@ pub struct Outbound {
     /// Where to send; a client's socket is connected and sends without an address.
     pub peer: Arc<PeerSlot>,
     pub connected_socket: bool,
-    /// A client's hello, sent as a keepalive when it has sent nothing for a while.
-    pub keepalive: Option<(Vec<u8>, Keepalive)>,
+    /// This direction's key, for the data's tags.
+    pub key: DirectionKey,
+    /// Seals control messages (a client's keepalive hellos).
+    pub control: Arc<ControlSender>,
+    /// A client sends a hello as a keepalive when it has sent nothing for a while.
+    pub keepalive: Option<Keepalive>,
     pub log: Log,
     pub base_epoch_us: u64,
     pub inner_mtu_bytes: usize,
@@ -118,11 +134,12 @@ impl Outbound {
         let mut packet = vec![0u8; virtio::HEADER_BYTES + MAX_DATAGRAM_BYTES].into_boxed_slice();
         let mut uids = Uids::default();
         loop {
-            let timeout_us = self.keepalive.as_ref().map(|(_, k)| k.due_in_us(epoch_us()));
+            let timeout_us = self.keepalive.as_ref().map(|k| k.due_in_us(epoch_us()));
             if timeout_us == Some(0) {
-                let (hello, keepalive) = self.keepalive.as_mut().expect("a timeout comes from a keepalive");
+                let keepalive = self.keepalive.as_mut().expect("a timeout comes from a keepalive");
+                let hello = self.control.message(Control::Hello, &[]);
                 // A lost keepalive is retried at the next interval.
-                let _ = self.socket.send_to(hello, self.peer.get().expect("a client knows its server"));
+                let _ = self.socket.send_to(&hello, self.peer.get().expect("a client knows its server"));
                 keepalive.sent(epoch_us());
                 continue;
             }
@@ -184,6 +201,7 @@ impl Outbound {
                     };
                     let uid = uids.assign();
                     slot[..HEADER_BYTES].copy_from_slice(&data_header(uid));
+                    self.key.seal(uid, &mut slot[..HEADER_BYTES + len]);
                     self.log.record(t_us, uid, len);
                     batch.commit(HEADER_BYTES + len, to);
                 }
@@ -201,7 +219,7 @@ impl Outbound {
         let refused = batch.flush(&self.socket)?;
         totals.sent += count - refused;
         totals.refused += refused;
-        if let Some((_, keepalive)) = self.keepalive.as_mut() {
+        if let Some(keepalive) = self.keepalive.as_mut() {
             keepalive.sent(epoch_us());
         }
         Ok(())
@@ -213,11 +231,55 @@ pub struct InboundTotals {
     pub delivered: u64,
     /// Inner datagrams the TUN device refused (logged at egress, then lost).
     pub write_errors: u64,
-    pub malformed: u64,
-    pub strangers: u64,
-    pub bad_tokens: u64,
+    /// Datagrams dropped by the admission's checks, never logged.
+    pub dropped: DropCounts,
     /// Datagrams the kernel dropped because the socket's receive buffer was full.
     pub overflow_drops: u32,
+    /// Clock exchanges this endpoint completed.
+    pub exchanges: u64,
+}
+
+/// Datagrams the admission dropped, by reason.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DropCounts {
+    pub strangers: u64,
+    pub bad_tags: u64,
+    pub replayed: u64,
+    pub foreign_sources: u64,
+    pub malformed: u64,
+    /// Control messages this role never receives.
+    pub wrong_role: u64,
+}
+
+impl DropCounts {
+    pub fn count(&mut self, dropped: Dropped) {
+        *match dropped {
+            Dropped::Stranger => &mut self.strangers,
+            Dropped::BadTag => &mut self.bad_tags,
+            Dropped::Replayed(_) => &mut self.replayed,
+            Dropped::ForeignSource => &mut self.foreign_sources,
+            Dropped::Malformed(_) => &mut self.malformed,
+            Dropped::WrongRole => &mut self.wrong_role,
+        } += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.strangers + self.bad_tags + self.replayed + self.foreign_sources + self.malformed + self.wrong_role
+    }
+
+    /// The endpoint's exit line (docs/tunnel.md).
+    pub fn exit_line(&self) -> String {
+        format!(
+            "pantheon-tunnel: dropped {} datagrams: {} not from the peer, {} with a bad tag, {} replayed, {} with a foreign inner source, {} malformed, {} of a kind this end never receives",
+            self.total(),
+            self.strangers,
+            self.bad_tags,
+            self.replayed,
+            self.foreign_sources,
+            self.malformed,
+            self.wrong_role
+        )
+    }
 }
 
 pub struct Inbound {
@@ -227,6 +289,10 @@ pub struct Inbound {
     /// Where a server publishes its client's address for the outbound thread.
     pub peer: Arc<PeerSlot>,
     pub log: Log,
+    /// Seals the answers to the peer's clock probes.
+    pub control: Arc<ControlSender>,
+    /// Where this endpoint's completed clock exchanges go.
+    pub clock_log: ClockLog,
     pub base_epoch_us: u64,
     pub stop: RawFd,
 }
@@ -244,8 +310,8 @@ impl Inbound {
             let received = batch.receive(&self.socket)?;
             for i in 0..received {
                 let datagram = batch.get(i);
-                let epoch_us = datagram.realtime_ns.map_or_else(epoch_us, |ns| ns / 1000);
-                let t_us = epoch_us.saturating_sub(self.base_epoch_us);
+                let received_epoch_us = datagram.realtime_ns.map_or_else(epoch_us, |ns| ns / 1000);
+                let t_us = received_epoch_us.saturating_sub(self.base_epoch_us);
                 if let Some(drops) = datagram.overflow_drops {
                     totals.overflow_drops = drops;
                 }
@@ -265,10 +331,18 @@ impl Inbound {
                         // A lost welcome is answered again at the client's next hello.
                         let _ = self.socket.send_to(&welcome, from);
                     }
+                    Verdict::Probed { t1_us } => {
+                        // t3 as late as can be: the tag is computed after it.
+                        let answer = self.control.message(Control::Answer, &[t1_us, received_epoch_us, epoch_us()]);
+                        // A lost answer is a lost exchange, of which there are many.
+                        let _ = self.socket.send_to(&answer, from);
+                    }
+                    Verdict::Exchanged { t1_us, t2_us, t3_us } => {
+                        self.clock_log.record(t1_us, t2_us, t3_us, received_epoch_us);
+                        totals.exchanges += 1;
+                    }
                     Verdict::Welcomed => {}
-                    Verdict::Ignore(Ignored::Malformed(_)) => totals.malformed += 1,
-                    Verdict::Ignore(Ignored::Stranger | Ignored::WrongRole) => totals.strangers += 1,
-                    Verdict::Ignore(Ignored::BadToken) => totals.bad_tokens += 1,
+                    Verdict::Drop(dropped) => totals.dropped.count(dropped),
                 }
             }
             self.write(&mut coalescer, &mut totals);
@@ -276,7 +350,8 @@ impl Inbound {
                 std::thread::sleep(Duration::from_micros(pause_us));
             }
         }
-        Ok((totals, self.log.finish()))
+        let log = self.log.finish().and(self.clock_log.finish());
+        Ok((totals, log))
     }
 
     /// Writes what the coalescer holds to the TUN device.
@@ -293,6 +368,46 @@ impl Inbound {
             totals.delivered += datagrams as u64;
         }
         coalescer.clear();
+    }
+}
+
+/// Sends this endpoint's clock probes, from the moment it has a peer until it stops.
+pub struct Prober {
+    pub socket: Arc<UdpSocket>,
+    pub peer: Arc<PeerSlot>,
+    pub control: Arc<ControlSender>,
+    pub stop: RawFd,
+}
+
+impl Prober {
+    /// How often a server without a client yet looks again.
+    const PEER_POLL_NS: u64 = 10_000_000;
+
+    pub fn run(self) -> io::Result<()> {
+        let peer = loop {
+            if let Some(peer) = self.peer.get() {
+                break peer;
+            }
+            if wait(-1, false, self.stop, Some(Self::PEER_POLL_NS))?.stop {
+                return Ok(());
+            }
+        };
+        let mut schedule = ProbeSchedule::new(monotonic_us());
+        loop {
+            let due_us = schedule.due_in_us(monotonic_us());
+            if due_us > 0 {
+                if wait(-1, false, self.stop, Some(due_us * 1000))?.stop {
+                    return Ok(());
+                }
+                continue;
+            }
+            // A server's client may have moved (its NAT re-mapped it).
+            let to = self.peer.get().unwrap_or(peer);
+            let t1_us = epoch_us();
+            // A probe the kernel refuses is a lost exchange.
+            let _ = self.socket.send_to(&self.control.message(Control::Probe, &[t1_us]), to);
+            schedule.sent(monotonic_us());
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-"""A campaign: every run of `pantheon test local`, in the paper's trial order, into one data dir.
+"""A campaign: every run of `pantheon test local` or `pantheon test remote`, in the paper's trial
+order, into one data dir. The mode (`Mode`) says where a run's endpoints are; all else is here.
 
 Trial order (paper §3.2): the schemes in the order given, or with `--random-order` a random
 permutation of them (seeded by `--seed`), round-robin until each has run `--run-times` times.
@@ -10,8 +11,9 @@ Data dir layout:
         run.json                outcome: ok or the failures, flows and their times
         records.parquet         per-packet records of every flow (see records.py)
         datalink.log, acklink.log   the same in the original Pantheon's merged text form
-        uplink.log, downlink.log    the emulator's link logs
-        flowI.{sender,receiver}.*   tunnel logs, scheme stderr
+        uplink.log, downlink.log    the emulator's link logs (local mode)
+        flowI.{sender,receiver}.*   tunnel logs and clock logs (remote mode: the far side's
+                                    fetched back), scheme stderr
 A failed run keeps what it wrote and its reason; the campaign goes on. Ctrl-C ends the run in
 progress cleanly and keeps every finished run.
 """
@@ -28,15 +30,19 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from pantheon import __version__
 from pantheon.errors import PantheonError
 from pantheon.experiment import seed_of
 from pantheon.harness import leftovers
 from pantheon.harness.plan import Plan
-from pantheon.harness.run import Run
+from pantheon.harness.run import Endpoints, Outcome, Run
 from pantheon.repository import ROOT
 from pantheon.schemes import Scheme
+
+if TYPE_CHECKING:
+    from pantheon.harness.clock import PeerClock
 
 SYSCTLS = [
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_rmem",
@@ -68,7 +74,7 @@ def trial_order(plans: list[Plan], run_times: int, random_order: bool, seed: int
     return trials
 
 
-def _git_commit() -> str:
+def git_commit() -> str:
     done = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
 
@@ -84,7 +90,7 @@ def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme]
              skipped: dict[str, str]) -> dict:
     return {
         "pantheon_version": __version__,
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
         "arguments": arguments,
         "emulator_options": emulator_options,
@@ -93,10 +99,17 @@ def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme]
                              **({"kernel": platform.release()} if s.needs_kernel_cc else {})} for s in schemes},
         "skipped_schemes": skipped,
         "trials": [{"number": t.number, "label": t.plan.label, "repetition": t.repetition} for t in trials],
-        "machine": {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
-                    "python": platform.python_version()},
-        "sysctls": {name: _sysctl(name) for name in SYSCTLS},
+        "machine": machine(),
+        "sysctls": sysctls(),
     }
+
+
+def machine() -> dict:
+    return {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+def sysctls() -> dict[str, str]:
+    return {name: _sysctl(name) for name in SYSCTLS}
 
 
 class Progress:
@@ -143,18 +156,34 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_options: list[str], data_dir: Path,
+class Mode(Protocol):
+    """What differs between local and remote mode in a campaign: where a run's endpoints are, what
+    metadata.json says about the path, and whose clock the far side's logs are on."""
+
+    def metadata(self, seed: int) -> dict:
+        """The mode's keys of metadata.json: "emulator_options", and remote mode's "remote"."""
+
+    def endpoints(self, index: int, run_seed: int, run_dir: Path) -> Endpoints:
+        """The endpoints of the campaign's run number `index` (from 1), of repetition seed
+        `run_seed`, whose files go in `run_dir`."""
+
+    def peer_clock(self, run_dir: Path) -> PeerClock | None:
+        """The far side's clock, fitted from the run's clock logs (None: one clock, local mode);
+        a PantheonError (ClockError) is the run's failure line."""
+
+
+def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, data_dir: Path,
                  run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
                  skipped: dict[str, str] | None = None) -> int:
-    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM.
-    `emulator_options` are the path's; run K's emulator gets `--seed` seed_of(seed, K)."""
+    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM."""
     removed = leftovers.clean()
     if removed and not quiet:
         print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
     trials = trial_order(plans, run_times, random_order, seed)
     data_dir.mkdir(parents=True, exist_ok=True)
     used = sorted({s for p in plans for s in p.schemes})
-    (data_dir / "metadata.json").write_text(json.dumps(metadata(arguments, [*emulator_options, "--seed", str(seed)], [schemes[s] for s in used], trials, skipped or {}), indent=2) + "\n")
+    meta = {**metadata(arguments, [], [schemes[s] for s in used], trials, skipped or {}), **mode.metadata(seed)}
+    (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     progress = Progress(quiet, len(trials))
     failed = 0
     for trial in trials:
@@ -164,9 +193,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
         run_dir.mkdir(parents=True)
         progress.run_started(trial, run_times)
         run_seed = seed_of(seed, trial.repetition)
-        run = Run(index=trial.number, plan=trial.plan, schemes=schemes,
-                  emulator_options=[*emulator_options, "--seed", str(run_seed)],
-                  run_dir=run_dir, harness_pid=os.getpid())
+        run = Run(plan=trial.plan, schemes=schemes, run_dir=run_dir, endpoints=mode.endpoints(trial.number, run_seed, run_dir))
         previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             outcome = run.execute(progress.tick)
@@ -178,24 +205,37 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], emulator_opti
             raise Interrupted(f"interrupted ({how}); finished runs are in {data_dir}", 128 + signal.SIGTERM if sigterm else 130) from None
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
-        if outcome.t0_epoch_s is not None:
-            # Imported here: pyarrow takes ~0.2 s to load, which `pantheon sim` (whose records
-            # pantheon-sim writes itself) and the quick subcommands should not pay.
-            from pantheon.harness import records
-
-            try:
-                summary = records.merge_run(run_dir, trial.plan, outcome.t0_epoch_s)
-            except records.RecordsError as e:
-                outcome.failures.append(str(e))
-            else:
-                outcome.failures += [f"flow {i} ({trial.plan.flows[i].scheme}) moved no data" for i in summary.silent_flows]
+        clock = _merge(run_dir, trial.plan, outcome.t0_epoch_s, outcome, mode) if outcome.t0_epoch_s is not None else {}
         (run_dir / "run.json").write_text(json.dumps({
             "ok": outcome.ok, "failures": outcome.failures, "label": trial.plan.label, "repetition": trial.repetition,
             "runtime_s": trial.plan.runtime_s, "seed": run_seed, "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
-            "flows": [asdict(f) for f in trial.plan.flows],
+            "flows": [asdict(f) for f in trial.plan.flows], **clock,
         }, indent=2) + "\n")
         failed += not outcome.ok
         progress.run_ended(outcome.ok, outcome.failures[0] if outcome.failures else "")
     if not quiet:
         print(f"pantheon: {len(trials) - failed} of {len(trials)} runs ok; data in {data_dir}", file=sys.stderr)
     return failed
+
+
+def _merge(run_dir: Path, plan: Plan, t0_epoch_s: float, outcome: Outcome, mode: Mode) -> dict:
+    """Merges the run's logs into its records (failures go to `outcome`); returns run.json's
+    clock keys: in remote mode "clock" (the fit) and "flags" (records.clock_flags)."""
+    # Imported here: pyarrow takes ~0.2 s to load, which `pantheon sim` (whose records
+    # pantheon-sim writes itself) and the quick subcommands should not pay.
+    from pantheon.harness import records
+
+    try:
+        peer = mode.peer_clock(run_dir)
+    except PantheonError as e:
+        outcome.failures.append(f"clock: {e}")
+        return {}
+    try:
+        summary = records.merge_run(run_dir, plan, t0_epoch_s, peer_clock=peer)
+    except records.RecordsError as e:
+        outcome.failures.append(str(e))
+        return {}
+    outcome.failures += [f"flow {i} ({plan.flows[i].scheme}) moved no data" for i in summary.silent_flows]
+    if peer is None:
+        return {}
+    return {"clock": peer.fit.to_json(), "flags": records.clock_flags(summary, peer.fit)}

@@ -1,20 +1,105 @@
 """Local mode: an experiment over an emulated path on this machine, every flow through an
 instrumented tunnel (`pantheon test local`, and the demo). Checks what was asked before the first
 run starts, so a mistake costs no run: the schemes, and the path's options, judged by the emulator
-itself."""
+itself.
+
+A run's endpoints (`EmulatedPath`):
+
+    run namespace (pantheon-run-PID-N)
+      ├─ tunnel server ─ own namespace ─ launcher ─ scheme receiver      (one per flow)
+      └─ pantheon-emu ─ emulated namespace ─ agent
+                                               └─ tunnel client ─ own namespace ─ launcher ─ scheme sender
+
+Data flows on the emulator's uplink.
+"""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from pantheon import schemes
 from pantheon.analysis.cli import after_campaign
 from pantheon.binaries import binary
 from pantheon.errors import PantheonError
 from pantheon.experiment import Experiment
+from pantheon.harness import leftovers, tunnel
 from pantheon.harness.campaign import run_campaign
-from pantheon.netns import require_root
+from pantheon.harness.run import SCHEME_PORT, Processes, Run, SessionKeys, launcher, side_name, wait_for_connect_line
+from pantheon.netns import in_netns, require_root
+
+
+class EmulatedPath:
+    """Local mode's endpoints: a private namespace for the whole run, the emulator in it; flow
+    servers on the far side of the emulated path, their clients (started by the emulator's agent,
+    agent.py) inside it."""
+
+    def __init__(self, *, emulator_options: list[str], namespace: str, harness_pid: int, run_dir: Path) -> None:
+        self.emulator_options, self.namespace, self.harness_pid = emulator_options, namespace, harness_pid
+        self.dir, self.control = run_dir, run_dir / "control"
+        self.processes = Processes(self.control)
+        self.keys: SessionKeys | None = None
+        self.names: list[str] = []
+
+    def start(self, run: Run) -> None:
+        self.names = run.names()
+        subprocess.run(["ip", "netns", "add", self.namespace], check=True)
+        subprocess.run(in_netns(self.namespace, ["ip", "link", "set", "lo", "up"]), check=True)
+        self.keys = SessionKeys()
+        clients = []
+        for i, flow in enumerate(run.plan.flows):
+            scheme = run.schemes[flow.scheme]
+            key = self.keys.new(i)
+            receiver = launcher(self.control, side_name(i, "receiver"), self.harness_pid, scheme.command("receiver", port=SCHEME_PORT))
+            out = self.dir / f"flow{i}.tunnel-server.out"
+            server = self.processes.spawn(f"tunnel server of flow {i}", in_netns(self.namespace, tunnel.server_command(
+                tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver")), key, receiver)), out, side_name(i, "receiver"))
+            _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
+            sender = launcher(self.control, side_name(i, "sender"), self.harness_pid, scheme.command("sender", port=SCHEME_PORT))
+            clients.append({
+                "name": side_name(i, "sender"),
+                "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender")), sender),
+                "stdout": str(self.dir / f"flow{i}.tunnel-client.out"),
+            })
+        plan_file = self.control / "agent.json"
+        plan_file.write_text(json.dumps(clients))
+        agent = [sys.executable, "-m", "pantheon.harness.agent", str(self.control), str(self.harness_pid), str(plan_file)]
+        emulate = [str(binary("pantheon-emu")), *self.emulator_options,
+                   "--uplink-log", str(self.dir / "uplink.log"), "--downlink-log", str(self.dir / "downlink.log"), "--", *agent]
+        self.processes.spawn("emulator", in_netns(self.namespace, emulate), self.dir / "emulator.out")
+
+    def signal(self, files: list[str]) -> None:
+        for name in files:
+            (self.control / name).touch()
+
+    def check(self) -> None:
+        self.processes.check(self.dir)
+
+    def stop(self) -> None:
+        self.signal([f"{name}.stop" for name in self.names] + ["agent.stop"])
+        self.processes.end()
+        leftovers.remove_namespace(self.namespace)
+        if self.keys:
+            self.keys.remove()
+
+
+class Emulated:
+    """Local mode in a campaign: run K's emulator gets `--seed` seed_of(seed, K)."""
+
+    def __init__(self, emulator_options: list[str]) -> None:
+        self.emulator_options = emulator_options
+
+    def metadata(self, seed: int) -> dict:
+        return {"emulator_options": [*self.emulator_options, "--seed", str(seed)]}
+
+    def endpoints(self, index: int, run_seed: int, run_dir: Path) -> EmulatedPath:
+        return EmulatedPath(emulator_options=[*self.emulator_options, "--seed", str(run_seed)],
+                            namespace=leftovers.run_namespace(os.getpid(), index), harness_pid=os.getpid(), run_dir=run_dir)
+
+    def peer_clock(self, run_dir: Path) -> None:
+        return None
 
 
 def check_emulator_options(options: list[str]) -> None:
@@ -46,7 +131,7 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
     selection = experiment.select(every=known.names(), problem=known.problem, verb="run",
                                   skip_line="pantheon: skipping {name}: {why}", expected_skip=expected_skip)
     used = {name: known.schemes[name] for plan in selection.plans for name in plan.schemes}
-    failed = run_campaign(plans=selection.plans, schemes=used, emulator_options=emulator_options,
+    failed = run_campaign(plans=selection.plans, schemes=used, mode=Emulated(emulator_options),
                           data_dir=experiment.data_dir, run_times=experiment.run_times, random_order=random_order,
                           seed=experiment.seed, quiet=experiment.quiet, arguments=arguments, skipped=selection.skipped)
     if analyze:

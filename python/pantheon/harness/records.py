@@ -6,6 +6,15 @@ at the receiver (egress); acknowledgements, the reverse. A packet sent but never
 lost (or was still in flight when the run stopped). Times are microseconds since the run's clock
 started (t0), from each endpoint's log base (µs since the epoch) plus its offsets.
 
+In remote mode (docs/remote.md) one endpoint's logs are on the remote host's clock. A one-way
+delay subtracts a time on one clock from a time on the other, so every time is first mapped onto
+the sender's clock with the run's measured clock fit (harness/clock.py; issue 16 §2): the sender's
+own times are then exact and the receiver's carry the fit's error bound. t0, taken by the harness
+on the local clock, is mapped too when the sender is remote. After the correction a delay below
+zero is impossible unless the bound was exceeded (the data's one-way delay is at least the probes'
+least one, and the fit's offset error is at most half their round trip); clock_flags says so, with
+the numbers, and reports a clock step.
+
 Written per run:
     records.parquet   flow, direction (data|ack), uid, size_bytes, send_us, recv_us (null: lost)
     datalink.log, acklink.log  the original Pantheon's merged text form, in ms since t0:
@@ -16,12 +25,15 @@ Written per run:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pantheon.harness.clock import ClockFit, PeerClock
 from pantheon.harness.plan import Plan
 
 EPOCH_IN_HEADER = re.compile(r"(\d{15,})\s*us since the Unix epoch")
@@ -41,6 +53,10 @@ class Summary:
     ack_packets: int = 0
     silent_flows: list[int] = field(default_factory=list)
     """Flows whose receiver got no data packet at all."""
+    negative_delays: int = 0
+    """Data packets received before they were sent (after any clock correction)."""
+    min_delay_us: int | None = None
+    """Least one-way delay of a data packet, µs (after any clock correction); None if none arrived."""
 
 
 def _base_epoch_us(path: Path) -> int:
@@ -53,39 +69,67 @@ def _base_epoch_us(path: Path) -> int:
     raise RecordsError(f"{path}: no base time ('... us since the Unix epoch') in its header")
 
 
-def read_tunnel_log(path: Path, t0_us: int) -> dict[int, tuple[int, int]]:
-    """uid -> (t_us since t0, size_bytes) from a native tunnel log (`t_us uid bytes` lines)."""
+ClockMap = Callable[[int], int]
+"""Maps an epoch µs time on one host's clock onto the sender's clock."""
+
+
+def read_tunnel_log(path: Path, t0_us: int, to_sender: ClockMap | None = None) -> dict[int, tuple[int, int]]:
+    """uid -> (t_us since t0, size_bytes) from a native tunnel log (`t_us uid bytes` lines);
+    to_sender maps the log's clock onto the sender's where they differ."""
     if not path.exists():
         raise RecordsError(f"{path} is missing: the tunnel endpoint did not write its log")
-    offset_us = _base_epoch_us(path) - t0_us
+    base_us = _base_epoch_us(path)
+    offset_us = base_us - t0_us
     packets = {}
     with open(path) as f:
         for line in f:
             if line.startswith("#"):
                 continue
             t_us, uid, size = line.split()
-            packets[int(uid)] = (int(t_us) + offset_us, int(size))
+            t = int(t_us) + offset_us if to_sender is None else to_sender(base_us + int(t_us)) - t0_us
+            packets[int(uid)] = (t, int(size))
     return packets
 
 
-def read_opportunities(path: Path, t0_us: int) -> list[int]:
+def read_opportunities(path: Path, t0_us: int, to_sender: ClockMap | None = None) -> list[int]:
     """Delivery-opportunity times (µs since t0) from an emulator link log."""
     if not path.exists():
         return []
-    offset_us = _base_epoch_us(path) - t0_us
+    base_us = _base_epoch_us(path)
     with open(path) as f:
-        return [int(line.split(" ", 1)[0]) + offset_us for line in f if not line.startswith("#") and " # " in line]
+        times = [int(line.split(" ", 1)[0]) for line in f if not line.startswith("#") and " # " in line]
+    if to_sender is None:
+        return [t + base_us - t0_us for t in times]
+    return [to_sender(base_us + t) - t0_us for t in times]
 
 
-def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float) -> Summary:
+def _sender_clock_maps(peer_clock: PeerClock | None) -> dict[str, ClockMap | None]:
+    """For the logs of the "sender", of the "receiver" and of the "local" host (t0, the emulator's
+    link logs): the map of their times onto the sender's clock; None where they are on it already."""
+    if peer_clock is None:
+        return {"sender": None, "receiver": None, "local": None}
+    if peer_clock.remote_side == "sender":
+        to_peer = peer_clock.fit.local_to_peer_us
+        return {"sender": None, "receiver": to_peer, "local": to_peer}
+    if peer_clock.remote_side == "receiver":
+        return {"sender": None, "receiver": peer_clock.fit.peer_to_local_us, "local": None}
+    raise ValueError(f"remote_side must be 'sender' or 'receiver', not {peer_clock.remote_side!r}")
+
+
+def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerClock | None = None) -> Summary:
+    """Writes the run's records and merged text logs. t0_epoch_s is on the local clock;
+    peer_clock, in remote mode, says how the remote endpoint's clock relates to it."""
+    maps = _sender_clock_maps(peer_clock)
     t0_us = round(t0_epoch_s * 1e6)
+    if (local := maps["local"]) is not None:
+        t0_us = local(t0_us)
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     summary = Summary()
     text: dict[str, list[tuple[int, str]]] = {"data": [], "ack": []}
     for i in range(len(plan.flows)):
         for direction, sent_log, received_log in (("data", "sender.ingress", "receiver.egress"), ("ack", "receiver.ingress", "sender.egress")):
-            sent = read_tunnel_log(run_dir / f"flow{i}.{sent_log}.log", t0_us)
-            received = read_tunnel_log(run_dir / f"flow{i}.{received_log}.log", t0_us)
+            sent = read_tunnel_log(run_dir / f"flow{i}.{sent_log}.log", t0_us, maps[sent_log.split(".")[0]])
+            received = read_tunnel_log(run_dir / f"flow{i}.{received_log}.log", t0_us, maps[received_log.split(".")[0]])
             for uid, (send_us, size) in sent.items():
                 recv = received.get(uid)
                 columns["flow"].append(i)
@@ -97,6 +141,10 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float) -> Summary:
                 text[direction].append((send_us, f"+ {size} {i + 1}"))
                 if recv:
                     text[direction].append((recv[0], f"- {size} {(recv[0] - send_us) / 1000:.3f} {i + 1}"))
+                    if direction == "data":
+                        delay_us = recv[0] - send_us
+                        summary.negative_delays += delay_us < 0
+                        summary.min_delay_us = delay_us if summary.min_delay_us is None else min(summary.min_delay_us, delay_us)
             if direction == "data":
                 summary.data_packets += len(sent)
                 if not any(uid in received for uid in sent):
@@ -105,10 +153,24 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float) -> Summary:
                 summary.ack_packets += len(sent)
     pq.write_table(pa.table(columns, schema=SCHEMA), run_dir / "records.parquet", compression="zstd")
     for direction, link_log in (("data", "uplink.log"), ("ack", "downlink.log")):
-        lines = text[direction] + [(t, "# 1500") for t in read_opportunities(run_dir / link_log, t0_us)]
+        lines = text[direction] + [(t, "# 1500") for t in read_opportunities(run_dir / link_log, t0_us, maps["local"])]
         lines.sort(key=lambda item: item[0])
         name = "datalink.log" if direction == "data" else "acklink.log"
         with open(run_dir / name, "w") as f:
             f.write(f"# init timestamp: {t0_us / 1000:.3f}\n")
             f.writelines(f"{t / 1000:.3f} {rest}\n" for t, rest in lines)
     return summary
+
+
+def clock_flags(summary: Summary, fit: ClockFit) -> list[str]:
+    """One line per clock problem of a remote run, for run.json's "flags"."""
+    flags = []
+    if summary.negative_delays and summary.min_delay_us is not None:
+        flags.append(f"clock: {summary.negative_delays} of {summary.data_packets} data packets arrived before they were "
+                     f"sent after the clock correction (least one-way delay {summary.min_delay_us / 1000:.3f} ms, "
+                     f"clock bound ± {fit.bound_us / 1000:.3f} ms): the clocks moved beyond the measured bound")
+    if fit.step is not None:
+        at = datetime.fromtimestamp(fit.step["at_us"] / 1e6, UTC).strftime("%H:%M:%S.%f")[:-3]
+        flags.append(f"clock: the remote host's clock stepped by {fit.step['size_us'] / 1000:+.3f} ms at {at} UTC "
+                     f"(local clock) during the run; one-way delays around it are off by up to that much")
+    return flags

@@ -1,37 +1,42 @@
-"""One run: a private namespace for the whole run, the emulated path inside it, one instrumented
-tunnel per flow (server and scheme receiver on the far side of the path, client and scheme sender
-inside the emulated namespace), each flow started in its scheme's order and stopped on time —
-and, however the run ends, nothing of it left behind.
+"""One run, in either mode: every flow's two endpoints started (each scheme side under a launcher
+that waits for its go), each flow released in its scheme's order and stopped on time, a scheme
+that fails ending the run with one line — and, however the run ends, nothing of it left behind.
 
-    run namespace (pantheon-run-PID-N)
-      ├─ tunnel server ─ own namespace ─ launcher ─ scheme receiver      (one per flow)
-      └─ pantheon-emu ─ emulated namespace ─ agent
-                                               └─ tunnel client ─ own namespace ─ launcher ─ scheme sender
+Where the endpoints run is the mode's (`Endpoints`): local mode's emulated path in a run namespace
+(local.py), remote mode's two hosts joined by a real path (remote.py). What a run does with them is
+here, once: the schedule of go and stop, the checks for a scheme that exited early, the failure
+lines. A flow's first side (its scheme's run_first) is released `HEAD_START_S` before the other;
+the flow's time is counted from the second.
 
-Data flows on the emulator's uplink. A flow's first side (its scheme's run_first) is released
-`HEAD_START_S` before the other; the flow's time is counted from the second.
+Every scheme side reports in the run's control directory (launch.py: `NAME.ready`, `NAME.started`,
+`NAME.exit`, `NAME.stderr`); in remote mode the agent on the far host copies its sides' reports
+into it, so the checks read one directory whatever the mode.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from pantheon.binaries import binary
-from pantheon.harness import leftovers, tunnel
+from pantheon.harness import tunnel
 from pantheon.harness.plan import Plan
-from pantheon.netns import in_netns
 from pantheon.schemes import Scheme
 
 HEAD_START_S = 1.0
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0
+KILL_GRACE_S = 3.0
 POLL_S = 0.02
 SCHEME_PORT = 50_000
+SIDES = ("receiver", "sender")
 
 
 @dataclass
@@ -39,7 +44,7 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     """One line each; empty when the run succeeded."""
     t0_epoch_s: float | None = None
-    """Wall-clock time the run's clock started (flow start times count from here)."""
+    """Wall-clock time (this host's clock) the run's clock started (flow start times count from here)."""
     ended_epoch_s: float | None = None
 
     @property
@@ -51,11 +56,12 @@ class RunFailed(Exception):
     """Ends a run early; the message is its one-line reason."""
 
 
-def _side_names(i: int) -> tuple[str, str]:
-    return f"flow{i}.receiver", f"flow{i}.sender"
+def side_name(i: int, side: str) -> str:
+    """The control-file name of flow i's `side` ("receiver" or "sender")."""
+    return f"flow{i}.{side}"
 
 
-def _last_line(path: Path) -> str:
+def last_line(path: Path) -> str:
     try:
         lines = path.read_text(errors="replace").strip().splitlines()
     except FileNotFoundError:
@@ -63,96 +69,137 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
+def launcher(control: Path, name: str, harness_pid: int, command: list[str]) -> list[str]:
+    """The launcher's command line (launch.py): it runs `command` when `NAME.go` appears, and ends
+    it at `NAME.stop` or when the process `harness_pid` is gone."""
+    return [sys.executable, "-m", "pantheon.harness.launch", str(control), name, str(harness_pid), "--", *command]
+
+
+def wait_for_connect_line(server: subprocess.Popen, out: Path, what: str) -> tuple[str, int]:
+    """(host, port) from a tunnel server's line saying how to connect, in its output `out` (which
+    has its stderr too: notes may come first)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        lines = out.read_text(errors="replace").splitlines(keepends=True)
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                if line.endswith("\n"):
+                    return tunnel.parse_connect_line(line)
+        if server.poll() is not None:
+            raise RunFailed(f"{what} exited ({server.returncode}): {last_line(out)}")
+        time.sleep(POLL_S)
+    raise RunFailed(f"{what} did not say how to connect within {READY_TIMEOUT_S:g} s" + (f": {last_line(out)}" if last_line(out) else ""))
+
+
+class Processes:
+    """The processes one side of a run started, each in a process group of its own, ended by
+    process id (SIGTERM, then SIGKILL) when the run ends."""
+
+    def __init__(self, control: Path) -> None:
+        self.control = control
+        self.started: list[tuple[str, str | None, subprocess.Popen]] = []
+        """(what, the scheme side it serves or None, the process)."""
+
+    def spawn(self, what: str, argv: list[str], out: Path, side: str | None = None) -> subprocess.Popen:
+        """Starts argv, its output in `out`; `side` (flowI.sender, ...) is the scheme side whose
+        tunnel endpoint it is: it ends with that side's launcher, which is no failure of its own
+        (the side was told to stop, or its scheme exited, and the launcher's report says so)."""
+        with open(out, "wb") as f:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        self.started.append((what, side, proc))
+        return proc
+
+    def exited(self) -> tuple[str, int] | None:
+        """(what, status) of the first process that ended before it was told to, or None."""
+        for what, side, proc in self.started:
+            if proc.poll() is not None and not (side and any((self.control / f"{side}{s}").exists() for s in (".stop", ".exit"))):
+                return what, proc.returncode
+        return None
+
+    def check(self, where: Path) -> None:
+        if ended := self.exited():
+            raise RunFailed(f"the {ended[0]} exited early (status {ended[1]}); see its output in {where}")
+
+    def end(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Waits up to `timeout_s` for them to end on their own (they were told to), then ends
+        whichever has not."""
+        deadline = time.monotonic() + timeout_s
+        for _, _, proc in self.started:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=KILL_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+class SessionKeys:
+    """One fresh tunnel session key per flow (issue 16 §4): in a private directory (0700, each
+    file 0600), never on a command line nor in the data dir, removed when the run ends."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="pantheon-keys-"))
+
+    def new(self, i: int) -> Path:
+        return tunnel.write_session_key(self.dir / f"flow{i}.key")
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Endpoints(Protocol):
+    """Where a run's endpoints live: started, told to go and stop, checked, ended."""
+
+    def start(self, run: Run) -> None:
+        """Starts both endpoints of every flow, each scheme side under a launcher; RunFailed if one
+        cannot start."""
+
+    def signal(self, files: list[str]) -> None:
+        """Creates these control files (`NAME.go`, `NAME.stop`) where the side NAME runs."""
+
+    def check(self) -> None:
+        """RunFailed if one of the run's processes (not a scheme: the launchers report those) ended."""
+
+    def stop(self) -> None:
+        """Tells every side to stop, ends what is left and removes what the run created; the logs
+        are in the run's directory when it returns."""
+
+
 class Run:
-    def __init__(self, *, index: int, plan: Plan, schemes: dict[str, Scheme], emulator_options: list[str],
-                 run_dir: Path, harness_pid: int) -> None:
-        self.index, self.plan, self.schemes = index, plan, schemes
-        self.emulator_options, self.dir, self.harness_pid = emulator_options, run_dir, harness_pid
+    def __init__(self, *, plan: Plan, schemes: dict[str, Scheme], run_dir: Path, endpoints: Endpoints) -> None:
+        self.plan, self.schemes, self.dir, self.endpoints = plan, schemes, run_dir, endpoints
         self.control = run_dir / "control"
-        self.namespace = leftovers.run_namespace(harness_pid, index)
-        self.processes: list[tuple[str, subprocess.Popen]] = []
+
+    def names(self) -> list[str]:
+        return [side_name(i, side) for i in range(len(self.plan.flows)) for side in SIDES]
 
     def execute(self, progress: Callable[[float, float], None]) -> Outcome:
         outcome = Outcome()
         self.control.mkdir(parents=True)
-        subprocess.run(["ip", "netns", "add", self.namespace], check=True)
         try:
-            subprocess.run(in_netns(self.namespace, ["ip", "link", "set", "lo", "up"]), check=True)
-            self._start_endpoints()
+            self.endpoints.start(self)
             self._wait_until_ready()
             outcome.t0_epoch_s = time.time()
             self._play(progress)
         except RunFailed as e:
             outcome.failures.append(str(e))
         finally:
-            self._stop_everything()
-            leftovers.remove_namespace(self.namespace)
+            self.endpoints.stop()
             outcome.ended_epoch_s = time.time()
         outcome.failures += self._scheme_failures(outcome)
         return outcome
 
-    # --- start -----------------------------------------------------------------------------------
-
-    def _launcher(self, name: str, command: list[str]) -> list[str]:
-        return [sys.executable, "-m", "pantheon.harness.launch", str(self.control), name, str(self.harness_pid), "--", *command]
-
-    def _spawn(self, what: str, argv: list[str], out: Path) -> subprocess.Popen:
-        with open(out, "wb") as f:
-            proc = subprocess.Popen(in_netns(self.namespace, argv), stdin=subprocess.DEVNULL, stdout=f,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        self.processes.append((what, proc))
-        return proc
-
-    def _start_endpoints(self) -> None:
-        clients = []
-        for i, flow in enumerate(self.plan.flows):
-            scheme = self.schemes[flow.scheme]
-            receiver_name, sender_name = _side_names(i)
-            receiver = self._launcher(receiver_name, scheme.command("receiver", port=SCHEME_PORT))
-            out = self.dir / f"flow{i}.tunnel-server.out"
-            server = self._spawn(f"tunnel server of flow {i}", tunnel.server_command(tunnel.EndpointLogs.under(self.dir, f"flow{i}.receiver"), receiver), out)
-            port, token = self._connect_details(server, out, i)
-            sender = self._launcher(sender_name, scheme.command("sender", port=SCHEME_PORT))
-            clients.append({
-                "name": sender_name,
-                "argv": tunnel.client_command(port, token, tunnel.EndpointLogs.under(self.dir, f"flow{i}.sender"), sender),
-                "stdout": str(self.dir / f"flow{i}.tunnel-client.out"),
-            })
-        plan_file = self.control / "agent.json"
-        plan_file.write_text(json.dumps(clients))
-        agent = [sys.executable, "-m", "pantheon.harness.agent", str(self.control), str(self.harness_pid), str(plan_file)]
-        emulate = [str(binary("pantheon-emu")), *self.emulator_options,
-                   "--uplink-log", str(self.dir / "uplink.log"), "--downlink-log", str(self.dir / "downlink.log"), "--", *agent]
-        self._spawn("emulator", emulate, self.dir / "emulator.out")
-
-    def _connect_details(self, server: subprocess.Popen, out: Path, i: int) -> tuple[int, str]:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            text = out.read_text(errors="replace")
-            if "\n" in text:
-                try:
-                    return tunnel.parse_connect_line(text.splitlines()[0])
-                except ValueError as e:
-                    raise RunFailed(f"flow {i}: {e}") from None
-            if server.poll() is not None:
-                raise RunFailed(f"flow {i}: the tunnel server exited ({server.returncode}): {_last_line(out)}")
-            time.sleep(POLL_S)
-        raise RunFailed(f"flow {i}: the tunnel server said nothing for {READY_TIMEOUT_S:g} s")
-
     def _wait_until_ready(self) -> None:
-        names = [n for i in range(len(self.plan.flows)) for n in _side_names(i)]
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not all((self.control / f"{n}.ready").exists() for n in names):
-            self._check_processes()
+        while not all((self.control / f"{n}.ready").exists() for n in self.names()):
+            self.endpoints.check()
             if time.monotonic() > deadline:
-                missing = [n for n in names if not (self.control / f"{n}.ready").exists()]
+                missing = [n for n in self.names() if not (self.control / f"{n}.ready").exists()]
                 raise RunFailed(f"the tunnels of {', '.join(missing)} did not come up within {READY_TIMEOUT_S:g} s")
             time.sleep(POLL_S)
-
-    def _check_processes(self) -> None:
-        for what, proc in self.processes:
-            if proc.poll() is not None:
-                raise RunFailed(f"the {what} exited early (status {proc.returncode}); see its output in {self.dir}")
 
     # --- play ------------------------------------------------------------------------------------
 
@@ -160,7 +207,7 @@ class Run:
         """(seconds after t0, control files to create then), in time order."""
         events = []
         for i, flow in enumerate(self.plan.flows):
-            receiver, sender = _side_names(i)
+            receiver, sender = side_name(i, "receiver"), side_name(i, "sender")
             first, second = (receiver, sender) if self.schemes[flow.scheme].run_first == "receiver" else (sender, receiver)
             events.append((flow.start_s, [f"{first}.go"]))
             events.append((flow.start_s + HEAD_START_S, [f"{second}.go"]))
@@ -172,13 +219,13 @@ class Run:
         total_s = self.plan.runtime_s + HEAD_START_S
         for at_s, files in self._schedule() + [(total_s, [])]:
             while (now_s := time.monotonic() - start) < at_s:
-                # A scheme that exits ends its launcher and then its tunnel: name the scheme.
+                # First what no scheme explains (the emulator, a lost ssh connection), then the schemes.
+                self.endpoints.check()
                 self._check_early_exits()
-                self._check_processes()
                 progress(now_s, total_s)
                 time.sleep(min(0.1, at_s - now_s))
-            for name in files:
-                (self.control / name).touch()
+            if files:
+                self.endpoints.signal(files)
         progress(total_s, total_s)
 
     def _early_exit(self, i: int, name: str) -> str | None:
@@ -189,36 +236,18 @@ class Run:
         status = json.loads(exit_file.read_text())
         if not status["exited_early"]:
             return None
-        reason = _last_line(self.control / f"{name}.stderr")
+        reason = last_line(self.control / f"{name}.stderr")
         line = f"flow {i} ({self.plan.flows[i].scheme}) {name.split('.')[1]} exited early with status {status['status']}"
         return line + (f": {reason}" if reason else "")
 
+    def _early_exits(self) -> list[str]:
+        found = (self._early_exit(i, side_name(i, side)) for i in range(len(self.plan.flows)) for side in SIDES)
+        return [f for f in found if f]
+
     def _check_early_exits(self) -> None:
-        for i in range(len(self.plan.flows)):
-            for name in _side_names(i):
-                if failure := self._early_exit(i, name):
-                    raise RunFailed(failure)
-
-    # --- stop ------------------------------------------------------------------------------------
-
-    def _stop_everything(self) -> None:
-        for i in range(len(self.plan.flows)):
-            for name in _side_names(i):
-                (self.control / f"{name}.stop").touch()
-        (self.control / "agent.stop").touch()
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        for _, proc in self.processes:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=3)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        if failures := self._early_exits():
+            raise RunFailed(failures[0])
 
     def _scheme_failures(self, outcome: Outcome) -> list[str]:
         """Scheme sides that exited on their own and are not already the run's reported failure."""
-        found = (self._early_exit(i, name) for i in range(len(self.plan.flows)) for name in _side_names(i))
-        return [f for f in found if f and f not in outcome.failures]
+        return [f for f in self._early_exits() if f not in outcome.failures]

@@ -1,0 +1,94 @@
+"""The remote agent's protocol driven without ssh (the agent as a local subprocess: the transport
+is only the argv): versions and the host's description, an error for a bad request, its private
+files gone when its input closes, and the processes of an agent that was killed ended by the next
+one — by process id and start time, never a stranger's reused id."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from pantheon.harness import leftovers
+from pantheon.harness.campaign import git_commit
+from pantheon.harness.channel import Channel, ChannelError
+from pantheon.harness.remote import parse_destination
+
+
+def agent_states(home: Path) -> Path:
+    return home / ".local/state/pantheon/agents" / f"pidns-{os.stat('/proc/self/ns/pid').st_ino}"
+
+
+def agent(home: Path) -> Channel:
+    """An agent whose state files go under `home` (the tests' own, not the user's)."""
+    return Channel(["env", f"HOME={home}", f"PYTHONPATH={REPO / 'python'}", sys.executable, "-m", "pantheon.harness.remote_agent"],
+                   "test agent")
+
+
+def test_hello_says_versions_and_what_each_scheme_lacks(tmp_path: Path) -> None:
+    channel = agent(tmp_path)
+    try:
+        hello = channel.request({"op": "hello", "schemes": ["cubic", "no-such-scheme"]})
+        assert hello["git_commit"] == git_commit()
+        assert hello["machine"]["cpus"] == os.cpu_count()
+        assert "net.ipv4.tcp_congestion_control" in hello["sysctls"]
+        assert "unknown scheme" in hello["schemes"]["no-such-scheme"]["problem"]
+        assert hello["leftovers"] == []
+        with pytest.raises(ChannelError, match="unknown request"):
+            channel.request({"op": "dance"})
+    finally:
+        channel.close()
+    assert channel.proc.returncode == 0
+    assert not agent_states(tmp_path).exists(), "the agent's state file outlived it"
+
+
+def test_closing_its_input_ends_the_agent_and_removes_its_files(tmp_path: Path) -> None:
+    channel = agent(tmp_path)
+    channel.request({"op": "hello", "schemes": []})
+    state = json.loads(next(agent_states(tmp_path).glob("*.json")).read_text())
+    assert Path(state["dir"]).is_dir()
+    assert channel.proc.stdin is not None
+    channel.proc.stdin.close()  # what the agent sees when ssh drops or the harness is killed
+    channel.proc.wait(timeout=10)
+    assert not Path(state["dir"]).exists()
+
+
+def test_a_killed_agents_processes_are_ended_by_the_next_one(tmp_path: Path) -> None:
+    states = agent_states(tmp_path)
+    states.mkdir(parents=True)
+    left = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    private = tmp_path / "private"
+    private.mkdir()
+    gone = subprocess.Popen(["true"])  # the killed agent: an id that no longer runs
+    gone.wait()
+    (states / f"{gone.pid}.json").write_text(json.dumps({
+        "pid": gone.pid, "ticks": 1, "dir": str(private),
+        "processes": [{"pid": left.pid, "ticks": leftovers.start_ticks(left.pid)},
+                      # The stranger's id with another start time: a reused id, not the agent's child.
+                      {"pid": stranger.pid, "ticks": (leftovers.start_ticks(stranger.pid) or 0) + 1}],
+    }))
+    channel = agent(tmp_path)
+    try:
+        hello = channel.request({"op": "hello", "schemes": []})
+    finally:
+        channel.close()
+    try:
+        assert hello["leftovers"] == [f"agent {gone.pid} was killed and left 1 process(es) running ({left.pid}): ended"]
+        assert left.wait(timeout=5) == -15
+        time.sleep(0.1)
+        assert stranger.poll() is None, "a process that only shares a recorded id was ended"
+        assert not private.exists()
+    finally:
+        stranger.kill()
+        left.kill()
+
+
+def test_destination_parsing() -> None:
+    assert parse_destination("root@host:/srv/pantheon") == ("root@host", "/srv/pantheon")
+    assert parse_destination("host") == ("host", str(REPO))
