@@ -4,6 +4,7 @@ time. Each exchange is timed as the tunnel times it (issue 16 §2): both endpoin
 for 2 s and then every 500 ms, over a path with a base delay each way and queueing on top."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,7 +214,19 @@ def test_read_clock_log(tmp_path):
         read_clock_log(tmp_path / "missing.clock.log")
 
 
+def test_two_exchanges_are_always_kept_at_two_times():
+    # Four exchanges over 4 s, the least-delay one exactly half-way and the others 5 ms slower:
+    # the first and the last half each keep their best, so a drift can still be fitted.
+    delays = [25_000, 25_000, 20_000, 25_000]
+    starts = [EPOCH_US + s * 1_000_000 - d // 2 for s, d in zip((0, 1, 2, 4), delays)]
+    local = [Exchange(t, t + d // 2, t + d // 2, t + d) for t, d in zip(starts, delays)]
+    result = fit(local)
+    assert result.kept == 2
+    assert result.drift_us_per_s == pytest.approx(0, abs=1e-6)
+
+
 def test_to_json_has_the_contract_fields():
     result = fit(*simulate(Truth(1e6, 5.0)))
+    assert json.loads(json.dumps(result.to_json())) == result.to_json()
     assert set(result.to_json()) == {"t_ref_us", "offset_us", "drift_us_per_s", "exchanges", "kept", "min_rtt_us",
                                      "residual_us", "bound_us", "step"}

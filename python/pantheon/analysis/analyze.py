@@ -22,7 +22,7 @@ from pantheon import __version__
 from pantheon.analysis import logs, perf, plots, report
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
-from pantheon.analysis.metrics import RunMetrics, length_flags, run_metrics, scheme_summary
+from pantheon.analysis.metrics import RunMetrics, bound_text, length_flags, run_metrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS, binned
 from pantheon.errors import PantheonError
 
@@ -89,13 +89,14 @@ def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> 
         flow_schemes = {flow: source.label for flow in events.flows}
     metrics = run_metrics(events, flow_schemes)
     warnings = [line for p in problems for line in p.messages()]
-    flags = [f"failed: {reason}" for reason in source.failures]
+    flags = [f"failed: {reason}" for reason in source.failures] + source.flags
     if source.records is None and source.datalink is None:
         flags.append("no records: the run left neither records.parquet nor datalink.log")
     elif not events.send_t_us.size:
         flags.append("no packets in the records")
     flags += length_flags(metrics, source.runtime_s, {str(i + 1): f.duration_s for i, f in enumerate(source.flows)})
     metrics.flags = flags
+    metrics.delay_bound_ms = source.delay_bound_ms
     result = RunResult(source, metrics, warnings, _ack_summary(source))
     if draw and events.send_t_us.size:
         names = {flow: display_name(data, scheme) for flow, scheme in flow_schemes.items()}
@@ -107,8 +108,9 @@ def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> 
         result.figures["throughput"] = plots.save(
             plots.throughput_figure(series, metrics, f"{title}: throughput{capacity}", names, span),
             source.outputs / f"{source.plot_prefix}throughput.png")
+        bound = f" (clock ± {bound_text(metrics.delay_bound_ms)} ms)" if metrics.delay_bound_ms is not None else ""
         result.figures["delay"] = plots.save(
-            plots.delay_figure(events, metrics, f"{title}: per-packet one-way delay", names, span),
+            plots.delay_figure(events, metrics, f"{title}: per-packet one-way delay{bound}", names, span),
             source.outputs / f"{source.plot_prefix}delay.png")
     return result
 

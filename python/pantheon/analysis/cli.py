@@ -54,11 +54,13 @@ def after_campaign(data_dir: Path, quiet: bool) -> bool:
 def summary_text(analysis) -> str:
     """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
     from pantheon.analysis.analyze import display_name
+    from pantheon.analysis.metrics import bound_text
 
-    lines = []
+    lines = [f"Real path, data flowing {value}" for what, value in analysis.data.setup if what == "Data flow"]
     for label, s in analysis.summaries.items():
         tput, delay, loss = (s["all"][k]["mean"] for k in ("throughput_mbps", "delay_p95_ms", "loss_rate"))
-        numbers = (f"{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms, loss {100 * loss:.2f} %"
+        clock = f" ± {bound_text(s['delay_bound_ms'])} ms (clock)" if s.get("delay_bound_ms") is not None else ""
+        numbers = (f"{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms{clock}, loss {100 * loss:.2f} %"
                    if None not in (tput, delay, loss) else "no valid run")
         lines.append(f"{display_name(analysis.data, label)}: {numbers} ({s['valid_runs']} of {s['runs']} runs valid)")
     lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {analysis.out}")

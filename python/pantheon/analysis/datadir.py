@@ -1,7 +1,9 @@
 """The runs of a data dir and how they were set up, in either of two layouts.
 
 This harness's (docs/harness.md):  metadata.json; LABEL/runK/{run.json, records.parquet,
-datalink.log, acklink.log}. The original Pantheon's (Yan et al., ATC 2018, §3.2; its
+datalink.log, acklink.log}. In remote mode (docs/remote.md) metadata.json has a "remote" section
+(the two hosts, which one sent) and each run.json a "clock" (the measured clock fit, whose bound
+goes beside every one-way delay) and "flags". The original Pantheon's (Yan et al., ATC 2018, §3.2; its
 `analyze` read these): pantheon_metadata.json; SCHEME_datalink_runK.log and SCHEME_acklink_runK.log
 side by side, flows staggered by `interval` and all ending at `runtime`.
 
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon import schemes as registry
+from pantheon.analysis.metrics import bound_text
 from pantheon.errors import PantheonError
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -49,10 +52,20 @@ class RunSource:
     runtime_s: float | None
     flows: list[FlowPlan]
     failures: list[str] = field(default_factory=list)
+    clock: dict | None = None
+    """run.json's "clock" in remote mode: the fit of the remote host's clock against the local one
+    (pantheon.harness.clock.ClockFit.to_json); None where both ends shared one clock."""
+    flags: list[str] = field(default_factory=list)
+    """run.json's "flags": what the harness found wrong with the run's clocks (remote mode)."""
 
     @property
     def name(self) -> str:
         return f"{self.label} run {self.number}"
+
+    @property
+    def delay_bound_ms(self) -> float | None:
+        """How far each one-way delay may be off because it spans two hosts' clocks, ms."""
+        return self.clock["bound_us"] / 1000 if self.clock else None
 
 
 @dataclass(frozen=True)
@@ -115,18 +128,50 @@ def _harness(path: Path) -> DataDir:
             datalink=exists(run_dir / "datalink.log"), acklink=exists(run_dir / "acklink.log"),
             outputs=run_dir, plot_prefix="", runtime_s=info.get("runtime_s"), flows=flows,
             failures=list(info.get("failures", [])) if not info.get("ok", False) else [],
+            clock=info.get("clock"), flags=list(info.get("flags", [])),
         ))
     labels = list(dict.fromkeys(r.label for r in runs))
     return DataDir(path, "harness", metadata, runs, _looks(labels, metadata.get("schemes", {})), _harness_setup(path, metadata, runs))
 
 
+def _machine(machine: dict) -> str:
+    return (f"{machine.get('hostname', '?')}: Linux {machine.get('kernel', '?')}, "
+            f"{machine.get('cpus', '?')} CPUs, Python {machine.get('python', '?')}")
+
+
+def _remote_setup(metadata: dict, remote: dict, runs: list[RunSource]) -> list[tuple[str, str]]:
+    """The rows saying the path was real (remote mode, docs/remote.md): between which hosts, which
+    way the data flowed, and how well the clocks were measured."""
+    def host(side: str, fallback: str) -> str:
+        desc, addr = remote.get(f"{side}_desc") or fallback, remote.get(f"{side}_addr")
+        return f"{desc} ({addr})" if addr else desc
+
+    local = host("local", metadata.get("machine", {}).get("hostname", "the local host"))
+    far = host("remote", remote.get("host", "the remote host"))
+    sender, receiver = (local, far) if remote.get("sender") == "local" else (far, local)
+    rows = [("Path", f"a real path between {local}, here, and {far}, reached over ssh"),
+            ("Data flow", f"{sender} → {receiver} (the {remote.get('sender', '?')} host sent); "
+                          f"tunnel server on the {remote.get('tunnel_server', '?')} host")]
+    bounds = sorted(r.delay_bound_ms for r in runs if r.delay_bound_ms is not None)
+    if bounds:
+        low, high = bound_text(bounds[0]), bound_text(bounds[-1])
+        span = f"{high} ms" if low == high else f"{low}–{high} ms"
+        rows.append(("Clocks", f"measured over the path in each run (docs/clocks.md): one-way delays are within "
+                               f"± {span} of the truth (the runs' bounds)"))
+    return rows
+
+
 def _harness_setup(path: Path, metadata: dict, runs: list[RunSource]) -> list[tuple[str, str]]:
     arguments = metadata.get("arguments", {})
     options = metadata.get("emulator_options", [])
+    remote = metadata.get("remote")
     rows = []
     if arguments.get("emulator"):
         rows.append(("Path", f"Pantheon's {arguments['emulator']} emulator"))
-    rows.append(("Emulator options", " ".join(options) or "defaults (12 Mbit/s each way, no delay, infinite queue)"))
+    if remote is not None:
+        rows += _remote_setup(metadata, remote, runs)
+    if options or remote is None:
+        rows.append(("Emulator options", " ".join(options) or "defaults (12 Mbit/s each way, no delay, infinite queue)"))
     schemes = metadata.get("schemes", {})
     rows.append(("Schemes", "; ".join(f"{v.get('display', k)} ({', '.join(filter(None, (k, v.get('version'))))})"
                                       for k, v in schemes.items())))
@@ -141,10 +186,14 @@ def _harness_setup(path: Path, metadata: dict, runs: list[RunSource]) -> list[tu
     per_scheme = f"{arguments.get('run_times', '?')} per scheme" + (f" of {runtime:g} s" if isinstance(runtime, (int, float)) else "")
     rows.append(("Runs", f"{per_scheme}, {order}; {len(runs)} in all"))
     if machine := metadata.get("machine"):
-        rows.append(("Machine", f"{machine.get('hostname', '?')}: Linux {machine.get('kernel', '?')}, "
-                                f"{machine.get('cpus', '?')} CPUs, Python {machine.get('python', '?')}"))
+        rows.append(("Machine", _machine(machine)))
     if "pantheon_version" in metadata:
         rows.append(("Pantheon", f"{metadata['pantheon_version']}, commit {str(metadata.get('git_commit', '?'))[:12]}"))
+    if machine := (remote or {}).get("remote_machine"):
+        rows.append(("Remote machine", _machine(machine)))
+    if remote and "remote_pantheon_version" in remote:
+        rows.append(("Remote Pantheon", f"{remote['remote_pantheon_version']}, "
+                                        f"commit {str(remote.get('remote_git_commit', '?'))[:12]}"))
     if "start_time" in metadata:
         rows.append(("Started", metadata["start_time"]))
     rows.append(("Data", str(path.resolve())))

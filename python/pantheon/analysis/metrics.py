@@ -72,7 +72,10 @@ class RunMetrics:
     jain_index: float | None
     power: float | None
     flags: list[str] = field(default_factory=list)
-    """Why the run is not valid for comparisons (failed, short); empty when it is."""
+    """Why the run is not valid for comparisons (failed, short, clocks); empty when it is."""
+    delay_bound_ms: float | None = None
+    """Remote mode: how far each one-way delay may be off, the two hosts' clocks being measured to
+    within this (harness/clock.py); None where one clock timed both ends."""
 
     @property
     def valid(self) -> bool:
@@ -179,7 +182,8 @@ def _mean_sd(values: list[float | None]) -> dict[str, float | None]:
 
 def scheme_summary(runs: list[RunMetrics]) -> dict:
     """Mean and sample standard deviation over the valid runs: of each all-flows metric, of each
-    run metric, and of each flow's metrics by flow number; power of the means as the original."""
+    run metric, and of each flow's metrics by flow number; power of the means as the original;
+    the largest clock bound of the runs (remote mode), which bounds the error of every mean delay."""
     valid = [r for r in runs if r.valid]
     summary: dict = {"valid_runs": len(valid), "runs": len(runs)}
     summary["all"] = {name: _mean_sd([getattr(r.all, name) for r in valid]) for name in SCHEME_METRICS}
@@ -190,10 +194,21 @@ def scheme_summary(runs: list[RunMetrics]) -> dict:
         for flow in flows
     }
     summary["power_of_means"] = power(summary["all"]["throughput_mbps"]["mean"], summary["all"]["delay_p95_ms"]["mean"])
+    bounds = [r.delay_bound_ms for r in valid if r.delay_bound_ms is not None]
+    summary["delay_bound_ms"] = max(bounds) if bounds else None
     return summary
+
+
+def bound_text(bound_ms: float) -> str:
+    """A clock bound as printed beside a delay: two significant digits, rounded up, so that the
+    printed bound is never tighter than the measured one (0.2134 → "0.22", 15.08 → "16")."""
+    if bound_ms <= 0:
+        return "0"
+    digits = max(0, 1 - math.floor(math.log10(bound_ms)))
+    return f"{math.ceil(round(bound_ms * 10 ** digits, 9)) / 10 ** digits:.{digits}f}"
 
 
 def as_dict(run: RunMetrics) -> dict:
     return {"valid": run.valid, "flags": run.flags, "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
-            "jain_index": run.jain_index, "power": run.power,
+            "jain_index": run.jain_index, "power": run.power, "delay_bound_ms": run.delay_bound_ms,
             "flows": {m.flow: asdict(m) for m in [run.all, *run.flows]}}

@@ -1,7 +1,8 @@
 """The numbers, written for programs: perf.json (scheme → run → flow → metrics, as the original
 Pantheon's pantheon_perf.json, with per-scheme summaries beside the runs) and one flat table of
 the same per-flow metrics, one row per (scheme, run, flow), as perf.csv and perf.parquet for
-pandas or polars users. Flows are numbered from 1; flow "all" is every flow of the run together.
+pandas or polars users. Runs over a real path (remote mode) carry delay_bound_ms, the clock
+bound on each of their one-way delays; it is null where one clock timed both ends. Flows are numbered from 1; flow "all" is every flow of the run together.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pyarrow.parquet as pq
 from pantheon.analysis.metrics import RunMetrics, as_dict
 
 TABLE_COLUMNS = ("scheme", "display", "run", "flow", "flow_scheme", "valid", "flags", "capacity_mbps", "utilization",
-                 "jain_index", "power")
+                 "jain_index", "power", "delay_bound_ms")
 
 
 def _clean(value):
@@ -59,7 +60,7 @@ def flat_table(results: dict[str, dict[int, RunMetrics]], displays: dict[str, st
                     "scheme": label, "display": displays[label], "run": number, "flow": flow.pop("flow"),
                     "flow_scheme": flow.pop("scheme"), "valid": run.valid, "flags": "; ".join(run.flags),
                     "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
-                    "jain_index": run.jain_index, "power": run.power, **flow,
+                    "jain_index": run.jain_index, "power": run.power, "delay_bound_ms": run.delay_bound_ms, **flow,
                 })
     if not rows:
         return pa.table({name: pa.array([], pa.string()) for name in TABLE_COLUMNS})

@@ -4,10 +4,13 @@ fetched, so it opens offline and can be mailed), and report.pdf, A4 pages drawn 
 (no browser needed).
 
 Contents, in the order of the original Pantheon's report (Yan et al., ATC 2018, §3.2): the setup
-(path, schemes and versions, runs, flows, machine), the two summary plots (each run; scheme means
+(path — emulated, or real between two hosts and which way the data flowed — schemes and versions,
+runs, flows, machine), the two summary plots (each run; scheme means
 with 1-σ ellipses), a table per scheme over its valid runs (per flow: mean ± sample standard
 deviation of throughput, 95th-percentile and mean one-way delay, loss), then each run: its
-numbers, flags and warnings, and its throughput and delay plots.
+numbers, flags and warnings, and its throughput and delay plots. Over a real path every one-way
+delay is printed with its clock bound (how far the two hosts' clocks may be off once measured:
+harness/clock.py), in the spirit of OWAMP's error estimate (RFC 4656 §4.1.2).
 """
 from __future__ import annotations
 
@@ -24,12 +27,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from pantheon import __version__  # noqa: E402
-from pantheon.analysis.metrics import FlowMetrics, RunMetrics  # noqa: E402
+from pantheon.analysis.metrics import FlowMetrics, RunMetrics, bound_text  # noqa: E402
 
 SCHEME_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)", "Loss\n(%)")
 RUN_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "Sending rate\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)",
                "Median delay\n(ms)", "Loss\n(%)", "Delivered\n(packets)")
-"""Column headers; a newline breaks a header in two (a <br> in HTML)."""
+"""Column headers; a newline breaks a header in two (a <br> in HTML). Delay headers say "(ms)";
+over a real path they say what the ± beside each delay is (with_clock)."""
 DEFINITIONS = (
     "Throughput: bits delivered over the time from the first delivery to the last. Sending rate: likewise for the sends.",
     "Delay: one-way, per packet (receive − send time); 95th percentile by nearest rank (the ⌈0.95 n⌉-th smallest).",
@@ -39,7 +43,22 @@ DEFINITIONS = (
     "Scheme tables: mean ± sample standard deviation over the valid runs (not failed, not shorter than 80 % of the "
     "configured time). Definitions in full: docs/analysis.md.",
 )
+CLOCK_DEFINITION = (
+    "Clock bound (a real path): a one-way delay subtracts a send time on one host's clock from a receive time on the "
+    "other's. The remote clock's offset and drift were measured over the path during each run, and each delay is within "
+    "± the bound of the truth: half the least round trip of the clock exchanges kept plus the fit's residual "
+    "(docs/clocks.md). A run whose delays fell below zero after the correction, or whose remote clock stepped, is flagged."
+)
 
+
+def with_clock(header: tuple[str, ...], bound_ms: float | None, run: bool) -> tuple[str, ...]:
+    """The headers, the delay ones saying what the ± beside a delay is where clocks were measured:
+    in a run's table each delay is followed by its clock bound, in a scheme's the ± is the runs'
+    spread and the header gives the bound."""
+    if bound_ms is None:
+        return header
+    unit = "(ms ± clock)" if run else f"(ms; clock ± {bound_text(bound_ms)})"
+    return tuple(h.replace("(ms)", unit) if "delay" in h else h for h in header)
 
 def _num(value: float | None, digits: int = 2, scale: float = 1.0) -> str:
     return "–" if value is None else f"{value * scale:.{digits}f}"
@@ -50,6 +69,15 @@ def _mean_sd(stat: dict, digits: int = 2, scale: float = 1.0) -> str:
         return "–"
     sd = f" ± {stat['sd'] * scale:.{digits}f}" if stat["sd"] is not None else ""
     return f"{stat['mean'] * scale:.{digits}f}{sd}"
+
+
+def _clock_line(clock: dict | None) -> str:
+    """What was measured of the remote host's clock in a run; empty for a local run."""
+    if not clock:
+        return ""
+    return (f"Clocks: the remote host's clock read {clock['offset_us'] / 1000:+.3f} ms from the local one, drifting "
+            f"{clock['drift_us_per_s']:+.1f} µs/s; {clock['kept']} of {clock['exchanges']} exchanges kept, least round "
+            f"trip {clock['min_rtt_us'] / 1000:.3f} ms; each one-way delay ± {bound_text(clock['bound_us'] / 1000)} ms.")
 
 
 def _run_line(run: RunMetrics) -> str:
@@ -90,13 +118,18 @@ def scheme_rows(summary: dict) -> list[list[str]]:
 
 
 def run_rows(run: RunMetrics, display) -> list[list[str]]:
-    """Per flow, then all flows; a flow's scheme is named beside it when the run mixes schemes."""
+    """Per flow, then all flows; a flow's scheme is named beside it when the run mixes schemes;
+    each delay followed by the run's clock bound where it has one."""
     mixed = len({m.scheme for m in run.flows}) > 1
+    bound = f" ± {bound_text(run.delay_bound_ms)}" if run.delay_bound_ms is not None else ""
+
+    def delay(value: float | None) -> str:
+        return _num(value, 1) + (bound if value is not None else "")
 
     def row(m: FlowMetrics) -> list[str]:
         name = "All flows" if m.flow == "all" else f"Flow {m.flow}" + (f" ({display(m.scheme)})" if mixed and m.scheme else "")
-        return [name, _num(m.throughput_mbps), _num(m.ingress_mbps), _num(m.delay_p95_ms, 1), _num(m.delay_mean_ms, 1),
-                _num(m.delay_median_ms, 1), _num(m.loss_rate, 2, 100), f"{m.delivered_packets:,} of {m.sent_packets:,}"]
+        return [name, _num(m.throughput_mbps), _num(m.ingress_mbps), delay(m.delay_p95_ms), delay(m.delay_mean_ms),
+                delay(m.delay_median_ms), _num(m.loss_rate, 2, 100), f"{m.delivered_packets:,} of {m.sent_packets:,}"]
     return [row(m) for m in run.flows] + ([row(run.all)] if len(run.flows) != 1 else [])
 
 
@@ -108,7 +141,13 @@ def _title(analysis) -> tuple[str, str]:
            f"{valid} valid · pantheon analyze {__version__}")
     if analysis.data.metadata.get("simulated"):
         sub += f" · simulated by pantheon-sim {analysis.data.metadata.get('simulator', {}).get('version', '')}".rstrip()
+    if "remote" in analysis.data.metadata:
+        sub += " · a real path between two hosts"
     return "Pantheon report", sub
+
+
+def _definitions(analysis) -> tuple[str, ...]:
+    return DEFINITIONS + ((CLOCK_DEFINITION,) if any(r.metrics.delay_bound_ms is not None for r in analysis.runs) else ())
 
 
 # --- HTML -------------------------------------------------------------------------------------
@@ -179,7 +218,7 @@ def html_report(analysis, display) -> str:
         parts.append(f'<h3><span class=swatch style="background:{look.color}"></span>{html.escape(look.display)}'
                      f' <span class=muted>{summary["valid_runs"]} valid of {summary["runs"]} runs</span></h3>')
         if summary["valid_runs"]:
-            parts.append(_table(SCHEME_COLUMNS, scheme_rows(summary)))
+            parts.append(_table(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary)))
             parts.append(f"<p class=line>{html.escape(_summary_line(summary))}</p>")
         else:
             parts.append("<p class=line>No valid run: see the flags of its runs below.</p>")
@@ -192,14 +231,16 @@ def html_report(analysis, display) -> str:
         parts += [f"<span class=flag>{html.escape(f)}</span>" for f in run.flags]
         parts += [f"<span class=warn>{html.escape(w)}</span>" for w in result.warnings]
         if run.flows:
-            parts.append(_table(RUN_COLUMNS, run_rows(run, display)))
+            parts.append(_table(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), run_rows(run, display)))
             if line := _run_line(run):
                 parts.append(f"<p class=line>{html.escape(line)}</p>")
+        if line := _clock_line(source.clock):
+            parts.append(f"<p class=line>{html.escape(line)}</p>")
         for key in ("throughput", "delay"):
             if key in result.figures:
                 parts.append(f"<figure>{_image(result.figures[key], f'{look.display} run {source.number} {key}')}</figure>")
         parts.append("</div>")
-    parts.append("<h2>Definitions</h2><ol class=defs>" + "".join(f"<li>{html.escape(d)}</li>" for d in DEFINITIONS) + "</ol>")
+    parts.append("<h2>Definitions</h2><ol class=defs>" + "".join(f"<li>{html.escape(d)}</li>" for d in _definitions(analysis)) + "</ol>")
     parts.append(f"<footer>Written by pantheon analyze {__version__}. The numbers are in perf.json and perf.csv beside "
                  "this page.</footer>")
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
@@ -324,7 +365,7 @@ def pdf_report(analysis, display, path: Path) -> Path:
         pages.heading(f"{look.display}  ({summary['valid_runs']} valid of {summary['runs']} runs)", size=10, color=look.color,
                       keep_with=0.08)
         if summary["valid_runs"]:
-            pages.table(SCHEME_COLUMNS, scheme_rows(summary), [0.2, 0.2, 0.2, 0.2, 0.2])
+            pages.table(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary), [0.2, 0.2, 0.2, 0.2, 0.2])
             pages.text(_summary_line(summary), size=8, color="#444444", gap=0.006, wrap=140)
         else:
             pages.text("No valid run: see the flags of its runs below.", size=8, color="#444444")
@@ -338,15 +379,18 @@ def pdf_report(analysis, display, path: Path) -> Path:
         for warning in result.warnings:
             pages.text(f"Warning: {warning}", size=8.5, color="#7a5200")
         if run.flows:
-            pages.table(RUN_COLUMNS, run_rows(run, display), [0.18, 0.11, 0.11, 0.11, 0.1, 0.1, 0.08, 0.21], size=7.5)
+            pages.table(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), run_rows(run, display),
+                        [0.18, 0.11, 0.11, 0.11, 0.1, 0.1, 0.08, 0.21], size=7.5)
             if line := _run_line(run):
                 pages.text(line, size=8, color="#444444", gap=0.006, wrap=140)
+        if line := _clock_line(source.clock):
+            pages.text(line, size=8, color="#444444", gap=0.006, wrap=140)
         for key in ("throughput", "delay"):
             if key in result.figures:
                 pages.image(result.figures[key])
     pages.new_page()
     pages.heading("Definitions")
-    for i, definition in enumerate(DEFINITIONS, 1):
+    for i, definition in enumerate(_definitions(analysis), 1):
         pages.text(f"{i}. {definition}", size=8.5, wrap=115, gap=0.003)
     pages.close()
     return path

@@ -161,9 +161,11 @@ def _samples(local_initiated: Sequence[Exchange], peer_initiated: Sequence[Excha
 def _keep(t_us: np.ndarray, delay_us: np.ndarray) -> np.ndarray:
     """Indices of the exchanges kept (see the module's header): those within the margin of the
     least delay, and the least-delay exchange of the first and of the last window."""
-    window_us = min(WINDOW_US, -(-int(t_us[-1] - t_us[0]) // 2))
+    # At most half the span each, the first open at its end: the two never share an exchange,
+    # so at least two are kept, at two times.
+    window_us = min(WINDOW_US, (t_us[-1] - t_us[0]) / 2)
     keep = delay_us <= delay_us.min() + KEEP_MARGIN_US
-    for window in (np.flatnonzero(t_us - t_us[0] <= window_us), np.flatnonzero(t_us[-1] - t_us <= window_us)):
+    for window in (np.flatnonzero(t_us - t_us[0] < window_us), np.flatnonzero(t_us[-1] - t_us <= window_us)):
         keep[window[np.argmin(delay_us[window])]] = True
     return np.flatnonzero(keep)
 
