@@ -44,6 +44,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from supervision import alive
+
 REPO = Path(__file__).resolve().parent.parent
 EMU = REPO / "target" / "release" / "pantheon-emu"
 SSHD = "/usr/sbin/sshd"
@@ -95,6 +97,10 @@ class Hosts:
     """Process id (in this machine's PID namespace) of the listening sshd."""
     tag: str
     """Value of PANTHEON_TEST_HOSTS in the environment of everything run_local/popen_local start."""
+    remote_home: Path
+    """HOME of the remote host's sessions (under tmp_path)."""
+    remote_tmp: Path
+    """TMPDIR of the remote host's sessions (under tmp_path)."""
 
     def _local_argv(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.local_ns, *argv]
@@ -119,29 +125,20 @@ class Hosts:
         pid_ns = _pid_ns(self.sshd_pid)
         if pid_ns is None:
             return []
-        return [pid for pid in _all_pids() if pid != self.sshd_pid and _pid_ns(pid) == pid_ns and _alive(pid)]
+        return [pid for pid in _all_pids() if pid != self.sshd_pid and _pid_ns(pid) == pid_ns and alive(pid)]
 
     def local_processes(self) -> list[int]:
         """Every process alive that run_local/popen_local started, or one of its descendants."""
-        return [pid for pid in _all_pids() if _tagged(pid, self.tag) and _alive(pid)]
+        return [pid for pid in _all_pids() if _tagged(pid, self.tag) and alive(pid)]
 
     def session_pids(self) -> list[int]:
-        """The per-connection sshd processes (children of the listener): killing one drops that
-        ssh connection as a network failure would."""
-        return [pid for pid in self.remote_processes() if _ppid(pid) == self.sshd_pid]
+        """The sshd processes serving connections (each connection's privileged monitor and its
+        child): killing them drops the connections as a failed network would, and nothing else."""
+        return [pid for pid in self.remote_processes() if _exe(pid) == SSHD]
 
 
 def _all_pids() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-
-
-def _alive(pid: int) -> bool:
-    """Whether the process exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def _ppid(pid: int) -> int | None:
@@ -149,6 +146,13 @@ def _ppid(pid: int) -> int | None:
         with open(f"/proc/{pid}/stat") as f:
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _exe(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
         return None
 
 
@@ -224,8 +228,12 @@ def _write_keys_and_configs(d: Path, clock_offset_s: float, clock_rate: float) -
     spec = faketime_spec(clock_offset_s, clock_rate)
     session = d / "session.sh"
     # sftp (what scp speaks) arrives as the subsystem name; everything else as a shell command.
+    for private in ("remote-home", "remote-tmp"):
+        (d / private).mkdir(mode=0o700)
     session.write_text(f"""#!/bin/sh
-# Every ssh session of the remote test host runs on its faked clock ({spec}).
+# Every ssh session of the remote test host runs on its faked clock ({spec}), with a home and a
+# temporary directory of its own (the state a remote agent keeps is the remote host's, not ours).
+export HOME={d / "remote-home"} TMPDIR={d / "remote-tmp"}
 if [ "$SSH_ORIGINAL_COMMAND" = sftp ]; then
     exec {FAKETIME} -m -f '{spec}' {SFTP_SERVER}
 fi
@@ -336,7 +344,8 @@ def two_hosts(tmp_path: Path, *, delay_ms: float = 0, clock_offset_s: float = 0.
         if not _ssh_answers(ssh_config, local_ns):
             raise RuntimeError(f"ssh to the test host failed: {(d / 'sshd.log').read_text()}")
         hosts = Hosts(local_ns=local_ns, remote_ns=remote_ns, local_addr=LOCAL_ADDR, remote_addr=remote_addr,
-                      ssh_config=ssh_config, host_alias=HOST_ALIAS, sshd_pid=sshd_pid, tag=tag)
+                      ssh_config=ssh_config, host_alias=HOST_ALIAS, sshd_pid=sshd_pid, tag=tag,
+                      remote_home=d / "remote-home", remote_tmp=d / "remote-tmp")
         yield hosts
     finally:
         _tear_down(supervisor, sshd_pid, tag, made)
