@@ -19,6 +19,7 @@ import shlex
 import subprocess
 import tempfile
 import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -68,6 +69,8 @@ class Channel:
         """`exited` reports of the current run."""
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the channel; close() closes it)
         self.answers: queue.Queue[dict | None] = queue.Queue()
+        self.last_id = 0
+        """The id of the last request sent."""
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                      start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -127,15 +130,22 @@ class Channel:
             raise self.lost() from None
 
     def request(self, message: dict, timeout_s: float = REQUEST_TIMEOUT_S) -> dict:
-        """The agent's answer; ChannelError if it refused (its message) or cannot answer."""
-        self.send(message)
-        try:
-            answer = self.answers.get(timeout=timeout_s)
-        except queue.Empty:
-            raise ChannelError(f"{self.peer}: no answer to {message['op']!r} within {timeout_s:g} s") from None
-        if answer is None:
-            self.answers.put(None)  # every later request fails the same way
-            raise self.lost()
+        """The agent's answer; ChannelError if it refused (its message) or cannot answer. Answers
+        carry their request's id, so one left over from a request the user interrupted (Ctrl-C)
+        is never taken for a later request's."""
+        self.last_id += 1
+        self.send({**message, "id": self.last_id})
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                answer = self.answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise ChannelError(f"{self.peer}: no answer to {message['op']!r} within {timeout_s:g} s") from None
+            if answer is None:
+                self.answers.put(None)  # every later request fails the same way
+                raise self.lost()
+            if answer.get("id") == self.last_id:
+                break
         if answer["op"] == "error":
             raise ChannelError(answer["message"])
         return answer

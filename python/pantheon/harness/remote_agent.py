@@ -5,7 +5,8 @@
 it runs this host's endpoint of every flow and relays the harness's go and stop to them. It talks
 JSON lines on stdin/stdout (the ssh channel); nothing else may write to its stdout.
 
-Requests (the harness's), each answered by one {"op": "ok", ...} or {"op": "error", "message"}:
+Requests (the harness's, each with an "id"), each answered by one {"op": "ok", "id", ...} or
+{"op": "error", "id", "message"}:
     hello {schemes}             -> versions (git commit, pantheon, each scheme's), this machine and
                                    its sysctls, the ssh client's address, what killed agents left
     run {index}                 a new run: a private run directory with its control directory
@@ -97,24 +98,26 @@ class Agent:
 
     def handle(self, message: dict) -> None:
         op = message.get("op")
+        if op == "signal":
+            for name in message["files"]:
+                (self.control / name).touch()
+            return
         try:
             if op == "hello":
-                self.send({"op": "ok", **self.hello(message["schemes"])})
+                answer = {"op": "ok", **self.hello(message["schemes"])}
             elif op == "run":
                 self.new_run(int(message["index"]))
-                self.send({"op": "ok"})
+                answer = {"op": "ok"}
             elif op == "endpoint":
-                self.send({"op": "ok", **self.endpoint(message)})
-            elif op == "signal":
-                for name in message["files"]:
-                    (self.control / name).touch()
+                answer = {"op": "ok", **self.endpoint(message)}
             elif op == "stop":
                 self.end_run()
-                self.send({"op": "ok"})
+                answer = {"op": "ok"}
             else:
-                self.send({"op": "error", "message": f"unknown request {op!r}"})
+                answer = {"op": "error", "message": f"unknown request {op!r}"}
         except RunFailed as e:
-            self.send({"op": "error", "message": str(e)})
+            answer = {"op": "error", "message": str(e)}
+        self.send({**answer, "id": message.get("id")})
 
     def hello(self, names: list[str]) -> dict:
         return {
