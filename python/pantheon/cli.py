@@ -4,6 +4,7 @@
                                             --emulator NAME picks one of Pantheon's paths
     pantheon emulators                      list those paths and their parameters
     pantheon test local --schemes cubic,bbr run schemes over an emulated path, every packet logged
+    pantheon test remote HOST --schemes ...  the same over the real path to HOST (reached over ssh)
     pantheon sim --schemes copa,vegas-user  the same experiment, simulated (pantheon-sim) on every core
     pantheon analyze DATA_DIR               metrics, plots and a report (HTML, PDF) of a data dir
     pantheon schemes list|setup|check       the scheme registry: status, set-up, a check run of each
