@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -92,3 +93,35 @@ def test_a_killed_agents_processes_are_ended_by_the_next_one(tmp_path: Path) -> 
 def test_destination_parsing() -> None:
     assert parse_destination("root@host:/srv/pantheon") == ("root@host", "/srv/pantheon")
     assert parse_destination("host") == ("host", str(REPO))
+
+
+def test_a_sigkilled_agent_leaves_no_endpoint_running(tmp_path: Path) -> None:
+    """The agent's launchers watch it as local mode's watch the harness: killed (SIGKILL, no
+    clean-up of its own), its tunnel server and launcher end within a few seconds, and the next
+    agent finds nothing to end but removes the killed one's files (the session key among them)."""
+    channel = agent(tmp_path)
+    try:
+        channel.run_dir = tmp_path / "run"
+        channel.request({"op": "hello", "schemes": ["cubic"]})
+        channel.request({"op": "run", "index": 1})
+        port = channel.request({"op": "endpoint", "flow": 0, "side": "receiver", "role": "server", "scheme": "cubic",
+                                "key": "ab" * 32})["port"]
+        assert port > 0
+        state = json.loads(next(agent_states(tmp_path).glob("*.json")).read_text())
+        [server] = state["processes"]
+        os.kill(channel.proc.pid, signal.SIGKILL)
+        channel.proc.wait()  # reaped, as sshd reaps its session's command: a zombie still counts as running
+        deadline = time.monotonic() + 10
+        while leftovers.start_ticks(server["pid"]) == server["ticks"]:
+            assert time.monotonic() < deadline, "the tunnel server outlived its agent"
+            time.sleep(0.05)
+    finally:
+        channel.close()
+    assert Path(state["dir"]).is_dir(), "a SIGKILLed agent cannot remove its files"
+    following = agent(tmp_path)
+    try:
+        hello = following.request({"op": "hello", "schemes": []})
+    finally:
+        following.close()
+    assert hello["leftovers"] == [f"agent {state['pid']} was killed and left 0 process(es) running"]
+    assert not Path(state["dir"]).exists()
