@@ -16,7 +16,11 @@ keys, all under tmp_path (throwaway ed25519 keys from ssh-keygen), root login by
 `ForceCommand` runs every session (commands, and sftp for scp) under Debian's `faketime -m -f
 '+OFFSET xRATE'` (libfaketime's multi-threaded library, whose `faketime` wrapper shares one clock
 among all the processes of a session), so the remote CLOCK_REALTIME is offset and runs at RATE
-relative to the truth from the moment the session started. The ssh configuration (`ssh -F`) has a
+relative to the truth from the moment the session started. libfaketime 0.9.10 fakes
+CLOCK_MONOTONIC as well, and a timed wait on a semaphore or condition variable (Python's
+`queue.Queue.get(timeout=...)`, `threading.Event.wait(t)`) never returns under it; with
+`--exclude-monotonic` instead, Python's `time.sleep` fails with EINVAL. Code that runs on the remote
+host must wait with select/poll or sleep, as the remote agent does. The ssh configuration (`ssh -F`) has a
 Host `pantheon-remote` with the key, a known_hosts file holding the host key, and BatchMode.
 
 Clean-up. sshd runs as PID 1 of a PID namespace of its own (`unshare --pid --fork --kill-child
