@@ -240,10 +240,10 @@ def run_remote(experiment: Experiment, setup: Setup, *, ssh_config: Path | None,
     Raises Interrupted on Ctrl-C or SIGTERM, PantheonError (one line) before any run for a host
     that cannot be reached or used."""
     peer = f"{setup.destination}:{setup.remote_dir}"
+    known = schemes.registry()
+    names = _asked(experiment, known)
     channel = Channel(ssh_argv(setup.destination, ssh_config, setup.remote_dir), peer)
     try:
-        known = schemes.registry()
-        names = _asked(experiment, known)
         try:
             hello = channel.request({"op": "hello", "schemes": names})
         except ChannelError:
