@@ -66,6 +66,9 @@ REPORTS = (".ready", ".started", ".exit")
 
 
 class Agent:
+    """This host's side of a campaign: its private directory (a run directory per run), the
+    processes it started, and what it has told the harness."""
+
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.private = Path(tempfile.mkdtemp(prefix="pantheon-agent-"))
@@ -129,6 +132,7 @@ class Agent:
         }
 
     def new_run(self, index: int) -> None:
+        self._end_processes()  # a run the harness could not stop (its stop request was lost)
         self.run_dir = self.private / f"run{index}"
         self.control = self.run_dir / "control"
         (self.run_dir / "keys").mkdir(parents=True, mode=0o700)
