@@ -1,7 +1,8 @@
-"""The remote agent's protocol driven without ssh (the agent as a local subprocess: the transport
-is only the argv): versions and the host's description, an error for a bad request, its private
-files gone when its input closes, and the processes of an agent that was killed ended by the next
-one — by process id and start time, never a stranger's reused id."""
+"""Remote mode's pieces without ssh. The agent's protocol (the agent as a local subprocess: the
+transport is only the argv): versions and the host's description, an error for a bad request, its
+private files gone when its input closes, the processes of an agent that was killed ended by the
+next one — by process id and start time, never a stranger's reused id. And a clock that cannot be
+fitted is a run's failure line."""
 from __future__ import annotations
 
 import json
@@ -15,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from pantheon.harness import leftovers
+from pantheon.harness import campaign, leftovers, plan
 from pantheon.harness.campaign import git_commit
 from pantheon.harness.channel import Channel, ChannelError
-from pantheon.harness.remote import parse_destination
+from pantheon.harness.remote import Remote, Setup, parse_destination
+from pantheon.harness.run import Outcome
 
 
 def agent_states(home: Path) -> Path:
@@ -125,3 +127,15 @@ def test_a_sigkilled_agent_leaves_no_endpoint_running(tmp_path: Path) -> None:
         following.close()
     assert hello["leftovers"] == [f"agent {state['pid']} was killed and left 0 process(es) running"]
     assert not Path(state["dir"]).exists()
+
+
+def test_a_clock_that_cannot_be_fitted_is_the_runs_failure_line(tmp_path: Path) -> None:
+    """No clock exchanges (the endpoints never connected): one line in run.json, no traceback,
+    and no records mapped with a clock that was never measured."""
+    setup = Setup(destination="host", remote_dir="/srv/pantheon", sender="local", tunnel_server="remote",
+                  local_addr="", remote_addr="192.0.2.1", local_desc="", remote_desc="")
+    outcome = Outcome()
+    keys = campaign._merge(tmp_path, plan.uniform("cubic", 1, 0, 5), 0.0, outcome, Remote(None, setup, {}))  # type: ignore[arg-type]
+    assert keys == {} and not (tmp_path / "records.parquet").exists()
+    assert outcome.failures == ["clock: only 0 usable clock exchanges of 0 (at least 4 are needed): "
+                                "the tunnel endpoints did not stay connected long enough to time each other"]
