@@ -175,7 +175,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     if let Some(server) = admission.peer() {
         peer.set(server);
     }
-    let keepalive = (role == Role::Client).then(|| Keepalive::new(epoch_us()));
+    let keepalive = (role == Role::Client).then(|| Keepalive::new(monotonic_us()));
     let prober = common.clock_log.is_some().then(|| Prober {
         socket: Arc::clone(&socket),
         peer: Arc::clone(&peer),
