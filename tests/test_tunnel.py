@@ -54,7 +54,7 @@ import pytest
 from conftest import REPO, in_ns, links_in
 from pantheon import linklog
 from pantheon.analysis.metrics import nearest_rank
-from pantheon.harness.tunnel import write_session_key
+from pantheon.harness.tunnel import dropped_datagrams, parse_connect_line, write_session_key
 from supervision import assert_all_gone, command_pid, finish, start
 
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
@@ -479,6 +479,20 @@ def test_clock_exchanges_measure_the_peers_clock(netns: str, tunnel: Path, tmp_p
     sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
     delays_us = [d + offset_us for d in one_way_delays_us(sent, arrived)]
     assert len(delays_us) > 40 and min(delays_us) >= 0 and max(delays_us) < 50_000, sorted(delays_us)[::10]
+
+
+def test_the_harness_reads_the_tunnels_lines_and_writes_private_keys(tmp_path: Path) -> None:
+    assert parse_connect_line("pantheon-tunnel client 0.0.0.0:40123\n") == ("0.0.0.0", 40123)
+    with pytest.raises(ValueError, match="did not say how to connect"):
+        parse_connect_line("pantheon-tunnel client 0.0.0.0:40123 --token 5f0c")
+    exit_line = "pantheon-tunnel: dropped 7 datagrams: 7 not from the peer, 0 with a bad tag"
+    assert dropped_datagrams(f"ready\n{exit_line}\n") == 7
+    assert dropped_datagrams("killed before its exit line") is None
+    key = write_session_key(tmp_path / "k")
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and re.fullmatch(r"[0-9a-f]{64}\n", key.read_text())
+    with pytest.raises(FileExistsError):
+        write_session_key(key)
+    assert write_session_key(tmp_path / "k2").read_text() != key.read_text()
 
 
 # --- the inner namespace ------------------------------------------------------------------------------

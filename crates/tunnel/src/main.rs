@@ -7,6 +7,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use pantheon_cli::usage;
 use pantheon_format::tunnel_log::{Context, Side};
@@ -174,7 +175,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     if let Some(server) = admission.peer() {
         peer.set(server);
     }
-    let keepalive = (role == Role::Client).then(|| Keepalive::new(epoch_us()));
+    let keepalive = (role == Role::Client).then(|| Keepalive::new(monotonic_us()));
     let prober = common.clock_log.is_some().then(|| Prober {
         socket: Arc::clone(&socket),
         peer: Arc::clone(&peer),
@@ -227,26 +228,16 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
 
     stop.raise();
     let mut problems = Vec::new();
-    match outbound_thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
-        Ok(Ok((totals, log))) => outbound_problems(totals, log, &mut problems),
-        Ok(Err(e)) => problems.push(format!("outbound relay failed: {e}")),
-        Err(e) => problems.push(format!("outbound relay: {e}")),
+    if let Some((totals, log)) = join("outbound relay", outbound_thread, &mut problems) {
+        outbound_problems(totals, log, &mut problems);
     }
     let mut dropped = DropCounts::default();
-    match inbound_thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
-        Ok(Ok((totals, log))) => {
-            dropped = totals.dropped;
-            inbound_problems(totals, log, &mut problems);
-        }
-        Ok(Err(e)) => problems.push(format!("inbound relay failed: {e}")),
-        Err(e) => problems.push(format!("inbound relay: {e}")),
+    if let Some((totals, log)) = join("inbound relay", inbound_thread, &mut problems) {
+        dropped = totals.dropped;
+        inbound_problems(totals, log, &mut problems);
     }
     if let Some(thread) = prober_thread {
-        match thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => problems.push(format!("clock prober failed: {e}")),
-            Err(e) => problems.push(format!("clock prober: {e}")),
-        }
+        join("clock prober", thread, &mut problems);
     }
     // The caller may have closed stdout; the counts are then lost, not the run.
     let _ = writeln!(std::io::stdout(), "{}", dropped.exit_line());
@@ -255,6 +246,25 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         eprintln!("{NAME}: warning: {problem}");
     }
     outcome
+}
+
+/// What a thread returned; its failure, if it failed, goes into `problems`.
+fn join<T>(
+    name: &str,
+    thread: std::io::Result<JoinHandle<std::io::Result<T>>>,
+    problems: &mut Vec<String>,
+) -> Option<T> {
+    match thread.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(e)) => {
+            problems.push(format!("{name} failed: {e}"));
+            None
+        }
+        Err(e) => {
+            problems.push(format!("{name}: {e}"));
+            None
+        }
+    }
 }
 
 fn outbound_problems(totals: OutboundTotals, log: std::io::Result<()>, problems: &mut Vec<String>) {

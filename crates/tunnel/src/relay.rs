@@ -134,13 +134,13 @@ impl Outbound {
         let mut packet = vec![0u8; virtio::HEADER_BYTES + MAX_DATAGRAM_BYTES].into_boxed_slice();
         let mut uids = Uids::default();
         loop {
-            let timeout_us = self.keepalive.as_ref().map(|k| k.due_in_us(epoch_us()));
+            let timeout_us = self.keepalive.as_ref().map(|k| k.due_in_us(monotonic_us()));
             if timeout_us == Some(0) {
                 let keepalive = self.keepalive.as_mut().expect("a timeout comes from a keepalive");
                 let hello = self.control.message(Control::Hello, &[]);
                 // A lost keepalive is retried at the next interval.
                 let _ = self.socket.send_to(&hello, self.peer.get().expect("a client knows its server"));
-                keepalive.sent(epoch_us());
+                keepalive.sent(monotonic_us());
                 continue;
             }
             if wait(self.tun, false, self.stop, timeout_us.map(|us| us * 1000))?.stop {
@@ -220,7 +220,7 @@ impl Outbound {
         totals.sent += count - refused;
         totals.refused += refused;
         if let Some(keepalive) = self.keepalive.as_mut() {
-            keepalive.sent(epoch_us());
+            keepalive.sent(monotonic_us());
         }
         Ok(())
     }
