@@ -614,6 +614,7 @@ def test_client_passes_its_commands_exit_status_through_the_emulator(netns: str,
         (["server", "--key-file", "{readable}", "--", "true"], "{readable}: mode 640 lets others read it; make it 0600"),
         (["server", "--key-file", "{short}", "--", "true"], "{short}: expected 64 hexadecimal digits"),
         (["server", "--key-file", "{tmp}", "--", "true"], "{tmp}: not a regular file"),
+        (["server", "--key-file", "{fifo}", "--", "true"], "{fifo}: not a regular file"),
         (["client", "127.0.0.1:9", "--key-file", "/nonexistent/key", "--", "true"], "--key-file /nonexistent/key: cannot open it"),
         (["client", "localhost:9", "--key-file", "{key}", "--", "true"], "SERVER_IP:PORT"),
     ],
@@ -625,7 +626,8 @@ def test_bad_input_fails_in_one_line(netns: str, tunnel: Path, tmp_path: Path, a
     readable.chmod(0o640)
     short.write_text("0123abcd\n")
     short.chmod(0o600)
-    paths = {"key": key, "readable": readable, "short": short, "tmp": tmp_path}
+    os.mkfifo(tmp_path / "fifo", 0o600)
+    paths = {"key": key, "readable": readable, "short": short, "tmp": tmp_path, "fifo": tmp_path / "fifo"}
     args, expected = [a.format(**paths) for a in args], expected.format(**paths)
     done = subprocess.run(in_ns(netns, [str(tunnel), *args]), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
