@@ -450,10 +450,10 @@ def read_exchanges(path: Path) -> list[tuple[int, int, int, int]]:
 
 @pytest.mark.parametrize("client_offset_s", [0, 7])
 def test_clock_exchanges_measure_the_peers_clock(netns: str, tunnel: Path, tmp_path: Path, client_offset_s: int) -> None:
-    """Both endpoints probe each other (RFC 5905 §8): on one machine their clocks agree, so every
-    exchange's offset is the client's libfaketime shift (none, or +7 s) within a few ms, with
-    sane round trips; and the client's ingress log is on that same shifted clock, not the
-    kernel's (one clock per process)."""
+    """Both endpoints probe each other (RFC 5905 §8): on one machine the clocks differ by exactly
+    the client's libfaketime shift (none, or +7 s), so every exchange's offset is that shift
+    within half its round trip, and round trips are sane; and the client's ingress log is on
+    that same shifted clock, not the kernel's (one clock per process)."""
     if client_offset_s and FAKETIME is None:
         pytest.skip("needs Debian's faketime (libfaketime)")
     subprocess.run(in_ns(netns, ["ip", "link", "set", "lo", "up"]), check=True)
@@ -474,7 +474,11 @@ def test_clock_exchanges_measure_the_peers_clock(netns: str, tunnel: Path, tmp_p
         assert len(exchanges) >= 35, f"{log}: {len(exchanges)} exchanges"
         offsets_us = [((t2 - t1) + (t3 - t4)) / 2 for t1, t2, t3, t4 in exchanges]
         rtts_us = [(t4 - t1) - (t3 - t2) for t1, t2, t3, t4 in exchanges]
-        assert abs(statistics.median(offsets_us) - peer_minus_own_us) < 5_000, f"{log}: {statistics.median(offsets_us)} us"
+        # RFC 5905 §8: the true offset is within half the round trip of each exchange's, if every
+        # stamp is on its process's clock and taken on the right side of its event (µs truncation:
+        # a few µs more).
+        misses = [(o, r) for o, r in zip(offsets_us, rtts_us) if abs(o - peer_minus_own_us) > r / 2 + 5]
+        assert not misses, f"{log}: (offset, rtt) outside the bound: {misses[:5]}"
         assert 0 <= min(rtts_us) < 5_000 and statistics.median(rtts_us) < 20_000, f"{log}: {sorted(rtts_us)}"
     sent, arrived = read_native(tmp_path / "client.ingress.log"), read_native(tmp_path / "server.egress.log")
     delays_us = [d + offset_us for d in one_way_delays_us(sent, arrived)]
@@ -614,6 +618,7 @@ def test_client_passes_its_commands_exit_status_through_the_emulator(netns: str,
         (["server", "--key-file", "{readable}", "--", "true"], "{readable}: mode 640 lets others read it; make it 0600"),
         (["server", "--key-file", "{short}", "--", "true"], "{short}: expected 64 hexadecimal digits"),
         (["server", "--key-file", "{tmp}", "--", "true"], "{tmp}: not a regular file"),
+        (["server", "--key-file", "{fifo}", "--", "true"], "{fifo}: not a regular file"),
         (["client", "127.0.0.1:9", "--key-file", "/nonexistent/key", "--", "true"], "--key-file /nonexistent/key: cannot open it"),
         (["client", "localhost:9", "--key-file", "{key}", "--", "true"], "SERVER_IP:PORT"),
     ],
@@ -625,7 +630,8 @@ def test_bad_input_fails_in_one_line(netns: str, tunnel: Path, tmp_path: Path, a
     readable.chmod(0o640)
     short.write_text("0123abcd\n")
     short.chmod(0o600)
-    paths = {"key": key, "readable": readable, "short": short, "tmp": tmp_path}
+    os.mkfifo(tmp_path / "fifo", 0o600)
+    paths = {"key": key, "readable": readable, "short": short, "tmp": tmp_path, "fifo": tmp_path / "fifo"}
     args, expected = [a.format(**paths) for a in args], expected.format(**paths)
     done = subprocess.run(in_ns(netns, [str(tunnel), *args]), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2

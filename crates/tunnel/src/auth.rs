@@ -18,9 +18,9 @@
 //! after the tag (`pantheon_format::tunnel_wire`); the tag is the output's first 4 bytes
 //! (little-endian order, the paper's).
 
-use std::fs::File;
+use std::fs::OpenOptions;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -104,7 +104,12 @@ impl ControlSender {
 /// grants nothing to group or others.
 pub fn read_key_file(path: &Path) -> Result<[u8; KEY_BYTES], String> {
     let name = path.display();
-    let file = File::open(path).map_err(|e| format!("--key-file {name}: cannot open it: {e}"))?;
+    // Non-blocking: a FIFO in its place is refused below instead of waiting for a writer.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("--key-file {name}: cannot open it: {e}"))?;
     let metadata = file.metadata().map_err(|e| format!("--key-file {name}: {e}"))?;
     if !metadata.is_file() {
         return Err(format!("--key-file {name}: not a regular file"));

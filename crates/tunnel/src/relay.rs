@@ -235,17 +235,20 @@ pub struct InboundTotals {
     pub dropped: DropCounts,
     /// Datagrams the kernel dropped because the socket's receive buffer was full.
     pub overflow_drops: u32,
-    /// Clock exchanges this endpoint completed.
-    pub exchanges: u64,
 }
 
 /// Datagrams the admission dropped, by reason.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DropCounts {
+    /// From an address that is not the peer's.
     pub strangers: u64,
+    /// Tagged without the peer's key, or altered on the way.
     pub bad_tags: u64,
+    /// Numbered as one accepted before, or below the window.
     pub replayed: u64,
+    /// Authentic data whose inner datagram is not IPv4 from the peer's tunnel address.
     pub foreign_sources: u64,
+    /// Not a tunnel message.
     pub malformed: u64,
     /// Control messages this role never receives.
     pub wrong_role: u64,
@@ -339,7 +342,6 @@ impl Inbound {
                     }
                     Verdict::Exchanged { t1_us, t2_us, t3_us } => {
                         self.clock_log.record(t1_us, t2_us, t3_us, received_epoch_us);
-                        totals.exchanges += 1;
                     }
                     Verdict::Welcomed => {}
                     Verdict::Drop(dropped) => totals.dropped.count(dropped),
@@ -373,9 +375,13 @@ impl Inbound {
 
 /// Sends this endpoint's clock probes, from the moment it has a peer until it stops.
 pub struct Prober {
+    /// The endpoint's outer socket, shared with the relay threads.
     pub socket: Arc<UdpSocket>,
+    /// The peer's address; a server's is set once its client has said hello.
     pub peer: Arc<PeerSlot>,
+    /// Seals the probes.
     pub control: Arc<ControlSender>,
+    /// Readable when the endpoint stops.
     pub stop: RawFd,
 }
 
@@ -384,14 +390,11 @@ impl Prober {
     const PEER_POLL_NS: u64 = 10_000_000;
 
     pub fn run(self) -> io::Result<()> {
-        let peer = loop {
-            if let Some(peer) = self.peer.get() {
-                break peer;
-            }
+        while self.peer.get().is_none() {
             if wait(-1, false, self.stop, Some(Self::PEER_POLL_NS))?.stop {
                 return Ok(());
             }
-        };
+        }
         let mut schedule = ProbeSchedule::new(monotonic_us());
         loop {
             let due_us = schedule.due_in_us(monotonic_us());
@@ -401,8 +404,8 @@ impl Prober {
                 }
                 continue;
             }
-            // A server's client may have moved (its NAT re-mapped it).
-            let to = self.peer.get().unwrap_or(peer);
+            // Read each time: a server's client may have moved (its NAT re-mapped it).
+            let to = self.peer.get().expect("a peer once set stays set");
             let t1_us = epoch_us();
             // A probe the kernel refuses is a lost exchange.
             let _ = self.socket.send_to(&self.control.message(Control::Probe, &[t1_us]), to);
