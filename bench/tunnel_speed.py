@@ -142,7 +142,7 @@ def run_tunnel(hosts: tuple[str, str], seconds: int, tmp: Path, binary: Path, ba
     for stale in (report, key):
         stale.unlink(missing_ok=True)
     write_session_key(key)
-    server_logs, client_logs = EndpointLogs.under(tmp, "server"), EndpointLogs.under(tmp, "client")
+    server_logs, client_logs = EndpointLogs.under(tmp, "server", clock=True), EndpointLogs.under(tmp, "client", clock=True)
 
     def options(logs: EndpointLogs) -> list[str]:
         everything = logs.options()

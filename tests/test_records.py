@@ -96,17 +96,19 @@ def test_uncorrected_remote_clock_would_give_absurd_delays(tmp_path):
 
 
 def test_delays_below_zero_after_correction_are_flagged_with_the_numbers(tmp_path):
-    # The fit says the receiver's clock is 30 ms further ahead than it is: on a 20 ms path every
-    # corrected delay is −10 ms, beyond the ±20.08 ms bound's promise.
-    truth, wrong = peer_clock_fit(7_000_000), peer_clock_fit(7_030_000)
+    # The fit says the receiver's clock is 50 ms further ahead than it is: on a 20 ms path every
+    # corrected delay is −30 ms, beyond the ±20.08 ms bound's promise. One 10 ms off gives −10 ms,
+    # which the bound allows: no flag.
+    truth, wrong, within = peer_clock_fit(7_000_000), peer_clock_fit(7_050_000), peer_clock_fit(7_030_000)
     one_flow_run(tmp_path, lambda t: t, truth.local_to_peer_us)
-    summary = merge_run(tmp_path, plans.uniform("cubic", 1, 0, 2.0), T0_US / 1e6, PeerClock(wrong, "receiver"))
-    assert (summary.negative_delays, summary.min_delay_us) == (2, -10_000)
+    plan = plans.uniform("cubic", 1, 0, 2.0)
+    summary = merge_run(tmp_path, plan, T0_US / 1e6, PeerClock(wrong, "receiver"))
+    assert (summary.negative_delays, summary.min_delay_us) == (2, -30_000)
     assert clock_flags(summary, wrong) == [
         "clock: 2 of 3 data packets arrived before they were sent after the clock correction (least one-way delay "
-        "-10.000 ms, clock bound ± 20.080 ms): the clocks moved beyond the measured bound"]
-    assert clock_flags(merge_run(tmp_path, plans.uniform("cubic", 1, 0, 2.0), T0_US / 1e6, PeerClock(truth, "receiver")),
-                       truth) == []
+        "-30.000 ms, clock bound ± 20.080 ms): the clocks moved beyond the measured bound"]
+    assert clock_flags(merge_run(tmp_path, plan, T0_US / 1e6, PeerClock(within, "receiver")), within) == []
+    assert clock_flags(merge_run(tmp_path, plan, T0_US / 1e6, PeerClock(truth, "receiver")), truth) == []
 
 
 def test_a_clock_step_is_flagged():

@@ -185,7 +185,7 @@ def test_either_side_sends_and_either_side_serves_the_tunnel(tmp_path: Path, sen
             time.sleep(0.1)
     run_dir = data / "cubic" / "run1"
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["ok"], run
+    assert run["ok"] and run["flags"] == [], run
     clock = run["clock"]
     assert_offset_within_bound(clock, offset_s, rate, session_start_us)
     assert abs(clock["drift_us_per_s"] - (rate - 1) * 1e6) <= 4 * clock["bound_us"] / runtime_s, clock
@@ -229,8 +229,8 @@ def dropped_datagrams(run_dir: Path) -> int:
 def test_ssh_dropped_mid_run_leaves_nothing_on_either_host(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with two_hosts(tmp_path, clock_offset_s=5.0) as hosts:
-        harness = hosts.popen_local(remote_campaign(hosts, data, runtime_s=30), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+        harness = hosts.popen_local(remote_campaign(hosts, data, "--run-times", "2", runtime_s=30),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_udp_port(hosts)  # a tunnel endpoint is up: the run is under way
         time.sleep(2)
         assert hosts.remote_processes(), "the run's remote side is running"
@@ -240,6 +240,9 @@ def test_ssh_dropped_mid_run_leaves_nothing_on_either_host(tmp_path: Path) -> No
         assert harness.returncode != 0, stdout
         run = json.loads((data / "cubic" / "run1" / "run.json").read_text())
         assert "connection" in run["failures"][0], run["failures"]
+        # The campaign ends there, in one line, rather than failing its next run the same way.
+        assert not (data / "cubic" / "run2").exists()
+        assert stderr.strip().splitlines()[-1].endswith(f"the campaign cannot go on: finished runs are in {data}"), stderr
         deadline = time.monotonic() + 20
         while hosts.remote_processes() or hosts.local_processes():
             assert time.monotonic() < deadline, (hosts.remote_processes(), hosts.local_processes())

@@ -138,6 +138,11 @@ class Progress:
         print(f"\r{self.label}  {status}" + " " * 10 if self.tty else f"{self.label} {status}", file=sys.stderr, flush=True)
 
 
+class CampaignBroken(PantheonError):
+    """No further run can succeed (the other host is out of reach): the campaign ends after the
+    run that found out, whose failure says why; finished runs stay."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM during a run: ended like Ctrl-C, so a campaign stopped by a supervisor or `timeout`
     leaves nothing behind."""
@@ -170,6 +175,10 @@ class Mode(Protocol):
     def peer_clock(self, run_dir: Path) -> PeerClock | None:
         """The far side's clock, fitted from the run's clock logs (None: one clock, local mode);
         a PantheonError (ClockError) is the run's failure line."""
+
+    def broken(self) -> str | None:
+        """Why no further run can succeed (remote mode: the connection to the other host is lost);
+        None while runs can go on."""
 
 
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, data_dir: Path,
@@ -213,6 +222,8 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
         }, indent=2) + "\n")
         failed += not outcome.ok
         progress.run_ended(outcome.ok, outcome.failures[0] if outcome.failures else "")
+        if why := mode.broken():
+            raise CampaignBroken(f"{why}; the campaign cannot go on: finished runs are in {data_dir}")
     if not quiet:
         print(f"pantheon: {len(trials) - failed} of {len(trials)} runs ok; data in {data_dir}", file=sys.stderr)
     return failed

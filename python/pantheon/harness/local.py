@@ -55,12 +55,12 @@ class EmulatedPath:
             receiver = launcher(self.control, side_name(i, "receiver"), self.harness_pid, scheme.command("receiver", port=SCHEME_PORT))
             out = self.dir / f"flow{i}.tunnel-server.out"
             server = self.processes.spawn(f"tunnel server of flow {i}", in_netns(self.namespace, tunnel.server_command(
-                tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver")), key, receiver)), out, side_name(i, "receiver"))
+                tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver"), clock=False), key, receiver)), out, side_name(i, "receiver"))
             _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
             sender = launcher(self.control, side_name(i, "sender"), self.harness_pid, scheme.command("sender", port=SCHEME_PORT))
             clients.append({
                 "name": side_name(i, "sender"),
-                "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender")), sender),
+                "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender"), clock=False), sender),
                 "stdout": str(self.dir / f"flow{i}.tunnel-client.out"),
             })
         plan_file = self.control / "agent.json"
@@ -99,6 +99,9 @@ class Emulated:
                             namespace=leftovers.run_namespace(os.getpid(), index), harness_pid=os.getpid(), run_dir=run_dir)
 
     def peer_clock(self, run_dir: Path) -> None:
+        return None
+
+    def broken(self) -> None:
         return None
 
 

@@ -163,9 +163,11 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerCloc
 
 
 def clock_flags(summary: Summary, fit: ClockFit) -> list[str]:
-    """One line per clock problem of a remote run, for run.json's "flags"."""
+    """One line per clock problem of a remote run, for run.json's "flags". A corrected delay below
+    zero but within the bound is what the bound allows (a path of a few µs, timestamping noise);
+    one below minus the bound cannot happen unless the clocks moved beyond what was measured."""
     flags = []
-    if summary.negative_delays and summary.min_delay_us is not None:
+    if summary.min_delay_us is not None and summary.min_delay_us < -fit.bound_us:
         flags.append(f"clock: {summary.negative_delays} of {summary.data_packets} data packets arrived before they were "
                      f"sent after the clock correction (least one-way delay {summary.min_delay_us / 1000:.3f} ms, "
                      f"clock bound ± {fit.bound_us / 1000:.3f} ms): the clocks moved beyond the measured bound")

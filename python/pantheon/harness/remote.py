@@ -128,7 +128,7 @@ class RealPath:
             key = self.keys.new(i)
             command = launcher(self.control, side_name(i, local_side), os.getpid(),
                                run.schemes[flow.scheme].command(local_side, port=SCHEME_PORT))
-            logs = tunnel.EndpointLogs.under(self.dir, side_name(i, local_side))
+            logs = tunnel.EndpointLogs.under(self.dir, side_name(i, local_side), clock=True)
             far = {"op": "endpoint", "flow": i, "side": remote_side, "scheme": flow.scheme, "key": key.read_text().strip()}
             if self.setup.tunnel_server == "remote":
                 port = self._remote({**far, "role": "server"})["port"]
@@ -193,6 +193,9 @@ class Remote:
 
     def endpoints(self, index: int, run_seed: int, run_dir: Path) -> RealPath:
         return RealPath(self.channel, self.setup, index, run_dir)
+
+    def broken(self) -> str | None:
+        return None if self.channel.open else str(self.channel.lost())
 
     def peer_clock(self, run_dir: Path) -> PeerClock:
         """The remote clock fitted from every flow's exchanges (the flows' endpoints share the two

@@ -21,24 +21,29 @@ KEY_BYTES = 32
 
 @dataclass(frozen=True)
 class EndpointLogs:
-    """The logs of one endpoint: native (µs) and the original's text form, each way, and its clock
-    exchanges with the peer (`t1_us t2_us t3_us t4_us` lines, those it initiated)."""
+    """The logs of one endpoint: native (µs) and the original's text form, each way, and, where the
+    two endpoints read different clocks (remote mode), its clock exchanges with the peer
+    (`t1_us t2_us t3_us t4_us` lines, those it initiated). Local mode asks for no clock log: both
+    endpoints read one clock, and without one the endpoints send no probes across the emulated
+    path, whose link logs then hold the schemes' datagrams alone."""
     ingress: Path
     egress: Path
     ingress_text: Path
     egress_text: Path
-    clock: Path
+    clock: Path | None
 
     @classmethod
-    def under(cls, directory: Path, stem: str) -> EndpointLogs:
-        kinds = ("ingress", "egress", "ingress.text", "egress.text", "clock")
-        return cls(*(directory / f"{stem}.{kind}.log" for kind in kinds))
+    def under(cls, directory: Path, stem: str, *, clock: bool) -> EndpointLogs:
+        def log(kind: str) -> Path:
+            return directory / f"{stem}.{kind}.log"
+
+        return cls(log("ingress"), log("egress"), log("ingress.text"), log("egress.text"), log("clock") if clock else None)
 
     def options(self) -> list[str]:
         return [
             "--ingress-log", str(self.ingress), "--egress-log", str(self.egress),
             "--ingress-text-log", str(self.ingress_text), "--egress-text-log", str(self.egress_text),
-            "--clock-log", str(self.clock),
+            *(["--clock-log", str(self.clock)] if self.clock else []),
         ]
 
 

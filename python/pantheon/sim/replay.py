@@ -13,7 +13,7 @@ with its link clock, which starts before the flow does: the harness starts the e
 tunnel and the scheme's first side, and releases the sender `HEAD_START_S` later. The first data
 datagram on the uplink log (1500 bytes on the path, docs/tunnel.md) marks the flow's start on the
 link's clock; the simulated flow starts at that instant of a run with the same options and seed,
-so it sees the same opportunities at the same times. The tunnel's handshake datagram (52 bytes)
+so it sees the same opportunities at the same times. The tunnel's handshake datagram (44 bytes)
 takes part of one opportunity in the emulator and is not replayed.
 
 Only one-flow runs replay: the uplink log does not say which flow a datagram belongs to.
