@@ -226,7 +226,11 @@ def dropped_datagrams(run_dir: Path) -> int:
 
 
 @pytest.mark.slow
-def test_ssh_dropped_mid_run_leaves_nothing_on_either_host(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cut", ["ssh connection", "harness"])
+def test_a_run_cut_short_leaves_nothing_on_either_host(tmp_path: Path, cut: str) -> None:
+    """Mid-run, the ssh connection drops (its sshd processes killed, as a failed network would) or
+    the local harness is SIGKILLed (its ssh client's input closes): the agent ends the far side,
+    this host's launchers see the harness or its run end, and nothing is left on either host."""
     data = tmp_path / "data"
     with two_hosts(tmp_path, clock_offset_s=5.0) as hosts:
         harness = hosts.popen_local(remote_campaign(hosts, data, "--run-times", "2", runtime_s=30),
@@ -234,15 +238,16 @@ def test_ssh_dropped_mid_run_leaves_nothing_on_either_host(tmp_path: Path) -> No
         wait_for_udp_port(hosts)  # a tunnel endpoint is up: the run is under way
         time.sleep(2)
         assert hosts.remote_processes(), "the run's remote side is running"
-        for pid in hosts.session_pids():
+        for pid in hosts.session_pids() if cut == "ssh connection" else [harness.pid]:
             os.kill(pid, signal.SIGKILL)
         stdout, stderr = harness.communicate(timeout=60)
         assert harness.returncode != 0, stdout
-        run = json.loads((data / "cubic" / "run1" / "run.json").read_text())
-        assert "connection" in run["failures"][0], run["failures"]
-        # The campaign ends there, in one line, rather than failing its next run the same way.
-        assert not (data / "cubic" / "run2").exists()
-        assert stderr.strip().splitlines()[-1].endswith(f"the campaign cannot go on: finished runs are in {data}"), stderr
+        if cut == "ssh connection":
+            run = json.loads((data / "cubic" / "run1" / "run.json").read_text())
+            assert "connection" in run["failures"][0], run["failures"]
+            # The campaign ends there, in one line, rather than failing its next run the same way.
+            assert not (data / "cubic" / "run2").exists()
+            assert stderr.strip().splitlines()[-1].endswith(f"the campaign cannot go on: finished runs are in {data}"), stderr
         deadline = time.monotonic() + 20
         while hosts.remote_processes() or hosts.local_processes():
             assert time.monotonic() < deadline, (hosts.remote_processes(), hosts.local_processes())
