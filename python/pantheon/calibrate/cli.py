@@ -123,11 +123,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"pantheon calibrate: {len(problem.targets)} settings of {len({t.setting.label for t in problem.targets})} "
               f"schemes; search {problem.bounds.describe()}", file=sys.stderr)
     study_dir = args.data_dir / STUDY_DIR
-    study = search.open_study(problem, study_dir / "study.db", args.seed)
     progress = search.Progress(args.quiet, args.trials, args.minutes)
-    search.run(problem, study, args.trials, args.minutes, args.scheduler, progress)
-    best = study.best_trial
-    candidate = space.from_params(best.params)
+    phases = search.calibrate(problem, study_dir / "study.db", args.seed, args.trials, args.minutes, args.scheduler,
+                              progress)
+    best, candidate, best_study = search.best(phases)
     figures = [(dict(t), dict(d)) for t, d in best.user_attrs["figures"]]
     errors = replication.Errors(best.value, best.user_attrs["per_scheme_pct"])
     out = args.out or study_dir / "calibrated.toml"
@@ -135,11 +134,12 @@ def run(args: argparse.Namespace) -> int:
     preset = candidate.preset(out.stem, f"Calibrated by pantheon calibrate on {args.data_dir.resolve()}")
     out.write_text(preset.toml(
         f"Calibrated emulator: {candidate.describe()}.\nReplication error {errors.overall_pct:.2f}% in the simulator "
-        f"(noise floor {_num(floor.overall_pct if floor else None)}%), trial {best.number} of study {study.study_name}.\n"
+        f"(noise floor {_num(floor.overall_pct if floor else None)}%), trial {best.number} of study {best_study}.\n"
         f"Use it with: pantheon test local --emulator {out} (or pantheon sim --emulator {out})."))
     summary = {
         "data_dir": str(args.data_dir.resolve()), "preset": str(out), "study": str(study_dir / "study.db"),
-        "study_name": study.study_name, "best_trial": best.number, "trials": len(study.trials),
+        "studies": [p.study.study_name for p in phases], "best_study": best_study, "best_trial": best.number,
+        "complete_trials": sum(t.value is not None for p in phases for t in p.study.get_trials(deepcopy=False)),
         "path": candidate.params(), "emulator_options": preset.options(Path("/nonexistent")),
         "replication_error_pct": errors.overall_pct, "per_scheme_pct": errors.per_scheme_pct,
         "noise_floor_pct": floor.overall_pct if floor else None,

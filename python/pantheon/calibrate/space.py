@@ -142,5 +142,31 @@ def from_params(params: dict) -> Candidate:
     kind = params["delivery"]
     loss = params[f"{kind}.loss"]
     return Candidate(float(f"{params[f'{kind}.rate_mbps']:.6g}"), float(f"{params[f'{kind}.delay_ms']:.6g}"),
-                     int(params[f"{kind}.buffer_bytes"]), 0.0 if loss <= LOSS_FLOOR else float(f"{loss:.6g}"),
+                     round(params[f"{kind}.buffer_bytes"]), 0.0 if loss <= LOSS_FLOOR else float(f"{loss:.6g}"),
                      kind == "poisson")
+
+
+def refine_point(start: Candidate, space: Bounds) -> dict[str, float]:
+    """Where the refining phase (search.Refine) starts: `start`, within the bounds."""
+    def inside(value: float, r: Range, floor: float = 0.0) -> float:
+        return min(max(value, r.low, floor), max(r.high, floor))
+
+    return {"rate_mbps": inside(start.rate_mbps, space.rate_mbps), "delay_ms": inside(start.delay_ms, space.delay_ms),
+            "buffer_bytes": inside(float(start.buffer_bytes), space.buffer_bytes),
+            "loss": inside(start.loss, space.loss, LOSS_FLOOR)}
+
+
+def refined(trial, space: Bounds, poisson: bool) -> Candidate:
+    """A candidate of the refining phase: one delivery kind, the other four parameters on the
+    scales `suggest` uses (the buffer continuous, for CMA-ES, rounded to bytes)."""
+    trial.suggest_float("rate_mbps", space.rate_mbps.low, space.rate_mbps.high, log=True)
+    trial.suggest_float("delay_ms", space.delay_ms.low, space.delay_ms.high)
+    trial.suggest_float("buffer_bytes", space.buffer_bytes.low, space.buffer_bytes.high, log=True)
+    trial.suggest_float("loss", max(LOSS_FLOOR, space.loss.low), max(LOSS_FLOOR, space.loss.high), log=True)
+    return from_refined(trial.params, poisson)
+
+
+def from_refined(params: dict, poisson: bool) -> Candidate:
+    """The candidate of a refining trial's parameters."""
+    kind = "poisson" if poisson else "constant"
+    return from_params({"delivery": kind, **{f"{kind}.{name}": value for name, value in params.items()}})
