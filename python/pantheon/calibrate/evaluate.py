@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pantheon.calibrate.replication import Figures
 from pantheon.calibrate.space import Candidate
-from pantheon.calibrate.targets import Setting
+from pantheon.harness.plan import Plan
 from pantheon.sim.batch import FlowSpec, Job, run_batch
 
 NO_TRACES = Path("/nonexistent")
@@ -36,7 +36,7 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def simulate(settings: Sequence[Setting], candidate: Candidate, cc: dict[str, str], runs: int) -> Outcome:
+def simulate(settings: Sequence[Plan], candidate: Candidate, cc: dict[str, str], runs: int) -> Outcome:
     """The settings' figures over `candidate`; `cc` maps each scheme to the controller simulated."""
     options = candidate.preset().options(NO_TRACES)
     jobs = [Job([FlowSpec(cc[f.scheme], f.start_s, f.duration_s) for f in s.flows], options, s.runtime_s, seed)

@@ -3,7 +3,8 @@ percentile one-way delay over the valid runs of a data dir, per flow, exactly as
 computes them (the runs go through the analysis's own `analyse_run` and `scheme_summary`, so
 perf.json's means and these are the same numbers).
 
-A flow setting is a label's flows (scheme, start, duration) and the run's length: a data dir made
+A flow setting is a run's plan (harness/plan.py: the label's flows, each a scheme with its start
+and duration, and the run's length): a data dir made
 with one `--flows` setting has one per scheme; a scenario (schemes mixed in a run) is one setting
 whose flows have different schemes. Per flow, because a simulated run gives per-flow metrics (and
 for one flow, flow 1's figures are the run's).
@@ -17,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon.analysis.analyze import analyse_run
-from pantheon.analysis.datadir import FlowPlan, open_data_dir
+from pantheon.analysis.datadir import open_data_dir
 from pantheon.analysis.metrics import RunMetrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS
 from pantheon.errors import PantheonError
+from pantheon.harness.plan import Flow, Plan
 
 MIXED_CAPACITY_RATIO = 1.10
 """Runs whose measured capacities (delivery opportunities, where the path was emulated) differ by
@@ -33,16 +35,10 @@ class CalibrationError(PantheonError):
     """The data or the options cannot be calibrated on; the message says why."""
 
 
-@dataclass(frozen=True)
-class Setting:
-    label: str
-    flows: tuple[FlowPlan, ...]
-    runtime_s: float
-
-
 @dataclass
 class Target:
-    setting: Setting
+    setting: Plan
+    """The runs' plan: label, flows (scheme, start, duration) and length."""
     runs: list[RunMetrics]
     """The valid runs, in run order."""
     run_numbers: list[int]
@@ -53,10 +49,6 @@ class Target:
         flows = scheme_summary(self.runs if runs is None else runs)["flows"]
         return ({f: m["throughput_mbps"]["mean"] for f, m in flows.items()},
                 {f: m["delay_p95_ms"]["mean"] for f, m in flows.items()})
-
-    @property
-    def schemes(self) -> list[str]:
-        return list(dict.fromkeys(f.scheme for f in self.setting.flows))
 
 
 @dataclass(frozen=True)
@@ -88,7 +80,7 @@ def read(data_dir: Path, schemes: list[str] | None = None) -> Data:
     """The targets of a data dir (only labels in `schemes`, where given); a CalibrationError when
     there is nothing to calibrate on."""
     data = open_data_dir(data_dir)
-    groups: dict[Setting, Target] = {}
+    groups: dict[Plan, Target] = {}
     left_out: dict[str, str] = {}
     capacities: list[tuple[float, str]] = []
     wanted = set(schemes) if schemes else None
@@ -108,7 +100,8 @@ def read(data_dir: Path, schemes: list[str] | None = None) -> Data:
             continue
         if metrics.metrics.capacity_mbps:
             capacities.append((metrics.metrics.capacity_mbps, source.name))
-        setting = Setting(source.label, tuple(source.flows), float(source.runtime_s))
+        setting = Plan(source.label, tuple(Flow(f.scheme, f.start_s, f.duration_s) for f in source.flows),
+                       float(source.runtime_s))
         target = groups.setdefault(setting, Target(setting, [], []))
         target.runs.append(metrics.metrics)
         target.run_numbers.append(source.number)
