@@ -73,6 +73,7 @@ def test_recovers_a_self_made_path_and_its_preset_runs(truth_data: Path, tmp_pat
     assert summary["replication_error_pct"] <= 5.0, summary
     assert set(summary["per_scheme_pct"]) == set(SCHEMES.split(","))
     assert "cubic-user" in done.stdout and "mean" in done.stdout  # the table
+    assert out.with_suffix(".png").stat().st_size and (tmp_path / "fitted.convergence.png").stat().st_size
 
     run = pantheon("sim", "--schemes", "copa", "--runtime", "1", "--emulator", str(out),
                    "--data-dir", str(tmp_path / "again"), "--no-analyze", "--quiet")

@@ -7,6 +7,7 @@ Writes, by default under DATA_DIR/calibration/:
     calibrated.toml   the best candidate as a preset (--out FILE puts it elsewhere)
     calibrated.json   the summary: the path, the errors overall and per scheme with the noise
                       floor, each scheme's real and simulated figures, the stand-ins, the bounds
+    calibrated.png, calibrated.convergence.png   the paper's Fig. 3 and the search's convergence
 and prints the per-scheme table on stdout.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pantheon import presets, schemes
-from pantheon.calibrate import replication, search, space, standins, targets
+from pantheon.calibrate import replication, report, search, space, standins, targets
 from pantheon.calibrate.targets import CalibrationError
 
 STUDY_DIR = "calibration"
@@ -153,7 +154,10 @@ def run(args: argparse.Namespace) -> int:
                      for t, r, f in zip(problem.targets, problem.real, figures)],
     }
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    report.replication_figure(problem.targets, problem.real, figures, errors, out.with_suffix(".png"))
+    report.convergence_figure(phases, floor.overall_pct if floor else None, out.with_name(f"{out.stem}.convergence.png"))
     print(f"path: {candidate.describe()}")
     print(table(problem, figures, errors, floor))
-    print(f"preset: {out} (summary {out.with_suffix('.json')})")
+    print(f"preset: {out} (summary {out.with_suffix('.json')}, figures {out.with_suffix('.png')} and "
+          f"{out.with_name(out.stem + '.convergence.png')})")
     return 0
