@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pantheon import presets, schemes
-from pantheon.calibrate import replication, report, search, space, standins, targets
+from pantheon.calibrate import confirm, replication, report, search, space, standins, targets
 from pantheon.calibrate.targets import CalibrationError
 
 STUDY_DIR = "calibration"
@@ -49,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument(flag, metavar="LOW:HIGH", help=f"bounds of the search {unit} (default: from the data)".replace("  ", " "))
     p.add_argument("--delivery", choices=("constant", "poisson", "both"), default="both",
                    help="delivery kinds searched (default both)")
+    p.add_argument("--confirm", type=int, default=0, metavar="K",
+                   help="run the K best candidates over the emulator with the real schemes (pantheon test local: "
+                   "root, real time) and choose on the emulator's error (default 0: the simulator's best)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -88,9 +91,10 @@ def _label(target: targets.Target, flow: str) -> str:
 
 
 def table(problem: search.Problem, figures: list[replication.Figures], errors: replication.Errors,
-          floor: replication.Errors | None) -> str:
-    """Per scheme (and flow): real and simulated figures, the error and the noise floor."""
-    rows = [("scheme", "runs", "real Mbit/s", "sim Mbit/s", "real p95 ms", "sim p95 ms", "error %", "floor %")]
+          floor: replication.Errors | None, side: str = "sim") -> str:
+    """Per scheme (and flow): real and `side`'s (simulated or emulated) figures, the error and the
+    noise floor."""
+    rows = [("scheme", "runs", "real Mbit/s", f"{side} Mbit/s", "real p95 ms", f"{side} p95 ms", "error %", "floor %")]
     for target, (real_t, real_d), (sim_t, sim_d) in zip(problem.targets, problem.real, figures):
         label = target.setting.label
         for flow, throughput in real_t.items():
@@ -108,8 +112,8 @@ def _num(value: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.trials < 1 or args.sim_runs < 1:
-        raise CalibrationError("--trials and --sim-runs must be at least 1")
+    if args.trials < 1 or args.sim_runs < 1 or args.confirm < 0:
+        raise CalibrationError("--trials and --sim-runs must be at least 1, --confirm at least 0")
     if args.minutes is not None and args.minutes <= 0:
         raise CalibrationError(f"--minutes must be positive, got {args.minutes:g}")
     asked = [s for s in (args.schemes or "").split(",") if s]
@@ -127,14 +131,20 @@ def run(args: argparse.Namespace) -> int:
     progress = search.Progress(args.quiet, args.trials, args.minutes)
     phases = search.calibrate(problem, study_dir / "study.db", args.seed, args.trials, args.minutes, args.scheduler,
                               progress)
-    best, candidate, best_study = search.best(phases)
+    ranked = search.top(phases, max(1, args.confirm))
+    confirmations = []
+    if args.confirm:
+        confirmations = confirm.run(problem.targets, [(c, t.value) for t, c, _ in ranked], study_dir, args.quiet)
+    chosen = confirmations[0].candidate if confirmations else ranked[0][1]
+    best, candidate, best_study = next(r for r in ranked if r[1] == chosen)
     figures = [(dict(t), dict(d)) for t, d in best.user_attrs["figures"]]
     errors = replication.Errors(best.value, best.user_attrs["per_scheme_pct"])
     out = args.out or study_dir / "calibrated.toml"
     out.parent.mkdir(parents=True, exist_ok=True)
     preset = candidate.preset(out.stem, f"Calibrated by pantheon calibrate on {args.data_dir.resolve()}")
     out.write_text(preset.toml(
-        f"Calibrated emulator: {candidate.describe()}.\nReplication error {errors.overall_pct:.2f}% in the simulator "
+        f"Calibrated emulator: {candidate.describe()}.\nReplication error {errors.overall_pct:.2f}% in the simulator"
+        + (f", {confirmations[0].emulated.overall_pct:.2f}% over the emulator" if confirmations else "") + " "
         f"(noise floor {_num(floor.overall_pct if floor else None)}%), trial {best.number} of study {best_study}.\n"
         f"Use it with: pantheon test local --emulator {out} (or pantheon sim --emulator {out})."))
     summary = {
@@ -148,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
         "stand_ins": {s: {"scheme": i.scheme, "cc": i.cc} for s, i in found.items()},
         "bounds": {k: str(v) if isinstance(v, space.Range) else list(v) for k, v in vars(problem.bounds).items()},
         "sim_runs": problem.sim_runs,
+        "confirmation": [{"path": c.candidate.params(), "simulated_error_pct": c.simulated_pct,
+                          "emulated_error_pct": c.emulated.overall_pct, "emulated_per_scheme_pct": c.emulated.per_scheme_pct,
+                          "data_dir": str(c.data_dir)} for c in confirmations],
         "settings": [{"label": t.setting.label, "runtime_s": t.setting.runtime_s, "runs": t.run_numbers,
                       "flows": [vars(f) for f in t.setting.flows], "real": {"throughput_mbps": r[0], "delay_p95_ms": r[1]},
                       "simulated": {"throughput_mbps": f[0], "delay_p95_ms": f[1]}}
@@ -158,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
     report.convergence_figure(phases, floor.overall_pct if floor else None, out.with_name(f"{out.stem}.convergence.png"))
     print(f"path: {candidate.describe()}")
     print(table(problem, figures, errors, floor))
+    if confirmations:
+        print(f"over the emulator (chosen of {len(confirmations)} candidates; "
+              + ", ".join(f"{c.emulated.overall_pct:.2f}%" for c in confirmations) + "):")
+        print(table(problem, confirmations[0].figures, confirmations[0].emulated, floor, "emu"))
     print(f"preset: {out} (summary {out.with_suffix('.json')}, figures {out.with_suffix('.png')} and "
           f"{out.with_name(out.stem + '.convergence.png')})")
     return 0

@@ -216,17 +216,25 @@ def storage(db: Path) -> str:
     return f"sqlite:///{db}"
 
 
-def best(phases: list) -> tuple:
-    """(trial, candidate, study name) of the best finished trial of the phases' studies."""
-    found = []
-    for phase in phases:
-        trials = [t for t in phase.study.get_trials(deepcopy=False) if t.value is not None]
-        if trials:
-            trial = min(trials, key=lambda t: t.value)
-            found.append((trial.value, trial, phase.candidate(trial.params), phase.study.study_name))
+def top(phases: list, count: int) -> list[tuple]:
+    """(trial, candidate, study name) of the `count` best finished trials of the phases' studies,
+    best first, each candidate once."""
+    found: dict[space.Candidate, tuple] = {}
+    ranked = sorted(((t, phase) for phase in phases for t in phase.study.get_trials(deepcopy=False) if t.value is not None),
+                    key=lambda pair: pair[0].value)
+    for trial, phase in ranked:
+        candidate = phase.candidate(trial.params)
+        found.setdefault(candidate, (trial, candidate, phase.study.study_name))
+        if len(found) == count:
+            break
     if not found:
         raise CalibrationError("no trial finished: nothing to write")
-    return min(found, key=lambda f: f[0])[1:]
+    return list(found.values())
+
+
+def best(phases: list) -> tuple:
+    """(trial, candidate, study name) of the best finished trial of the phases' studies."""
+    return top(phases, 1)[0]
 
 
 def calibrate(problem: Problem, db: Path, seed: int, trials: int, minutes: float | None, scheduler: str | None,
