@@ -161,6 +161,8 @@ def test_runs_of_different_paths_mixed_is_one_line(truth_data: Path, tmp_path: P
     (["--loss", "0.2:0.3"], "--loss 0.2:0.3 leaves out the data"),
     (["--buffer-bytes", "9:3"], "--buffer-bytes must have 0 <= LOW <= HIGH"),
     (["--schemes", "copa,webrtc"], "has no runs of webrtc"),
+    (["--schemes", "copa,vegas-user", "--hold-out", "copa"], "--hold-out copa leaves fewer than two schemes"),
+    (["--hold-out", "webrtc"], "--hold-out webrtc: no valid runs of it to hold out"),
 ])
 def test_bounds_that_exclude_the_data_are_one_line(truth_data: Path, capsys: pytest.CaptureFixture[str],
                                                    option: list[str], message: str) -> None:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pantheon import presets, schemes
-from pantheon.calibrate import confirm, replication, report, search, space, standins, targets
+from pantheon.calibrate import confirm, evaluate, replication, report, search, space, standins, targets
 from pantheon.calibrate.targets import CalibrationError
 
 STUDY_DIR = "calibration"
@@ -52,6 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confirm", type=int, default=0, metavar="K",
                    help="run the K best candidates over the emulator with the real schemes (pantheon test local: "
                    "root, real time) and choose on the emulator's error (default 0: the simulator's best)")
+    p.add_argument("--hold-out", metavar="SCHEME", help="leave-one-out: calibrate without this scheme's runs, then "
+                   "predict them over the calibrated path (its replication error says how well the path generalises)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -121,8 +123,13 @@ def run(args: argparse.Namespace) -> int:
     for run_name, why in data.left_out.items():
         print(f"pantheon calibrate: leaving out {run_name}: {why}", file=sys.stderr)
     found = _stand_ins(data, bool(asked))
-    problem = search.Problem(data.targets, {s: i.cc for s, i in found.items()}, _bounds(args, data.observed),
-                             args.sim_runs)
+    held = [t for t in data.targets if t.setting.label == args.hold_out]
+    if args.hold_out and not held:
+        raise CalibrationError(f"--hold-out {args.hold_out}: no valid runs of it to hold out")
+    kept = [t for t in data.targets if t not in held]
+    if len({t.setting.label for t in kept}) < 2:
+        raise CalibrationError(f"--hold-out {args.hold_out} leaves fewer than two schemes to calibrate on")
+    problem = search.Problem(kept, {s: i.cc for s, i in found.items()}, _bounds(args, data.observed), args.sim_runs)
     floor = replication.noise_floor(problem.targets)
     if not args.quiet:
         print(f"pantheon calibrate: {len(problem.targets)} settings of {len({t.setting.label for t in problem.targets})} "
@@ -147,6 +154,14 @@ def run(args: argparse.Namespace) -> int:
         + (f", {confirmations[0].emulated.overall_pct:.2f}% over the emulator" if confirmations else "") + " "
         f"(noise floor {_num(floor.overall_pct if floor else None)}%), trial {best.number} of study {best_study}.\n"
         f"Use it with: pantheon test local --emulator {out} (or pantheon sim --emulator {out})."))
+    held_out = None
+    if held:
+        predicted = evaluate.simulate([t.setting for t in held], candidate, problem.cc, problem.sim_runs)
+        if predicted.error:
+            raise CalibrationError(f"--hold-out {args.hold_out}: the simulator refused the calibrated path: {predicted.error}")
+        held_errors = replication.errors(held, [t.means() for t in held], predicted.figures)
+        held_out = {"scheme": args.hold_out, "error_pct": held_errors.overall_pct,
+                    "real": [t.means() for t in held], "predicted": predicted.figures}
     summary = {
         "data_dir": str(args.data_dir.resolve()), "preset": str(out), "study": str(study_dir / "study.db"),
         "studies": [p.study.study_name for p in phases], "best_study": best_study, "best_trial": best.number,
@@ -157,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         "noise_floor_per_scheme_pct": floor.per_scheme_pct if floor else None,
         "stand_ins": {s: {"scheme": i.scheme, "cc": i.cc} for s, i in found.items()},
         "bounds": {k: str(v) if isinstance(v, space.Range) else list(v) for k, v in vars(problem.bounds).items()},
-        "sim_runs": problem.sim_runs,
+        "sim_runs": problem.sim_runs, "held_out": held_out,
         "confirmation": [{"path": c.candidate.params(), "simulated_error_pct": c.simulated_pct,
                           "emulated_error_pct": c.emulated.overall_pct, "emulated_per_scheme_pct": c.emulated.per_scheme_pct,
                           "data_dir": str(c.data_dir)} for c in confirmations],
@@ -175,6 +190,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"over the emulator (chosen of {len(confirmations)} candidates; "
               + ", ".join(f"{c.emulated.overall_pct:.2f}%" for c in confirmations) + "):")
         print(table(problem, confirmations[0].figures, confirmations[0].emulated, floor, "emu"))
+    if held_out:
+        (real_t, real_d), (sim_t, sim_d) = held_out["real"][0], held_out["predicted"][0]
+        print(f"held out {args.hold_out}: replication error {held_out['error_pct']:.2f}% (real {_num(real_t.get('1'))} "
+              f"Mbit/s, {_num(real_d.get('1'))} ms; predicted {_num(sim_t.get('1'))} Mbit/s, {_num(sim_d.get('1'))} ms)")
     print(f"preset: {out} (summary {out.with_suffix('.json')}, figures {out.with_suffix('.png')} and "
           f"{out.with_name(out.stem + '.convergence.png')})")
     return 0

@@ -1,28 +1,28 @@
-"""The search: an Optuna study (Akiba et al., "Optuna: a next-generation hyperparameter optimization
+"""The search: Optuna studies (Akiba et al., "Optuna: a next-generation hyperparameter optimization
 framework", KDD 2019), driven by ask and tell, whose trials run in parallel on Dask.
 
-Why these: the paper's search was Bayesian optimisation (Spearmint's Gaussian process with
-expected improvement); Optuna's default sampler, the Tree-structured Parzen Estimator (Bergstra et
-al., "Algorithms for hyper-parameter optimization", NIPS 2011), is Bayesian optimisation too, takes
-the categorical delivery kind as it is, needs no torch, and keeps its study in SQLite, so a search
-that is stopped resumes where it was. Ask/tell keeps the loop ours: a trial is asked for whenever a
-Dask worker is free, and told when its simulations come back, in whatever order they finish
-(`constant_liar`: a trial still running counts as a poor one, so parallel trials do not crowd one
-spot). Dask (`distributed`) runs the trials: a LocalCluster of one worker with a thread per core
-by default (a trial's work is a pantheon-sim subprocess, so threads are enough), or the workers of
-a real cluster through `--scheduler`.
+Two phases. Half the trials explore with the Tree-structured Parzen Estimator (Bergstra et al.,
+"Algorithms for hyper-parameter optimization", NIPS 2011): Bayesian optimisation, as the paper's
+Spearmint search was, needing no torch. The other half refine with CMA-ES from the explorer's best
+(`Refine`), because TPE finds the region but not the bottom of the valley in which delay and buffer
+trade against each other. The explorer models the good and the poor trials' parameters together
+(multivariate), each delivery kind's apart (group), and weighs 128 candidates per draw rather than
+24: over a self-made path (docs/calibration.md), 120 trials recovered the buffer to 1.7-8% (seeds
+1-4) with 128, to 0.5-18% with 24. Which kind each explorer trial tries is ours (`_next_kind`).
 
-The sampler models the good and the poor trials' parameters together (multivariate), each
-delivery kind's apart (group), and weighs 128 candidates per draw rather than 24: over a
-self-made path (docs/calibration.md), 120 trials recovered the buffer to 1.7-8% (seeds 1-4) with
-128, to 0.5-18% with 24.
+Ask/tell keeps the loop ours: a trial is asked for whenever a Dask worker is free, and told when
+its simulations come back, in whatever order they finish (TPE's `constant_liar`: a trial still
+running counts as a poor one, so parallel trials do not crowd one spot). Dask (`distributed`) runs
+the trials: a LocalCluster of one worker with a thread per core by default (a trial's work is a
+pantheon-sim subprocess, so threads are enough), or the workers of a real cluster through
+`--scheduler`.
 
-Seeded: the sampler's seed is `--seed`; with one worker the same study is drawn again exactly,
+Seeded: the samplers' seed is `--seed`; with one worker the same studies are drawn again exactly,
 with several the order in which trials finish varies and so do later draws.
 
-Resumable: the study is named after what it fits (the targets, the stand-ins, the bounds, the runs
-per trial), so running the same command again continues it and a different one starts another.
-Trials that were running when the last search stopped are re-run.
+Resumable: the studies live in SQLite, named after what they fit (the targets, the stand-ins, the
+bounds, the runs per trial), so running the same command again continues them and a different one
+starts others. Trials that were running when the last search stopped are run again.
 """
 from __future__ import annotations
 
