@@ -167,3 +167,14 @@ def test_runs_of_different_paths_mixed_is_one_line(truth_data: Path, tmp_path: P
 def test_bounds_that_exclude_the_data_are_one_line(truth_data: Path, capsys: pytest.CaptureFixture[str],
                                                    option: list[str], message: str) -> None:
     assert message in one_line_error(capsys, str(truth_data), *option)
+
+
+def test_ablation_frees_one_parameter_a_step(truth_data: Path, tmp_path: Path) -> None:
+    data = copy_of(truth_data, tmp_path)
+    done = pantheon("calibrate", str(data), "--trials", "2", "--ablation", "--quiet")
+    assert done.returncode == 0, done.stderr
+    steps = json.loads((data / "calibration" / "calibrated.json").read_text())["ablation"]
+    assert [s["parameters"] for s in steps] == ["rate", "+ delay", "+ buffer", "+ loss", "+ Poisson"]
+    first, second, third = (s["path"] for s in steps[:3])
+    assert first["delay_ms"] == 0 and first["buffer_bytes"] is None and first["loss"] == 0 and not first["poisson"]
+    assert second["buffer_bytes"] is None and third["buffer_bytes"] is not None and third["loss"] == 0

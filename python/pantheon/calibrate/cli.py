@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pantheon import presets, schemes
-from pantheon.calibrate import confirm, evaluate, replication, report, search, space, standins, targets
+from pantheon.calibrate import ablation, confirm, evaluate, replication, report, search, space, standins, targets
 from pantheon.calibrate.targets import CalibrationError
 
 STUDY_DIR = "calibration"
@@ -54,6 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "root, real time) and choose on the emulator's error (default 0: the simulator's best)")
     p.add_argument("--hold-out", metavar="SCHEME", help="leave-one-out: calibrate without this scheme's runs, then "
                    "predict them over the calibrated path (its replication error says how well the path generalises)")
+    p.add_argument("--ablation", action="store_true", help="also calibrate with fewer parameters free (rate only, "
+                   "+ delay, + buffer, + loss; the paper's Fig. 5), each with --trials trials")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -162,6 +164,10 @@ def run(args: argparse.Namespace) -> int:
         held_errors = replication.errors(held, [t.means() for t in held], predicted.figures)
         held_out = {"scheme": args.hold_out, "error_pct": held_errors.overall_pct,
                     "real": [t.means() for t in held], "predicted": predicted.figures}
+    steps = []
+    if args.ablation:
+        steps = [*ablation.run(problem, study_dir / "study.db", args.seed, args.trials, args.scheduler, args.quiet),
+                 ablation.Step("+ Poisson", candidate, errors.overall_pct)]
     summary = {
         "data_dir": str(args.data_dir.resolve()), "preset": str(out), "study": str(study_dir / "study.db"),
         "studies": [p.study.study_name for p in phases], "best_study": best_study, "best_trial": best.number,
@@ -173,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         "stand_ins": {s: {"scheme": i.scheme, "cc": i.cc} for s, i in found.items()},
         "bounds": {k: str(v) if isinstance(v, space.Range) else list(v) for k, v in vars(problem.bounds).items()},
         "sim_runs": problem.sim_runs, "held_out": held_out,
+        "ablation": [{"parameters": step.name, "error_pct": step.error_pct, "path": step.candidate.params()}
+                     for step in steps],
         "confirmation": [{"path": c.candidate.params(), "simulated_error_pct": c.simulated_pct,
                           "emulated_error_pct": c.emulated.overall_pct, "emulated_per_scheme_pct": c.emulated.per_scheme_pct,
                           "data_dir": str(c.data_dir)} for c in confirmations],
@@ -190,6 +198,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"over the emulator (chosen of {len(confirmations)} candidates; "
               + ", ".join(f"{c.emulated.overall_pct:.2f}%" for c in confirmations) + "):")
         print(table(problem, confirmations[0].figures, confirmations[0].emulated, floor, "emu"))
+    if steps:
+        print("ablation (paper Fig. 5): parameters free, replication error, path")
+        for step in steps:
+            print(f"  {step.name:<10} {step.error_pct:7.2f}%  {step.candidate.describe()}")
     if held_out:
         (real_t, real_d), (sim_t, sim_d) = held_out["real"][0], held_out["predicted"][0]
         print(f"held out {args.hold_out}: replication error {held_out['error_pct']:.2f}% (real {_num(real_t.get('1'))} "

@@ -60,13 +60,15 @@ def parse_range(text: str, option: str) -> Range:
 class Bounds:
     rate_mbps: Range
     delay_ms: Range
-    buffer_bytes: Range
+    buffer_bytes: Range | None
+    """None: no buffer parameter, an infinite queue (the ablation's first steps, ablation.py)."""
     loss: Range
     deliveries: tuple[str, ...]
     """Some of presets.DELIVERIES."""
 
     def describe(self) -> str:
-        return (f"rate {self.rate_mbps} Mbit/s, delay {self.delay_ms} ms, buffer {self.buffer_bytes} B, "
+        buffer = f"{self.buffer_bytes} B" if self.buffer_bytes else "infinite"
+        return (f"rate {self.rate_mbps} Mbit/s, delay {self.delay_ms} ms, buffer {buffer}, "
                 f"loss {self.loss}, delivery {'/'.join(self.deliveries)}")
 
 
@@ -103,7 +105,8 @@ def bounds(observed: Observed, *, rate_mbps: Range | None = None, delay_ms: Rang
 class Candidate:
     rate_mbps: float
     delay_ms: float
-    buffer_bytes: int
+    buffer_bytes: int | None
+    """None: an infinite queue."""
     loss: float
     poisson: bool
 
@@ -117,7 +120,8 @@ class Candidate:
 
     def describe(self) -> str:
         return (f"rate {self.rate_mbps:.4g} Mbit/s ({'Poisson' if self.poisson else 'constant'}), "
-                f"delay {self.delay_ms:.4g} ms, buffer {self.buffer_bytes} B, loss {self.loss:.3g}")
+                f"delay {self.delay_ms:.4g} ms, buffer {f'{self.buffer_bytes} B' if self.buffer_bytes else 'infinite'}, "
+                f"loss {self.loss:.3g}")
 
 
 def suggest(trial, space: Bounds) -> Candidate:
@@ -129,8 +133,8 @@ def suggest(trial, space: Bounds) -> Candidate:
     delivery = trial.suggest_categorical("delivery", list(space.deliveries))
     rate = trial.suggest_float(f"{delivery}.rate_mbps", space.rate_mbps.low, space.rate_mbps.high, log=True)
     delay = trial.suggest_float(f"{delivery}.delay_ms", space.delay_ms.low, space.delay_ms.high)
-    buffer = trial.suggest_int(f"{delivery}.buffer_bytes", int(space.buffer_bytes.low), int(space.buffer_bytes.high),
-                               log=True)
+    buffer = None if space.buffer_bytes is None else trial.suggest_int(
+        f"{delivery}.buffer_bytes", int(space.buffer_bytes.low), int(space.buffer_bytes.high), log=True)
     loss = trial.suggest_float(f"{delivery}.loss", max(LOSS_FLOOR, space.loss.low), max(LOSS_FLOOR, space.loss.high),
                                log=True)
     return from_params({"delivery": delivery, f"{delivery}.rate_mbps": rate, f"{delivery}.delay_ms": delay,
@@ -140,20 +144,24 @@ def suggest(trial, space: Bounds) -> Candidate:
 def from_params(params: dict) -> Candidate:
     """The candidate of a trial's parameters (as `suggest` draws them)."""
     kind = params["delivery"]
-    loss = params[f"{kind}.loss"]
+    loss, buffer = params[f"{kind}.loss"], params.get(f"{kind}.buffer_bytes")
     return Candidate(float(f"{params[f'{kind}.rate_mbps']:.6g}"), float(f"{params[f'{kind}.delay_ms']:.6g}"),
-                     round(params[f"{kind}.buffer_bytes"]), 0.0 if loss <= LOSS_FLOOR else float(f"{loss:.6g}"),
+                     None if buffer is None else round(buffer), 0.0 if loss <= LOSS_FLOOR else float(f"{loss:.6g}"),
                      kind == "poisson")
 
 
 def refine_point(start: Candidate, space: Bounds) -> dict[str, float]:
-    """Where the refining phase (search.Refine) starts: `start`, within the bounds."""
+    """Where the refining phase (search.Refine) starts: `start`, within the bounds, for the
+    parameters that vary (Optuna leaves a one-value range out of CMA-ES's space)."""
     def inside(value: float, r: Range, floor: float = 0.0) -> float:
         return min(max(value, r.low, floor), max(r.high, floor))
 
-    return {"rate_mbps": inside(start.rate_mbps, space.rate_mbps), "delay_ms": inside(start.delay_ms, space.delay_ms),
-            "buffer_bytes": inside(float(start.buffer_bytes), space.buffer_bytes),
-            "loss": inside(start.loss, space.loss, LOSS_FLOOR)}
+    point = {"rate_mbps": (inside(start.rate_mbps, space.rate_mbps), space.rate_mbps, 0.0),
+             "delay_ms": (inside(start.delay_ms, space.delay_ms), space.delay_ms, 0.0),
+             "loss": (inside(start.loss, space.loss, LOSS_FLOOR), space.loss, LOSS_FLOOR)}
+    if space.buffer_bytes is not None and start.buffer_bytes is not None:
+        point["buffer_bytes"] = (inside(float(start.buffer_bytes), space.buffer_bytes), space.buffer_bytes, 0.0)
+    return {name: value for name, (value, r, floor) in point.items() if max(r.low, floor) < max(r.high, floor)}
 
 
 def refined(trial, space: Bounds, poisson: bool) -> Candidate:
@@ -161,7 +169,8 @@ def refined(trial, space: Bounds, poisson: bool) -> Candidate:
     scales `suggest` uses (the buffer continuous, for CMA-ES, rounded to bytes)."""
     trial.suggest_float("rate_mbps", space.rate_mbps.low, space.rate_mbps.high, log=True)
     trial.suggest_float("delay_ms", space.delay_ms.low, space.delay_ms.high)
-    trial.suggest_float("buffer_bytes", space.buffer_bytes.low, space.buffer_bytes.high, log=True)
+    if space.buffer_bytes is not None:
+        trial.suggest_float("buffer_bytes", space.buffer_bytes.low, space.buffer_bytes.high, log=True)
     trial.suggest_float("loss", max(LOSS_FLOOR, space.loss.low), max(LOSS_FLOOR, space.loss.high), log=True)
     return from_refined(trial.params, poisson)
 
