@@ -97,7 +97,7 @@ def main() -> None:
           f"{'delivery':>8} {'error%':>6} {'floor%':>6} {'wall s':>6}")
     stdout = ""
     for seed in (int(s) for s in args.seeds.split(",")):
-        summary, stdout, wall_s = calibrate(args, root, seed, root.parent / f"calibrated-seed{seed}.toml")
+        summary, stdout, wall_s = calibrate(args, root, seed, root / f"bench-calibrated-seed{seed}.toml")
         path = summary["path"]
         off = {k: 100 * (path[k] - v) / v for k, v in truth.items()}
         print(f"{seed:>4} {path['rate_mbps']:8.3f} {off['rate_mbps']:+5.1f} {path['delay_ms']:7.2f} "
