@@ -4,8 +4,8 @@ The truth is one of our own five-parameter emulators; its data is made by `panth
 (simulator only, so the test takes seconds, not the minutes of emulated runs), on seeds the
 calibration's own simulations do not use (the data's 100-102, the trials' 0-2), so the data is not
 the objective's own draw. Issue 17 §2 asks for the parameters within 10% (rate, delay, buffer) and a
-replication error of at most 5%. Measured (docs/calibration.md, sampler seeds 1-4): rate within
-2.5%, delay within 1.3%, error 1.4-2.1%, the buffer 2.7-11.5% off. The buffer's 10% is at the
+replication error of at most 5%. Measured (docs/calibration.md, sampler seeds 1-4 of this search
+and its predecessor): rate within 3%, delay within 1.8%, error 1.4-3.0%, the buffer 2.7-12% off. The buffer's 10% is at the
 objective's own noise: around the truth the error varies between 0.9% and 1.5% within ±10% of the
 buffer (only cubic-user fills it), as much as from one draw of the hosts' latencies to another, so
 the search cannot tell those buffers apart. The test holds rate and delay to 10%, the buffer to 20%.
