@@ -2,6 +2,7 @@
 command line replace the preset's for the same parameter."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -74,3 +75,55 @@ def test_emulate_accepts_a_preset(netns: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     header = log.read_text().splitlines()[2]
     assert "delay 51000 us; loss 0.0006; queue droptail [packets=94]; delivery constant 77.72 Mbit/s" in header
+
+
+def test_every_builtin_preset_is_a_file_that_reads_back_as_itself(tmp_path: Path) -> None:
+    assert {p.stem for p in presets.PRESETS_DIR.glob("*.toml")} == set(presets.PRESETS)
+    for name, preset in presets.PRESETS.items():
+        written = tmp_path / f"{name}.toml"
+        written.write_text(preset.toml("a comment"))
+        assert presets.lookup(str(written)) == preset
+
+
+def test_a_preset_file_is_taken_by_path(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('kind = "calibrated"\ndelay_ms = 12.5\n[uplink]\nrate_mbps = 24.0\ndelivery = "poisson"\n'
+                    'queue_bytes = 60000\nloss = 0.01\n[downlink]\nrate_mbps = 24.0\ndelivery = "poisson"\n')
+    assert presets.lookup(str(path)).options(tmp_path) == [
+        "--delay", "12.5", "--uplink-poisson", "24", "--uplink-queue", "droptail", "--uplink-queue-bytes", "60000",
+        "--uplink-loss", "0.01", "--downlink-poisson", "24", "--timing", "us"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("delay_ms = [", "not TOML"),
+    ("speed = 3", "unknown key 'speed'"),
+    ("[uplink]\nrate_mbps = -1", r"uplink.rate_mbps must be a number > 0, got -1"),
+    ("[uplink]\nrate_mbps = 1\ntrace_ms = [1]", "exactly one of rate_mbps and trace_ms"),
+    ("[uplink]\nrate_mbps = 1\ndelivery = 'bursty'", "delivery must be one of constant, poisson"),
+    ("[uplink]\nrate_mbps = 1\nqueue_bytes = 1.5", "queue_bytes must be an integer"),
+    ("[uplink]\nrate_mbps = 1\nloss = 2", r"loss must be a number >= 0 and <= 1"),
+    ("timing = 'ns'", "timing must be one of us, mahimahi"),
+])
+def test_a_bad_preset_file_is_one_line_naming_it(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(presets.PresetError, match=message) as caught:
+        presets.lookup(str(path))
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_missing_preset_file_is_one_line() -> None:
+    with pytest.raises(presets.PresetError, match="emulator file /nonexistent/path.toml: No such file"):
+        presets.lookup("/nonexistent/path.toml")
+
+
+def test_sim_runs_over_a_preset_file(tmp_path: Path) -> None:
+    path = tmp_path / "path.toml"
+    path.write_text("delay_ms = 5\n[uplink]\nrate_mbps = 6\nqueue_packets = 20\n[downlink]\nrate_mbps = 6\n")
+    data = tmp_path / "data"
+    done = subprocess.run([str(REPO / ".venv/bin/pantheon"), "sim", "--schemes", "cubic-user", "--runtime", "2",
+                           "--emulator", str(path), "--data-dir", str(data), "--no-analyze", "--quiet"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    options = json.loads((data / "metadata.json").read_text())["emulator_options"]
+    assert options[:6] == ["--delay", "5", "--uplink-rate", "6", "--uplink-queue", "droptail"]

@@ -7,6 +7,7 @@
     pantheon test remote HOST --schemes ...  the same over the real path to HOST (reached over ssh)
     pantheon sim --schemes copa,vegas-user  the same experiment, simulated (pantheon-sim) on every core
     pantheon analyze DATA_DIR               metrics, plots and a report (HTML, PDF) of a data dir
+    pantheon calibrate DATA_DIR             fit an emulator preset to a data dir's results
     pantheon schemes list|setup|check       the scheme registry: status, set-up, a check run of each
     pantheon demo                           every scheme over an emulated 12 Mbit/s, 20 ms path, and a report
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 from pantheon import presets, schemes_cli
 from pantheon.analysis import cli as analysis_cli
 from pantheon.binaries import binary
+from pantheon.calibrate import cli as calibrate_cli
 from pantheon.demo import run_demo
 from pantheon.errors import PantheonError
 from pantheon.harness import cli as harness_cli
@@ -63,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     harness_cli.add_parser(sub)
     sim_cli.add_parser(sub)
     analysis_cli.add_parser(sub)
+    calibrate_cli.add_parser(sub)
     schemes_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="every scheme that can run here over an emulated 12 Mbit/s, 20 ms path; a report")
     demo.add_argument("--runtime", type=float, default=10.0, help="seconds each scheme runs (default 10)")
@@ -101,6 +104,8 @@ def _command(argv: list[str]) -> int:
         return sim_cli.run(args)
     if args.command == "analyze":
         return analysis_cli.run(args)
+    if args.command == "calibrate":
+        return calibrate_cli.run(args)
     if args.command == "schemes":
         return schemes_cli.run(args)
     if args.command == "emulators":

@@ -84,8 +84,10 @@ def add_output_options(parser: argparse.ArgumentParser, default_dir: str) -> Non
 def add_path_options(parser: argparse.ArgumentParser) -> None:
     path = parser.add_argument_group(
         "emulated path", "Default: 12 Mbit/s each way, no delay, infinite queue. --emulator NAME starts from one of "
-        "Pantheon's paths (pantheon emulators); the options below replace its values for what they set.")
-    path.add_argument("--emulator", metavar="NAME", help="one of Pantheon's emulated paths (pantheon emulators)")
+        "Pantheon's paths (pantheon emulators), --emulator FILE.toml from a preset file (pantheon calibrate writes "
+        "them); the options below replace its values for what they set.")
+    path.add_argument("--emulator", metavar="NAME|FILE", help="one of Pantheon's emulated paths (pantheon emulators), "
+                      "or a preset file's path (FILE.toml, presets.py)")
     for flag, metavar, text in PATH_OPTIONS:
         path.add_argument(flag, action=_PathOption, dest="path_options", default=[], metavar=metavar, help=text)
 
@@ -113,7 +115,7 @@ class Experiment:
     seed: int
     data_dir: Path
     emulator: str | None
-    """A preset's name (presets.py), or None."""
+    """A built-in preset's name or a preset file's path (presets.py), or None."""
     path_options: tuple[str, ...]
     """The user's own path options, `--flag value` pairs; they replace the preset's."""
     quiet: bool = False

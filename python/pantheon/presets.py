@@ -1,8 +1,28 @@
-"""Pantheon's own emulated paths, by name (`--emulator NAME`; `pantheon emulators` lists them).
+"""Emulated paths as preset files (`--emulator NAME` or `--emulator FILE.toml`; `pantheon emulators`
+lists the built-in ones).
 
-The parameters are the original Pantheon's, from its continuous-testing configuration (paper §4
-and §5): rates in Mbit/s both ways, delay one-way in ms, the queue a DropTail queue on the
-uplink (the downlink's is infinite) unless a preset says both, and loss on the uplink.
+A preset is a TOML file of the emulator's five-parameter path model and its clock; the built-in
+ones are the files in presets/ at the repository's root (one per path, named after it, as schemes/
+holds one manifest per scheme), and `pantheon calibrate` writes a file of the same form, so a
+calibrated path and a built-in one are used the same way. The format:
+
+    kind = "calibrated"            # what sort of path, for the listing
+    description = "..."            # optional
+    delay_ms = 28                  # one-way propagation delay, each direction (default 0)
+    timing = "mahimahi"            # the path model's clock: "us" (the default) or "mahimahi"
+    [uplink]                       # data; [downlink] (acknowledgements) likewise
+    rate_mbps = 0.57               # a rate, or trace_ms = [ms, ...] (a Mahimahi trace; loops)
+    delivery = "poisson"           # "constant" (the default) or "poisson" (rate_mbps is the mean)
+    queue_packets = 14             # a DropTail limit (or queue_bytes); none: an infinite queue
+    loss = 0.0477                  # i.i.d. loss probability (default 0)
+
+A direction left out is pantheon-emu's default (12 Mbit/s, infinite queue). A file that does not
+read is one line naming the file and the key; the values themselves are judged by the emulator's
+own option code when a run starts.
+
+The built-in parameters are the original Pantheon's, from its continuous-testing configuration
+(paper §4 and §5): rates in Mbit/s both ways, delay one-way in ms, the queue a DropTail queue on
+the uplink (the downlink's is infinite) unless a preset says both, and loss on the uplink.
 
 - Calibrated emulators (§4: each reproduces a real path's results with Bayesian optimisation
   over the five link parameters); the cellular ones deliver as Poisson processes.
@@ -12,21 +32,31 @@ uplink (the downlink's is infinite) unless a preset says both, and loss on the u
 - Buffer sweeps: 12 Mbit/s and 30 ms (bandwidth-delay product 90 000 bytes) with a DropTail buffer
   of 0.1, 1/3, 1/2 and 1 BDP.
 
-Every preset runs on Mahimahi's clock (`--timing mahimahi`, docs/emulator.md): the original's
-parameters were chosen, and the calibrated ones fitted, on Mahimahi, whose whole-millisecond
-delays and delivery opportunities are part of what the fit reproduced. `--timing us` after the
-preset replaces it.
+Every built-in preset runs on Mahimahi's clock (`timing = "mahimahi"`, docs/emulator.md): the
+original's parameters were chosen, and the calibrated ones fitted, on Mahimahi, whose
+whole-millisecond delays and delivery opportunities are part of what the fit reproduced.
+`--timing us` after the preset replaces it.
 """
 from __future__ import annotations
 
+import math
+import os
+import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon.errors import PantheonError
+from pantheon.repository import ROOT
+
+PRESETS_DIR = ROOT / "presets"
+"""The built-in presets, one NAME.toml each."""
+TIMINGS = ("us", "mahimahi")
+DELIVERIES = ("constant", "poisson")
 
 
 class PresetError(PantheonError):
-    """No emulated path has the name the user gave."""
+    """No emulated path has the name the user gave, or a preset file does not read."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +105,20 @@ class Direction:
             what += f", loss {self.loss:g}"
         return what
 
+    def toml(self) -> list[str]:
+        """This direction's keys, one `key = value` line each (the table header is the caller's)."""
+        if self.trace_ms is not None:
+            lines = [f"trace_ms = [{', '.join(str(t) for t in self.trace_ms)}]"]
+        else:
+            lines = [f"rate_mbps = {self.rate_mbps!r}", f'delivery = "{"poisson" if self.poisson else "constant"}"']
+        lines += [f"{key} = {value!r}" for key, value in (("queue_packets", self.queue_packets),
+                                                           ("queue_bytes", self.queue_bytes)) if value is not None]
+        return lines + ([f"loss = {self.loss!r}"] if self.loss else [])
+
+
+DEFAULT_DIRECTION = Direction(12.0)
+"""pantheon-emu's default for a direction the preset leaves out."""
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -83,6 +127,9 @@ class Preset:
     delay_ms: float
     uplink: Direction
     downlink: Direction
+    timing: str = "us"
+    """The path model's clock (docs/emulator.md): "us", or "mahimahi" (whole milliseconds)."""
+    description: str = ""
 
     def options(self, traces_dir: Path) -> list[str]:
         """`pantheon emulate` options reproducing this path; trace files go to `traces_dir`."""
@@ -90,50 +137,133 @@ class Preset:
             "--delay", f"{self.delay_ms:g}",
             *self.uplink.options("uplink", traces_dir, self.name),
             *self.downlink.options("downlink", traces_dir, self.name),
-            "--timing", "mahimahi",
+            "--timing", self.timing,
         ]
 
-
-def _calibrated(name: str, rate_mbps: float, delay_ms: float, queue_packets: int, loss: float = 0.0, poisson: bool = False) -> Preset:
-    return Preset(
-        name, "calibrated", delay_ms,
-        Direction(rate_mbps, poisson=poisson, queue_packets=queue_packets, loss=loss),
-        Direction(rate_mbps, poisson=poisson),
-    )
-
-
-def _policer(rate_mbps: int, delay_ms: int) -> Preset:
-    side = Direction(rate_mbps, queue_packets=1)
-    return Preset(f"policer-{rate_mbps}mbps-{delay_ms}ms", "token-bucket policer", delay_ms, side, side)
+    def toml(self, comment: str = "") -> str:
+        """The preset as a file that `lookup` reads back as this preset; `comment` heads it."""
+        head = [f"# {line}".rstrip() for line in comment.splitlines()]
+        lines = [*head, f'kind = "{_escaped(self.kind)}"']
+        if self.description:
+            lines.append(f'description = "{_escaped(self.description)}"')
+        lines += [f"delay_ms = {self.delay_ms!r}", f'timing = "{self.timing}"']
+        for name, direction in (("uplink", self.uplink), ("downlink", self.downlink)):
+            lines += ["", f"[{name}]", *direction.toml()]
+        return "\n".join(lines) + "\n"
 
 
-def _buffer(queue_bytes: int) -> Preset:
-    return Preset(f"buffer-{queue_bytes}b", "buffer sweep", 30, Direction(12, queue_bytes=queue_bytes), Direction(12))
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in [
-        _calibrated("nepal-wifi", 0.57, 28, 14, loss=0.0477, poisson=True),
-        _calibrated("mexico-cellular", 2.64, 88, 130, poisson=True),
-        _calibrated("colombia-cellular", 3.04, 130, 426, poisson=True),
-        _calibrated("india-wired", 100.42, 27, 173),
-        _calibrated("china-wired", 77.72, 51, 94, loss=0.0006),
-        _calibrated("mexico-wired", 114.68, 45, 450),
-        *[_policer(rate, delay) for rate in (12, 60, 108) for delay in (10, 50)],
-        Preset("ack-aggregation-100ms", "ACK aggregation", 10, Direction(12), Direction(trace_ms=(100,))),
-        Preset("ack-aggregation-10x200ms", "ACK aggregation", 10, Direction(12), Direction(trace_ms=(200,) * 10)),
-        *[_buffer(b) for b in (9_000, 30_000, 45_000, 90_000)],
-    ]
-}
+def _number(table: dict, key: str, where: str, *, integer: bool = False, low: float = 0.0,
+            low_open: bool = False, high: float = math.inf) -> float | int | None:
+    """table[key] if present, checked to be a number (an integer where asked) in its range."""
+    if key not in table:
+        return None
+    value = table[key]
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+            or value < low or (low_open and value == low) or value > high:
+        what = "an integer" if integer else "a number"
+        bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if math.isfinite(high) else "")
+        raise PresetError(f"{where}.{key} must be {what} {bound}, got {value!r}")
+    return value
+
+
+def _unknown(table: dict, allowed: set[str], where: str) -> None:
+    if extra := sorted(set(table) - allowed):
+        raise PresetError(f"{where}: unknown key '{extra[0]}' (known: {', '.join(sorted(allowed))})")
+
+
+def _direction(table: object, where: str) -> Direction:
+    if not isinstance(table, dict):
+        raise PresetError(f"{where} must be a table ([{where.rsplit(' ', 1)[-1]}])")
+    _unknown(table, {"rate_mbps", "delivery", "trace_ms", "queue_packets", "queue_bytes", "loss"}, where)
+    rate = _number(table, "rate_mbps", where, low_open=True)
+    trace = table.get("trace_ms")
+    if (rate is None) == (trace is None):
+        raise PresetError(f"{where} needs exactly one of rate_mbps and trace_ms")
+    if trace is not None and (not isinstance(trace, list) or not trace
+                              or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in trace)):
+        raise PresetError(f"{where}.trace_ms must be a non-empty list of whole milliseconds")
+    delivery = table.get("delivery", "constant")
+    if delivery not in DELIVERIES or (trace is not None and "delivery" in table):
+        raise PresetError(f"{where}.delivery must be one of {', '.join(DELIVERIES)} (with rate_mbps), got {delivery!r}")
+    packets = _number(table, "queue_packets", where, integer=True, low=1)
+    queue_bytes = _number(table, "queue_bytes", where, integer=True, low=1)
+    if packets is not None and queue_bytes is not None:
+        raise PresetError(f"{where} has both queue_packets and queue_bytes; a DropTail queue has one limit")
+    return Direction(rate_mbps=None if rate is None else float(rate), poisson=delivery == "poisson",
+                     trace_ms=None if trace is None else tuple(trace),
+                     queue_packets=None if packets is None else int(packets),
+                     queue_bytes=None if queue_bytes is None else int(queue_bytes),
+                     loss=float(_number(table, "loss", where, high=1.0) or 0.0))
+
+
+def parse(text: str, name: str, source: str) -> Preset:
+    """The preset a file's text describes; a PresetError naming `source` and the key otherwise."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PresetError(f"{source}: not TOML ({e})") from None
+    _unknown(table, {"kind", "description", "delay_ms", "timing", "uplink", "downlink"}, source)
+    kind, description = table.get("kind", "preset file"), table.get("description", "")
+    if not isinstance(kind, str) or not isinstance(description, str):
+        raise PresetError(f"{source}: kind and description must be strings")
+    timing = table.get("timing", "us")
+    if timing not in TIMINGS:
+        raise PresetError(f"{source}: timing must be one of {', '.join(TIMINGS)}, got {timing!r}")
+    delay = _number(table, "delay_ms", source) or 0.0
+    return Preset(name, kind, float(delay),
+                  _direction(table["uplink"], f"{source}: uplink") if "uplink" in table else DEFAULT_DIRECTION,
+                  _direction(table["downlink"], f"{source}: downlink") if "downlink" in table else DEFAULT_DIRECTION,
+                  timing, description)
+
+
+def load(path: Path) -> Preset:
+    """The preset file at `path`, named after it (its stem)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise PresetError(f"emulator file {path}: {e.strerror or e}") from None
+    return parse(text, Path(path).stem, str(path))
+
+
+def _natural(name: str) -> list:
+    """Sorts buffer-9000b before buffer-30000b: digits compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+KIND_ORDER = ("calibrated", "token-bucket policer", "ACK aggregation", "buffer sweep")
+"""The listing's order of the built-in kinds; a kind not named here comes last."""
+
+
+def _builtin() -> dict[str, Preset]:
+    found = [load(path) for path in PRESETS_DIR.glob("*.toml")]
+    rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
+    found.sort(key=lambda p: (rank.get(p.kind, len(rank)), _natural(p.name)))
+    return {p.name: p for p in found}
+
+
+PRESETS: dict[str, Preset] = _builtin()
+
+
+def is_file(name: str) -> bool:
+    """Whether an --emulator value names a file rather than a built-in preset."""
+    return name.endswith(".toml") or os.sep in name
 
 
 def lookup(name: str) -> Preset:
-    """The preset called `name`, or a PresetError listing the known ones."""
+    """The built-in preset called `name`, or the preset file `name` (a path ending in .toml or with
+    a directory in it); a PresetError listing the known ones otherwise."""
+    if is_file(name):
+        return load(Path(name))
     try:
         return PRESETS[name]
     except KeyError:
-        raise PresetError(f"unknown emulator '{name}'; known: {', '.join(PRESETS)} (see pantheon emulators)") from None
+        raise PresetError(f"unknown emulator '{name}'; known: {', '.join(PRESETS)} (see pantheon emulators), "
+                          f"or a preset file's path (FILE.toml)") from None
 
 
 def table() -> str:
@@ -176,8 +306,6 @@ def merge(preset_options: list[str], user_options: list[str]) -> list[str]:
 
 def traces_cache() -> Path:
     """Where presets' trace files live for `pantheon emulate` (stable contents, rewritten freely)."""
-    import os
-
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     directory = base / "pantheon" / "traces"
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,20 @@
+"""`pantheon calibrate`: from a path's measured results to an emulator preset that replicates them
+(Yan et al., "Pantheon: the training ground for Internet congestion-control research", USENIX ATC
+2018, §4 "calibrated emulators" and §5's replication error).
+
+The paper fitted five link parameters (bottleneck rate, one-way propagation delay, DropTail buffer,
+i.i.d. loss, constant or Poisson delivery) with Bayesian optimisation, each evaluation running
+every scheme over the emulator in real time. Here each evaluation runs the schemes in the
+simulator (pantheon.sim.batch: the emulator's link model and the schemes' own controllers in
+virtual time), trials run in parallel on Dask, and Optuna chooses them.
+
+    targets.py      what is to be replicated: per scheme and flow setting, the mean throughput and
+                    mean p95 one-way delay over its valid runs, as the analysis computes them
+    replication.py  the replication error and its noise floor
+    space.py        the five parameters, their bounds (from the data, overridable), a candidate
+                    as a preset
+    standins.py     which controller the simulator runs for each scheme
+    evaluate.py     one trial: every setting simulated over a candidate path
+    search.py       the Optuna study (SQLite, resumable) and the Dask trials
+    cli.py          the command, its output (preset TOML, JSON summary, table)
+"""
