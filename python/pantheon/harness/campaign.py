@@ -192,7 +192,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
                     raise
                 failures = [str(e)]
             failed += bool(failures)
-            if full := next((f for f in failures if files.out_of_space(f)), None):
+            if full := files.full_disk_failure(failures, data_dir):
                 _cut_short(trial, run_dir, run_seed, full, progress, name, data_dir)
                 return failed
             progress.ended(f"{name} {f'FAILED: {failures[0]}' if failures else 'ok'}")

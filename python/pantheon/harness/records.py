@@ -83,12 +83,16 @@ def read_tunnel_log(path: Path, t0_us: int, to_sender: ClockMap | None = None) -
     offset_us = base_us - t0_us
     packets = {}
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if line.startswith("#"):
                 continue
-            t_us, uid, size = line.split()
-            t = int(t_us) + offset_us if to_sender is None else to_sender(base_us + int(t_us)) - t0_us
-            packets[int(uid)] = (t, int(size))
+            try:
+                t_us, uid, size = (int(field) for field in line.split())
+            except ValueError:
+                # A log cut short (a full disk, a killed endpoint) ends in a partial line.
+                raise RecordsError(f"{path} line {number} is not 't_us uid bytes': {line[:40]!r}") from None
+            t = t_us + offset_us if to_sender is None else to_sender(base_us + t_us) - t0_us
+            packets[uid] = (t, size)
     return packets
 
 
