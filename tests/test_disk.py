@@ -28,12 +28,18 @@ needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") i
 needs_sim = pytest.mark.skipif(not SIM.is_file(), reason=f"{SIM} is not built (cargo build --release --workspace)")
 
 
-def in_tmpfs(mount: Path, options: str, *pantheon_args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """`pantheon ARGS` with `mount` a tmpfs (`options`) that only this command sees."""
-    mount.mkdir()
-    script = f'mount -t tmpfs -o {options} pantheon-test "$1" && shift && exec "$@"'
-    return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(mount),
-                           str(PANTHEON), *pantheon_args], capture_output=True, text=True, timeout=timeout)
+def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """`pantheon ARGS --data-dir MOUNT/data` with MOUNT a tmpfs (`options`) that only this command
+    sees; then the data dir is copied out to KEPT. (What it printed, with "exit STATUS" last on
+    stdout; MOUNT; KEPT.)"""
+    mount, kept = tmp_path / "disk", tmp_path / "kept"
+    mount.mkdir(parents=True)
+    script = ('mount -t tmpfs -o "$1" pantheon-test "$2" || exit 99; m=$2 k=$3; shift 3; "$@"; echo "exit $?"; '
+              'if [ -d "$m/data" ]; then cp -r "$m/data" "$k"; fi')
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", options, str(mount),
+                           str(kept), str(PANTHEON), *pantheon_args, "--data-dir", str(mount / "data")],
+                          capture_output=True, text=True, timeout=120)
+    return done, mount, kept
 
 
 def one_line(stderr: str) -> str:
@@ -47,24 +53,17 @@ def one_line(stderr: str) -> str:
 @needs_sim
 def test_a_read_only_data_dir_is_one_line_before_any_run(tmp_path: Path) -> None:
     for command in (["sim", "--schemes", "copa"], ["test", "local", "--schemes", "cubic"]):
-        done = in_tmpfs(tmp_path / command[0], "ro,size=1m", *command, "--runtime", "2",
-                        "--data-dir", str(tmp_path / command[0] / "data"))
-        assert done.returncode == 2, done.stderr
-        assert one_line(done.stderr) == f"pantheon: --data-dir {tmp_path / command[0] / 'data'} is not writable: " \
-                                        "Read-only file system"
+        done, mount, _ = in_tmpfs(tmp_path / command[0], "ro,size=1m", *command, "--runtime", "2")
+        assert done.stdout.strip() == "exit 2", (done.stdout, done.stderr)
+        assert one_line(done.stderr) == f"pantheon: --data-dir {mount / 'data'} is not writable: Read-only file system"
 
 
 @needs_mounts
 @needs_sim
 def test_a_full_disk_keeps_the_finished_runs_and_names_the_cut_short_one(tmp_path: Path) -> None:
-    # A 3 s simulated run of one flow writes ~350 kB: 1200 kB hold three, not six. The data dir is
-    # copied out of the tmpfs before its mount namespace ends.
-    mount, kept = tmp_path / "disk", tmp_path / "kept"
-    mount.mkdir()
-    script = (f'mount -t tmpfs -o size=1200k pantheon-test {mount} && {{ {PANTHEON} sim --schemes copa,cubic-user '
-              f'--run-times 3 --runtime 3 --jobs 1 --data-dir {mount}/data; echo "exit $?"; cp -r {mount}/data {kept}; }}')
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
-                          text=True, timeout=120)
+    # A 3 s simulated run of one flow writes ~350 kB: 1200 kB hold three, not six.
+    done, _, kept = in_tmpfs(tmp_path, "size=1200k", "sim", "--schemes", "copa,cubic-user", "--run-times", "3",
+                             "--runtime", "3", "--jobs", "1")
     assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
     said = done.stderr.splitlines()
@@ -119,12 +118,8 @@ def test_out_of_space_is_enospc_or_edquot_and_what_a_child_says_of_it() -> None:
 def test_a_full_disk_ends_a_harness_campaign_after_the_run_it_cut_short(tmp_path: Path) -> None:
     # A 3 s run of kernel Cubic over the default path writes ~1.1 MB (its logs, records, merged
     # logs): 1500 kB hold one, not three.
-    mount, kept = tmp_path / "disk", tmp_path / "kept"
-    mount.mkdir()
-    script = (f'mount -t tmpfs -o size=1500k pantheon-test {mount} && {{ {PANTHEON} test local --schemes cubic '
-              f'--run-times 3 --runtime 3 --no-analyze --data-dir {mount}/data; echo "exit $?"; cp -r {mount}/data {kept}; }}')
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
-                          text=True, timeout=120)
+    done, mount, kept = in_tmpfs(tmp_path, "size=1500k", "test", "local", "--schemes", "cubic", "--run-times", "3",
+                                 "--runtime", "3", "--no-analyze")
     assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
     full = [line for line in done.stderr.splitlines() if line.startswith(f"pantheon: the disk of {mount}/data is full: ")]
