@@ -122,6 +122,7 @@ def _check(registry: schemes.Registry, names: list[str], data_dir: Path | None) 
         for name in names:
             if problem := registry.problem(name):
                 unavailable = name in registry.schemes and registry.schemes[name].unavailable_reason()
+                progress.started(name)
                 progress.ended("")
                 progress.write(f"{name:<{width}}  {'skip' if unavailable else 'FAIL':<6}  {'':>6}  {problem}", sys.stdout)
                 failed += not unavailable
