@@ -21,6 +21,11 @@ in flight at once: the parent tells the workers through an event and each kills 
 simulator by pid; their run.json says so, runs not yet started never start, finished runs are
 kept. Every worker and simulator dies with its parent (PR_SET_PDEATHSIG), so a SIGKILL of
 `pantheon sim` leaves nothing running.
+
+Disks: run.json and sim.json are written atomically (files.py). A run that finds the disk full
+(the simulator says so, or it failed with almost no space left) is cut short (files.cut_short),
+runs not yet started never start, those in flight finish or are cut short too, and one line names
+the runs cut short; the finished runs are intact and the analysis reads them.
 """
 from __future__ import annotations
 
