@@ -18,6 +18,7 @@ from pantheon.harness import plan as plans
 from pantheon.harness.campaign import run_campaign
 from pantheon.harness.local import Emulated
 from pantheon.netns import require_root
+from pantheon.progress import Progress
 
 CHECK_MIN_MBPS = 1.0
 CHECK_MIN_SPAN_S = 2.0
@@ -113,27 +114,35 @@ def _check(registry: schemes.Registry, names: list[str], data_dir: Path | None) 
     require_root("pantheon schemes check")
     data_dir = data_dir or Path("data") / datetime.now().strftime("check-%Y%m%d-%H%M%S")
     width = max(len("scheme"), *(len(n) for n in names))
-    print(f"{'scheme':<{width}}  result  Mbit/s  note")
+    print(f"{'scheme':<{width}}  result  Mbit/s  note", flush=True)
+    # The table is the plain output; on a terminal a bar below it counts the schemes and the time left.
+    progress = Progress(len(names), quiet=False, lines=False)
     failed = 0
-    for name in names:
-        if problem := registry.problem(name):
-            unavailable = name in registry.schemes and registry.schemes[name].unavailable_reason()
-            print(f"{name:<{width}}  {'skip' if unavailable else 'FAIL':<6}  {'':>6}  {problem}", flush=True)
-            failed += not unavailable
-            continue
-        runtime_s = registry.schemes[name].check_runtime_s
-        run_campaign(plans=[plans.uniform(name, 1, 0.0, runtime_s)], schemes={name: registry.schemes[name]},
-                     mode=Emulated(CHECK_PATH), data_dir=data_dir / name, run_times=1, random_order=False, seed=0,
-                     quiet=True, arguments={"command": "schemes check", "scheme": name})
-        run_dir = data_dir / name / name / "run1"
-        outcome = json.loads((run_dir / "run.json").read_text())
-        notes = outcome["failures"] + unclean_stops(run_dir)
-        mbps, span_s = delivered(run_dir) if (run_dir / "records.parquet").exists() else (0.0, 0.0)
-        if mbps < CHECK_MIN_MBPS:
-            notes.append(f"moved {mbps:.2f} Mbit/s, less than {CHECK_MIN_MBPS:g}")
-        elif span_s < CHECK_MIN_SPAN_S:
-            notes.append(f"delivered data for only {span_s:.1f} s of {runtime_s:g}")
-        print(f"{name:<{width}}  {'FAIL' if notes else 'pass':<6}  {mbps:6.2f}  {'; '.join(notes) or ''}".rstrip(), flush=True)
-        failed += bool(notes)
+    try:
+        for name in names:
+            if problem := registry.problem(name):
+                unavailable = name in registry.schemes and registry.schemes[name].unavailable_reason()
+                progress.started(name)
+                progress.ended("")
+                progress.write(f"{name:<{width}}  {'skip' if unavailable else 'FAIL':<6}  {'':>6}  {problem}", sys.stdout)
+                failed += not unavailable
+                continue
+            runtime_s = registry.schemes[name].check_runtime_s
+            run_campaign(plans=[plans.uniform(name, 1, 0.0, runtime_s)], schemes={name: registry.schemes[name]},
+                         mode=Emulated(CHECK_PATH), data_dir=data_dir / name, run_times=1, random_order=False, seed=0,
+                         quiet=True, arguments={"command": "schemes check", "scheme": name}, progress=progress)
+            run_dir = data_dir / name / name / "run1"
+            outcome = json.loads((run_dir / "run.json").read_text())
+            notes = outcome["failures"] + unclean_stops(run_dir)
+            mbps, span_s = delivered(run_dir) if (run_dir / "records.parquet").exists() else (0.0, 0.0)
+            if mbps < CHECK_MIN_MBPS:
+                notes.append(f"moved {mbps:.2f} Mbit/s, less than {CHECK_MIN_MBPS:g}")
+            elif span_s < CHECK_MIN_SPAN_S:
+                notes.append(f"delivered data for only {span_s:.1f} s of {runtime_s:g}")
+            progress.write(f"{name:<{width}}  {'FAIL' if notes else 'pass':<6}  {mbps:6.2f}  {'; '.join(notes) or ''}".rstrip(),
+                           sys.stdout)
+            failed += bool(notes)
+    finally:
+        progress.close()
     print(f"{failed} failed; runs in {data_dir}" if failed else f"all passed; runs in {data_dir}")
     return 1 if failed else 0

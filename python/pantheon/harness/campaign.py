@@ -15,29 +15,30 @@ Data dir layout:
         flowI.{sender,receiver}.*   tunnel logs and clock logs (remote mode: the far side's
                                     fetched back), scheme stderr
 A failed run keeps what it wrote and its reason; the campaign goes on. Ctrl-C ends the run in
-progress cleanly and keeps every finished run.
+progress cleanly and keeps every finished run. Result files are written atomically (files.py); a
+read-only or unwritable data dir is a one-line error before the first run, and a full disk ends the
+campaign after the run it cut short, which says so in its run.json (files.cut_short).
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import random
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from pantheon import __version__
+from pantheon import __version__, files
 from pantheon.errors import PantheonError
 from pantheon.experiment import seed_of
 from pantheon.harness import leftovers
 from pantheon.harness.plan import Plan
 from pantheon.harness.run import Endpoints, Outcome, Run
+from pantheon.progress import Progress
 from pantheon.repository import ROOT
 from pantheon.schemes import Scheme
 
@@ -112,32 +113,6 @@ def sysctls() -> dict[str, str]:
     return {name: _sysctl(name) for name in SYSCTLS}
 
 
-class Progress:
-    """One line per run, redrawn in place on a terminal; nothing with --quiet."""
-
-    def __init__(self, quiet: bool, total: int) -> None:
-        self.quiet, self.total, self.tty = quiet, total, sys.stderr.isatty()
-        self.label = ""
-        self.last_draw_s = 0.0
-
-    def run_started(self, trial: Trial, run_times: int) -> None:
-        self.label = f"[{trial.number}/{self.total}] {trial.plan.label} run {trial.repetition}/{run_times}"
-        if not self.quiet and not self.tty:
-            print(f"{self.label} ...", file=sys.stderr, flush=True)
-
-    def tick(self, elapsed_s: float, total_s: float) -> None:
-        if self.quiet or not self.tty or time.monotonic() - self.last_draw_s < 0.25:
-            return
-        self.last_draw_s = time.monotonic()
-        print(f"\r{self.label}  {elapsed_s:5.1f} / {total_s:.1f} s", end="", file=sys.stderr, flush=True)
-
-    def run_ended(self, ok: bool, note: str) -> None:
-        if self.quiet:
-            return
-        status = "ok" if ok else f"FAILED: {note}"
-        print(f"\r{self.label}  {status}" + " " * 10 if self.tty else f"{self.label} {status}", file=sys.stderr, flush=True)
-
-
 class CampaignBroken(PantheonError):
     """No further run can succeed (the other host is out of reach): the campaign ends after the
     run that found out, whose failure says why; finished runs stay."""
@@ -183,50 +158,92 @@ class Mode(Protocol):
 
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, data_dir: Path,
                  run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
-                 skipped: dict[str, str] | None = None) -> int:
-    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM."""
+                 skipped: dict[str, str] | None = None, progress: Progress | None = None) -> int:
+    """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM.
+    A full disk ends the campaign after the run it cut short (a failed run, files.cut_short), with
+    a line saying so: the caller's analysis then reads the finished runs. `progress`: a bar shared
+    with the caller's other runs (`schemes check`), else the campaign's own."""
     removed = leftovers.clean()
     if removed and not quiet:
         print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
     trials = trial_order(plans, run_times, random_order, seed)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    files.writable_dir(data_dir, "--data-dir")
     used = sorted({s for p in plans for s in p.schemes})
     meta = {**metadata(arguments, [], [schemes[s] for s in used], trials, skipped or {}), **mode.metadata(seed)}
-    (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
-    progress = Progress(quiet, len(trials))
+    try:
+        files.write_atomic(data_dir / "metadata.json", files.json_text(meta))
+    except OSError as e:
+        raise PantheonError(f"cannot write {data_dir / 'metadata.json'}: {e.strerror or e}") from None
+    own_progress = progress is None
+    progress = progress or Progress(len(trials), quiet=quiet)
     failed = 0
-    for trial in trials:
-        run_dir = data_dir / trial.plan.label / f"run{trial.repetition}"
-        if run_dir.exists():
-            raise DataDirTaken(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
-        run_dir.mkdir(parents=True)
-        progress.run_started(trial, run_times)
-        run_seed = seed_of(seed, trial.repetition)
-        run = Run(plan=trial.plan, schemes=schemes, run_dir=run_dir, endpoints=mode.endpoints(trial.number, run_seed, run_dir))
-        previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
-        try:
-            outcome = run.execute(progress.tick)
-        except KeyboardInterrupt as e:
-            sigterm = isinstance(e, Terminated)
-            how = "SIGTERM" if sigterm else "Ctrl-C"
-            (run_dir / "run.json").write_text(json.dumps({"ok": False, "failures": [f"interrupted ({how})"]}, indent=2) + "\n")
-            progress.run_ended(False, "interrupted")
-            raise Interrupted(f"interrupted ({how}); finished runs are in {data_dir}", 128 + signal.SIGTERM if sigterm else 130) from None
-        finally:
-            signal.signal(signal.SIGTERM, previous_handler)
-        clock = _merge(run_dir, trial.plan, outcome.t0_epoch_s, outcome, mode) if outcome.t0_epoch_s is not None else {}
-        (run_dir / "run.json").write_text(json.dumps({
-            "ok": outcome.ok, "failures": outcome.failures, "label": trial.plan.label, "repetition": trial.repetition,
-            "runtime_s": trial.plan.runtime_s, "seed": run_seed, "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
-            "flows": [asdict(f) for f in trial.plan.flows], **clock,
-        }, indent=2) + "\n")
-        failed += not outcome.ok
-        progress.run_ended(outcome.ok, outcome.failures[0] if outcome.failures else "")
-        if why := mode.broken():
-            raise CampaignBroken(f"{why}; the campaign cannot go on: finished runs are in {data_dir}")
+    try:
+        for trial in trials:
+            run_dir = data_dir / trial.plan.label / f"run{trial.repetition}"
+            if run_dir.exists():
+                raise DataDirTaken(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
+            name = f"{trial.plan.label} run {trial.repetition}/{run_times}"
+            progress.started(name)
+            run_seed = seed_of(seed, trial.repetition)
+            try:
+                failures = _run(trial, run_seed, run_dir, schemes, mode, progress, name, data_dir)
+            except OSError as e:
+                if not files.out_of_space(e):
+                    raise
+                failures = [str(e)]
+            failed += bool(failures)
+            if full := files.full_disk_failure(failures, data_dir):
+                _cut_short(trial, run_dir, run_seed, full, progress, name, data_dir)
+                return failed
+            progress.ended(f"{name} {f'FAILED: {failures[0]}' if failures else 'ok'}")
+            if why := mode.broken():
+                raise CampaignBroken(f"{why}; the campaign cannot go on: finished runs are in {data_dir}")
+    finally:
+        if own_progress:
+            progress.close()
     if not quiet:
         print(f"pantheon: {len(trials) - failed} of {len(trials)} runs ok; data in {data_dir}", file=sys.stderr)
     return failed
+
+
+def _run(trial: Trial, run_seed: int, run_dir: Path, schemes: dict[str, Scheme], mode: Mode, progress: Progress,
+         name: str, data_dir: Path) -> list[str]:
+    """One run into `run_dir`, its records merged and its run.json written; returns its failures.
+    Raises Interrupted on Ctrl-C or SIGTERM, OSError when the disk is full."""
+    run_dir.mkdir(parents=True)
+    run = Run(plan=trial.plan, schemes=schemes, run_dir=run_dir, endpoints=mode.endpoints(trial.number, run_seed, run_dir))
+    previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        outcome = run.execute(progress.tick)
+    except KeyboardInterrupt as e:
+        sigterm = isinstance(e, Terminated)
+        how = "SIGTERM" if sigterm else "Ctrl-C"
+        files.write_atomic(run_dir / "run.json", files.json_text({"ok": False, "failures": [f"interrupted ({how})"]}))
+        progress.ended(f"{name} FAILED: interrupted")
+        raise Interrupted(f"interrupted ({how}); finished runs are in {data_dir}", 128 + signal.SIGTERM if sigterm else 130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+    clock = _merge(run_dir, trial.plan, outcome.t0_epoch_s, outcome, mode) if outcome.t0_epoch_s is not None else {}
+    files.write_atomic(run_dir / "run.json", files.json_text({
+        **_run_keys(trial, run_seed), "ok": outcome.ok, "failures": outcome.failures,
+        "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s, **clock,
+    }))
+    return outcome.failures
+
+
+def _run_keys(trial: Trial, run_seed: int) -> dict:
+    """run.json's keys that the plan fixes."""
+    return {"label": trial.plan.label, "repetition": trial.repetition, "runtime_s": trial.plan.runtime_s, "seed": run_seed,
+            "flows": [asdict(f) for f in trial.plan.flows]}
+
+
+def _cut_short(trial: Trial, run_dir: Path, run_seed: int, why: str, progress: Progress, name: str, data_dir: Path) -> None:
+    """The disk filled up during this run: it is marked failed, the campaign ends here."""
+    marked = files.cut_short(run_dir, {**_run_keys(trial, run_seed), "ok": False, "failures": [f"cut short: {why}"]})
+    progress.ended(f"{name} FAILED: cut short, the disk is full")
+    progress.write(f"pantheon: the disk of {data_dir} is full: {name} was cut short "
+                   f"({'marked failed in its run.json' if marked else 'no room even for its run.json'}) and the campaign "
+                   f"stops here; every finished run is intact", sys.stderr)
 
 
 def _merge(run_dir: Path, plan: Plan, t0_epoch_s: float, outcome: Outcome, mode: Mode) -> dict:

@@ -33,6 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pantheon import files
 from pantheon.harness.clock import ClockFit, PeerClock
 from pantheon.harness.plan import Plan
 
@@ -82,12 +83,16 @@ def read_tunnel_log(path: Path, t0_us: int, to_sender: ClockMap | None = None) -
     offset_us = base_us - t0_us
     packets = {}
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if line.startswith("#"):
                 continue
-            t_us, uid, size = line.split()
-            t = int(t_us) + offset_us if to_sender is None else to_sender(base_us + int(t_us)) - t0_us
-            packets[int(uid)] = (t, int(size))
+            try:
+                t_us, uid, size = (int(field) for field in line.split())
+            except ValueError:
+                # A log cut short (a full disk, a killed endpoint) ends in a partial line.
+                raise RecordsError(f"{path} line {number} is not 't_us uid bytes': {line[:40]!r}") from None
+            t = t_us + offset_us if to_sender is None else to_sender(base_us + t_us) - t0_us
+            packets[uid] = (t, size)
     return packets
 
 
@@ -151,12 +156,13 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerCloc
                     summary.silent_flows.append(i)
             else:
                 summary.ack_packets += len(sent)
-    pq.write_table(pa.table(columns, schema=SCHEMA), run_dir / "records.parquet", compression="zstd")
+    with files.atomic_path(run_dir / "records.parquet") as tmp:
+        pq.write_table(pa.table(columns, schema=SCHEMA), tmp, compression="zstd")
     for direction, link_log in (("data", "uplink.log"), ("ack", "downlink.log")):
         lines = text[direction] + [(t, "# 1500") for t in read_opportunities(run_dir / link_log, t0_us, maps["local"])]
         lines.sort(key=lambda item: item[0])
         name = "datalink.log" if direction == "data" else "acklink.log"
-        with open(run_dir / name, "w") as f:
+        with files.atomic_path(run_dir / name) as tmp, open(tmp, "w") as f:
             f.write(f"# init timestamp: {t0_us / 1000:.3f}\n")
             f.writelines(f"{t / 1000:.3f} {rest}\n" for t, rest in lines)
     return summary

@@ -21,26 +21,33 @@ in flight at once: the parent tells the workers through an event and each kills 
 simulator by pid; their run.json says so, runs not yet started never start, finished runs are
 kept. Every worker and simulator dies with its parent (PR_SET_PDEATHSIG), so a SIGKILL of
 `pantheon sim` leaves nothing running.
+
+Disks: run.json and sim.json are written atomically (files.py). A run that finds the disk full
+(the simulator says so, or it failed with almost no space left) is cut short (files.cut_short),
+runs not yet started never start, those in flight finish or are cut short too, and one line names
+the runs cut short; the finished runs are intact and the analysis reads them.
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import signal
 import subprocess
-import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
+from pantheon import files
 from pantheon.harness.campaign import Trial
+from pantheon.progress import Progress
 from pantheon.sim import simulator
 
 POLL_S = 0.05
 """How often a worker checks, while its simulator runs, whether the campaign was interrupted."""
 _stop: EventType | None = None
 """Set by the parent on Ctrl-C; each worker process gets it at start-up."""
+_full: EventType | None = None
+"""Set by the parent when a run found the disk full: runs not yet started do not start."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,8 @@ class RunResult:
     failures: list[str] = field(default_factory=list)
     events: int | None = None
     wall_s: float | None = None
+    cut_short: bool = False
+    """The disk filled up during this run (files.cut_short)."""
 
     @property
     def ok(self) -> bool:
@@ -74,12 +83,30 @@ def _failure(done: subprocess.CompletedProcess) -> str:
 
 
 def simulate(run: SimRun) -> RunResult:
-    """One run, in a worker process: the simulation (which writes the records), run.json."""
-    plan = run.trial.plan
+    """One run, in a worker process: the simulation (which writes the records), run.json; a run
+    the full disk cut short keeps only its run.json, saying so."""
     result = RunResult(run.trial)
     if _stop is not None and _stop.is_set():
         result.failures.append("not started: interrupted (Ctrl-C)")
         return result
+    if _full is not None and _full.is_set():
+        result.failures.append("not started: the disk is full")
+        return result
+    try:
+        _simulate(run, result)
+    except OSError as e:
+        if not files.out_of_space(e):
+            raise
+        result.failures.append(str(e))
+    if full := files.full_disk_failure(result.failures, run.run_dir.parent.parent):
+        result.failures, result.cut_short = [f"cut short: {full}"], True
+        files.cut_short(run.run_dir, run_json(run, result))
+    return result
+
+
+def _simulate(run: SimRun, result: RunResult) -> None:
+    """The simulation into `run.run_dir`, its failures into `result`, sim.json and run.json."""
+    plan = run.trial.plan
     run.run_dir.mkdir(parents=True)
     flows = [simulator.FlowArg(run.cc[f.scheme], f.start_s, f.duration_s) for f in plan.flows]
     argv = simulator.run_command(run.run_dir, flows, run.path_options, plan.runtime_s, run.seed, run.text_logs)
@@ -104,79 +131,95 @@ def simulate(run: SimRun) -> RunResult:
         except ValueError as e:
             result.failures.append(str(e))
         else:
-            (run.run_dir / "sim.json").write_text(json.dumps(report, indent=2) + "\n")
+            files.write_atomic(run.run_dir / "sim.json", files.json_text(report))
             result.events, result.wall_s = report.get("events"), report.get("wall_s")
             result.failures += [f"flow {i} ({plan.flows[i].scheme}) moved no data"
                                 for i, flow in enumerate(report.get("flows", [])) if flow.get("delivered_packets") == 0]
-    write_run_json(run, result)
-    return result
+    files.write_atomic(run.run_dir / "run.json", files.json_text(run_json(run, result)))
 
 
-def write_run_json(run: SimRun, result: RunResult) -> None:
+def run_json(run: SimRun, result: RunResult) -> dict:
     plan = run.trial.plan
-    (run.run_dir / "run.json").write_text(json.dumps({
+    return {
         "ok": result.ok, "failures": result.failures, "label": plan.label, "repetition": run.trial.repetition,
         "runtime_s": plan.runtime_s, "t0_epoch_s": 0.0, "ended_epoch_s": plan.runtime_s,
         "flows": [asdict(f) for f in plan.flows],
         "simulated": True, "seed": run.seed, "events": result.events, "wall_s": result.wall_s,
-    }, indent=2) + "\n")
+    }
 
 
-def _worker_setup(stop: EventType) -> None:
-    global _stop
-    _stop = stop
+def _worker_setup(stop: EventType, full: EventType) -> None:
+    global _stop, _full
+    _stop, _full = stop, full
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     simulator.die_with_parent()
 
 
-class Progress:
-    """One line per finished run (runs finish out of order); nothing with --quiet."""
-
-    def __init__(self, quiet: bool, total: int, run_times: int) -> None:
-        self.quiet, self.total, self.run_times, self.finished = quiet, total, run_times, 0
-
-    def run_ended(self, result: RunResult, sim_s: float) -> None:
-        self.finished += 1
-        if self.quiet:
-            return
-        trial = result.trial
-        if result.ok:
-            speed = f", {sim_s / result.wall_s:,.0f}x real time" if result.wall_s else ""
-            status = f"ok: {sim_s:g} s simulated in {1e3 * (result.wall_s or 0):.1f} ms{speed}"
-        else:
-            status = f"FAILED: {result.failures[0]}"
-        print(f"[{self.finished}/{self.total}] {trial.plan.label} run {trial.repetition}/{self.run_times} {status}",
-              file=sys.stderr, flush=True)
+def ended_line(result: RunResult, sim_s: float, run_times: int) -> str:
+    """A finished run's progress line: how fast it was simulated, or why it failed."""
+    trial = result.trial
+    if result.ok:
+        speed = f", {sim_s / result.wall_s:,.0f}x real time" if result.wall_s else ""
+        status = f"ok: {sim_s:g} s simulated in {1e3 * (result.wall_s or 0):.1f} ms{speed}"
+    else:
+        status = f"FAILED: {result.failures[0]}"
+    return f"{trial.plan.label} run {trial.repetition}/{run_times} {status}"
 
 
-def run_all(runs: list[SimRun], jobs: int, progress: Progress) -> int:
+def run_all(runs: list[SimRun], jobs: int, progress: Progress, run_times: int) -> int:
     """Simulates every run on `jobs` worker processes; returns the number of failed runs (130 on
-    Ctrl-C)."""
+    Ctrl-C). A run that finds the disk full is cut short and no further run starts (those in
+    flight finish, or are cut short too); a line names the runs cut short."""
     failed = 0
     context = multiprocessing.get_context("fork")
-    stop = context.Event()
+    stop, full = context.Event(), context.Event()
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(runs)), mp_context=context, initializer=_worker_setup,
-                               initargs=(stop,))
+                               initargs=(stop, full))
     pending: dict[Future, SimRun] = {}
+    cut: list[str] = []
     try:
         pending = {pool.submit(simulate, run): run for run in runs}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 run = pending.pop(future)
-                if (error := future.exception()) is not None:
-                    # A worker that died (SIGKILL) or could not write: this run fails, the others go on.
-                    result = RunResult(run.trial, [f"{type(error).__name__}: {error}"])
-                    if run.run_dir.exists():
-                        write_run_json(run, result)
-                else:
-                    result = future.result()
+                if future.cancelled():
+                    continue
+                result = _result(run, future)
+                if result.cut_short:
+                    full.set()
+                    cut.append(f"{run.trial.plan.label} run {run.trial.repetition}")
+                    for queued in pending:
+                        queued.cancel()
+                if result.failures[:1] == ["not started: the disk is full"]:
+                    continue
                 failed += not result.ok
-                progress.run_ended(result, run.trial.plan.runtime_s)
+                progress.ended(ended_line(result, run.trial.plan.runtime_s, run_times))
     except KeyboardInterrupt:
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+    if cut:
+        not_started = len(runs) - progress.done
+        progress.write(f"pantheon: the disk is full: {', '.join(cut)} cut short (marked failed in run.json), "
+                       f"{not_started} run(s) not started; the campaign stops here, its {progress.done - len(cut)} "
+                       f"finished run(s) are intact")
+        failed += not_started
     return failed
+
+
+def _result(run: SimRun, future: Future) -> RunResult:
+    error = future.exception()
+    if error is None:
+        return future.result()
+    # A worker that died (SIGKILL) or could not write: this run fails, the others go on.
+    result = RunResult(run.trial, [f"{type(error).__name__}: {error}"])
+    if run.run_dir.exists():
+        try:
+            files.write_atomic(run.run_dir / "run.json", files.json_text(run_json(run, result)))
+        except OSError as e:
+            result.failures.append(f"its run.json could not be written: {e}")
+    return result

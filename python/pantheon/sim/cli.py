@@ -10,14 +10,14 @@ a line saying why, and the exit status is then 1, as the harness does for a sche
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-from pantheon import experiment, schemes
+from pantheon import experiment, files, schemes
 from pantheon.analysis import cli as analysis_cli
 from pantheon.errors import PantheonError
 from pantheon.harness.campaign import DataDirTaken, metadata, trial_order
+from pantheon.progress import Progress
 from pantheon.sim import campaign, simulable, simulator
 
 
@@ -61,16 +61,19 @@ def run(args: argparse.Namespace) -> int:
 
     used = sorted({s for p in selection.plans for s in p.schemes})
     arguments = asked.arguments(command="sim", jobs=args.jobs, no_analyze=args.no_analyze)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    files.writable_dir(data_dir, "--data-dir")
     meta = metadata(arguments, [*path_options, "--seed", str(asked.seed)], [known.schemes[s] for s in used], trials,
                     selection.skipped)
     meta.update(simulated=True, simulator={"program": simulator.PROGRAM, **simulator.version(),
                                            "cc": {s: cc[s] for s in used}, "jobs": args.jobs})
-    (data_dir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+    try:
+        files.write_atomic(data_dir / "metadata.json", files.json_text(meta))
+    except OSError as e:
+        raise PantheonError(f"cannot write {data_dir / 'metadata.json'}: {e.strerror or e}") from None
 
     runs = [campaign.SimRun(t, data_dir / t.plan.label / f"run{t.repetition}", cc, path_options,
                             experiment.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
-    failed = campaign.run_all(runs, args.jobs, campaign.Progress(asked.quiet, len(runs), asked.run_times))
+    failed = campaign.run_all(runs, args.jobs, Progress(len(runs), quiet=asked.quiet), asked.run_times)
     if failed == 130:
         print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)
         return 130

@@ -1,0 +1,146 @@
+"""Full and read-only disks lose nothing that was finished (issue 18 §3; files.py).
+
+- A read-only --data-dir (a tmpfs mounted read-only in a private mount namespace, `unshare -m`)
+  is a one-line error before the first run, for `pantheon sim` and `pantheon test local`.
+- A disk that fills up mid-campaign (a tmpfs of a few runs' size) ends the campaign with one line
+  naming the run it cut short; every finished run stays intact and analysable, the cut-short one
+  says why in its run.json, and the analysis then runs.
+- The atomic write leaves the old file or the whole new one, never a temporary file behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pantheon import files
+
+REPO = Path(__file__).resolve().parent.parent
+SIM = REPO / "target" / "release" / "pantheon-sim"
+PANTHEON = REPO / ".venv" / "bin" / "pantheon"
+needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                                  reason="mounting a tmpfs in a private mount namespace needs root and unshare(1)")
+needs_sim = pytest.mark.skipif(not SIM.is_file(), reason=f"{SIM} is not built (cargo build --release --workspace)")
+
+
+def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """`pantheon ARGS --data-dir MOUNT/data` with MOUNT a tmpfs (`options`) that only this command
+    sees; then the data dir is copied out to KEPT. (What it printed, with "exit STATUS" last on
+    stdout; MOUNT; KEPT.)"""
+    mount, kept = tmp_path / "disk", tmp_path / "kept"
+    mount.mkdir(parents=True)
+    script = ('mount -t tmpfs -o "$1" pantheon-test "$2" || exit 99; m=$2 k=$3; shift 3; "$@"; echo "exit $?"; '
+              'if [ -d "$m/data" ]; then cp -r "$m/data" "$k"; fi')
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", options, str(mount),
+                           str(kept), str(PANTHEON), *pantheon_args, "--data-dir", str(mount / "data")],
+                          capture_output=True, text=True, timeout=120)
+    return done, mount, kept
+
+
+def one_line(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@needs_mounts
+@needs_sim
+def test_a_read_only_data_dir_is_one_line_before_any_run(tmp_path: Path) -> None:
+    for command in (["sim", "--schemes", "copa"], ["test", "local", "--schemes", "cubic"]):
+        done, mount, _ = in_tmpfs(tmp_path / command[0], "ro,size=1m", *command, "--runtime", "2")
+        assert done.stdout.strip() == "exit 2", (done.stdout, done.stderr)
+        assert one_line(done.stderr) == f"pantheon: --data-dir {mount / 'data'} is not writable: Read-only file system"
+
+
+@needs_mounts
+@needs_sim
+def test_a_full_disk_keeps_the_finished_runs_and_names_the_cut_short_one(tmp_path: Path) -> None:
+    # A 3 s simulated run of one flow writes ~350 kB: 1200 kB hold three, not six.
+    done, _, kept = in_tmpfs(tmp_path, "size=1200k", "sim", "--schemes", "copa,cubic-user", "--run-times", "3",
+                             "--runtime", "3", "--jobs", "1")
+    assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    said = done.stderr.splitlines()
+    full = [line for line in said if line.startswith("pantheon: the disk is full: ")]
+    assert len(full) == 1 and "finished run(s) are intact" in full[0], done.stderr
+    assert any(line.startswith(("pantheon: analysis of", "pantheon analyze:")) for line in said), \
+        "the analysis ran, or said in one line why it could not"
+
+    outcomes = {run: json.loads((run / "run.json").read_text()) for run in sorted(kept.glob("*/run*"))}
+    finished = [run for run, o in outcomes.items() if o["ok"]]
+    cut = [run for run, o in outcomes.items() if not o["ok"]]
+    assert len(finished) >= 2 and cut, outcomes
+    for run in finished:
+        assert pq.read_table(run / "records.parquet").num_rows > 1000
+    for run in cut:
+        assert outcomes[run]["failures"][0].startswith("cut short: "), outcomes[run]
+        assert "No space left on device" in outcomes[run]["failures"][0]
+        assert f"{run.parent.name} run {run.name[3:]}" in full[0], (run, full[0])
+        assert [p.name for p in run.iterdir()] == ["run.json"], "a cut-short run's partial files are freed"
+    assert not list(kept.rglob(".*.tmp")), "no temporary file is left behind"
+    analyzed = subprocess.run([str(PANTHEON), "analyze", str(kept)], capture_output=True, text=True, timeout=120)
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert (kept / "report.html").is_file()
+
+
+def test_an_atomic_write_is_all_or_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "run.json"
+    files.write_atomic(target, "old\n")
+    with pytest.raises(RuntimeError), files.atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("the writer failed")
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+    mask = os.umask(0o022)
+    try:
+        files.write_atomic(target, "new\n")
+    finally:
+        os.umask(mask)
+    assert target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o644, "result files are readable by others, as before"
+
+
+def test_out_of_space_is_enospc_or_edquot_and_what_a_child_says_of_it() -> None:
+    assert files.out_of_space(OSError(28, "No space left on device"))
+    assert files.out_of_space("pantheon-sim: records.parquet: No space left on device (os error 28)")
+    assert not files.out_of_space(OSError(30, "Read-only file system"))
+    assert not files.out_of_space("flow 0 (copa) moved no data")
+
+
+@needs_mounts
+@pytest.mark.slow
+def test_a_full_disk_ends_a_harness_campaign_after_the_run_it_cut_short(tmp_path: Path) -> None:
+    # A 3 s run of kernel Cubic over the default path writes ~1.1 MB (its logs, records, merged
+    # logs): 1500 kB hold one, not three.
+    done, mount, kept = in_tmpfs(tmp_path, "size=1500k", "test", "local", "--schemes", "cubic", "--run-times", "3",
+                                 "--runtime", "3", "--no-analyze")
+    assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    full = [line for line in done.stderr.splitlines() if line.startswith(f"pantheon: the disk of {mount}/data is full: ")]
+    assert len(full) == 1, done.stderr
+    outcomes = {run.name: json.loads((run / "run.json").read_text()) for run in sorted((kept / "cubic").glob("run*"))}
+    cut = [name for name, o in outcomes.items() if not o["ok"]]
+    assert cut == [max(outcomes)], outcomes
+    assert f"cubic run {cut[0][3:]}/3 was cut short" in full[0]
+    assert outcomes[cut[0]]["failures"][0].startswith("cut short: ")
+    for name, outcome in outcomes.items():
+        if outcome["ok"]:
+            assert pq.read_table(kept / "cubic" / name / "records.parquet").num_rows > 1000
+    assert not list(kept.rglob(".*.tmp")), "no temporary file is left behind"
+
+
+def test_a_failed_run_on_a_full_disk_counts_as_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    said = "pantheon-sim: records.parquet: No space left on device (os error 28)"
+    assert files.full_disk_failure(["flow 0 (copa) moved no data", said], tmp_path) == said
+    assert files.full_disk_failure([], tmp_path) is None
+    assert files.full_disk_failure(["flow 0 (copa) moved no data"], tmp_path) is None
+    full = os.statvfs_result((4096, 4096, 1000, 0, 10, 100, 0, 0, 0, 255))
+    monkeypatch.setattr(os, "statvfs", lambda path: full)
+    cut = files.full_disk_failure(["flowX.log line 9 is not 't_us uid bytes': '17 4'"], tmp_path)
+    assert cut is not None and cut.startswith("No space left on device (less than 256 KiB free): flowX.log")
