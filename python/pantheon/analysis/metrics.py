@@ -171,6 +171,18 @@ def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dic
     return flags
 
 
+def delivery_flags(run: RunMetrics) -> list[str]:
+    """Why a run has no numbers to compare: a flow that sent and received nothing (no throughput,
+    no delay), or deliveries whose one-way delays were all negative (no delay statistic)."""
+    if run.all.sent_packets and not run.all.delivered_packets:
+        return [f"no delivery: nothing of the {run.all.sent_packets:,} packets sent was received"]
+    flags = [f"no delivery: flow {m.flow} received nothing of its {m.sent_packets:,} packets sent"
+             for m in run.flows if m.sent_packets and not m.delivered_packets]
+    if run.all.delivered_packets and run.all.delay_p95_ms is None:
+        flags.append("clocks: every one-way delay was negative (the two ends' clocks out of step), so no delay statistic")
+    return flags
+
+
 SCHEME_METRICS = ("throughput_mbps", "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
 RUN_METRICS = ("capacity_mbps", "utilization", "jain_index", "power")
 
