@@ -123,3 +123,42 @@ def test_every_scheme_name_is_by_its_dot_or_joined_to_it_and_none_overlap(scheme
         assert gap <= near_px or a.arrow_patch is not None, f"{a.get_text()} is {gap:.0f} px from its dot, no leader"
     overlaps = [(i, j) for i in range(schemes) for j in range(i) if boxes[i].overlaps(boxes[j])]
     assert not overlaps
+
+
+def late_flows_dir(root, flows: int, late_s: float):
+    """A 10 s run of `flows` flows planned from 0 s, whose first packets left late_s late, each
+    delivering until 10 s; the machine has 2 CPUs."""
+    root.mkdir()
+    (root / "metadata.json").write_text(json.dumps({"schemes": {"cubic": {"display": "TCP Cubic"}},
+                                                    "machine": {"cpus": 2}}))
+    run_dir = root / "cubic" / "run1"
+    run_dir.mkdir(parents=True)
+    send = [int(late_s * 1e6) + k * 10_000 for k in range(int((10 - late_s) * 100))]
+    rows = [(f, uid, t) for f in range(flows) for uid, t in enumerate(send)]
+    pq.write_table(pa.table({
+        "flow": pa.array([r[0] for r in rows], pa.uint16()), "direction": ["data"] * len(rows),
+        "uid": pa.array([r[1] for r in rows], pa.uint64()), "size_bytes": pa.array([1000] * len(rows), pa.uint32()),
+        "send_us": pa.array([r[2] for r in rows], pa.int64()), "recv_us": pa.array([r[2] + 20_000 for r in rows], pa.int64()),
+    }), run_dir / "records.parquet")
+    (run_dir / "run.json").write_text(json.dumps({"ok": True, "failures": [], "runtime_s": 10.0, "flows": [
+        {"scheme": "cubic", "start_s": 0.0, "duration_s": 10.0}] * flows}))
+    return root
+
+
+def test_the_campaign_line_is_the_analysis_verdict_and_says_why_flows_were_short(tmp_path):
+    from pantheon.analysis.cli import campaign_line
+
+    root = late_flows_dir(tmp_path / "d", flows=50, late_s=2.5)
+    line = campaign_line(root, 1, 0)
+    assert line.startswith("pantheon: 1 of 1 runs ok, 0 of 1 runs valid; cubic run 1: short: ")
+    flags = analyze(root, draw=False, quiet=True).runs[0].metrics.flags
+    assert flags == ["short: data moved for 7.5 s of 10 s",
+                     "short: 50 of 50 flows moved data for 7.5 s of 10 s: 50 sent their first packet 2.5 s after their "
+                     "planned start (the machine could not start 50 flows on 2 CPUs on time)"]
+    on_time = late_flows_dir(tmp_path / "e", flows=2, late_s=0.2)
+    assert campaign_line(on_time, 1, 0) == f"pantheon: 1 of 1 runs ok, 1 of 1 runs valid; data in {on_time}"
+
+
+def test_pantheon_sim_ends_with_the_analysis_verdict(tmp_path, capsys):
+    assert main(["sim", "--schemes", "cubic-user", "--runtime", "1", "--data-dir", str(tmp_path / "d"), "--no-analyze"]) == 0
+    assert f"pantheon: 1 of 1 runs ok, 1 of 1 runs valid; data in {tmp_path / 'd'}" in capsys.readouterr().err

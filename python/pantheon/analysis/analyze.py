@@ -86,9 +86,10 @@ def display_name(data: DataDir, scheme: str) -> str:
     return data.metadata.get("schemes", {}).get(scheme, {}).get("display", scheme)
 
 
-def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> RunResult:
-    """One run's metrics, flags and plots. A file that cannot be read flags the run (and is
-    named); it never stops the analysis of the others."""
+def judge_run(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics, list[str], dict[int, str]]:
+    """A run's events, metrics (their flags saying why it is not valid), the readers' warnings
+    and each flow's scheme. The one verdict on a run: the analysis's, and the line a campaign
+    ends with (verdict_line). A file that cannot be read flags the run, naming the file."""
     unreadable = []
     try:
         events, problems = _load(source)
@@ -105,9 +106,30 @@ def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> 
     elif not events.send_t_us.size and not unreadable:
         flags.append("no packets in the records")
     flags += delivery_flags(metrics)
-    flags += length_flags(metrics, source.runtime_s, {str(i + 1): f.duration_s for i, f in enumerate(source.flows)})
+    flags += length_flags(metrics, source.runtime_s, {str(i + 1): f.duration_s for i, f in enumerate(source.flows)},
+                          {str(i + 1): f.start_s for i, f in enumerate(source.flows)}, data.metadata.get("machine", {}).get("cpus"))
     metrics.flags = flags
     metrics.delay_bound_ms = source.delay_bound_ms
+    return events, metrics, warnings, flow_schemes
+
+
+def verdict_line(data_dir: Path) -> str:
+    """How many runs of a campaign are valid, by the analysis's rule, and why the others are not
+    (the first flag of the first such run): what `pantheon test` and `pantheon sim` end with, so
+    that the campaign and its analysis never disagree."""
+    data = open_data_dir(data_dir)
+    flagged = [(source, metrics.flags) for source in data.runs
+               if (metrics := judge_run(data, source)[1]).flags]
+    line = f"{len(data.runs) - len(flagged)} of {len(data.runs)} runs valid"
+    if flagged:
+        source, flags = flagged[0]
+        line += f"; {source.name}: {flags[0]}" + (f" (and {len(flagged) - 1} more flagged runs)" if len(flagged) > 1 else "")
+    return line
+
+
+def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> RunResult:
+    """One run's metrics, flags (judge_run) and plots."""
+    events, metrics, warnings, flow_schemes = judge_run(data, source)
     result = RunResult(source, metrics, warnings, _ack_summary(source))
     if draw and events.send_t_us.size:
         names = {flow: display_name(data, scheme) for flow, scheme in flow_schemes.items()}

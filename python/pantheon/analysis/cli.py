@@ -55,6 +55,19 @@ def _first_run(analysis, label: str) -> int:
     return next(r.source.number for r in analysis.runs if r.source.label == label)
 
 
+def campaign_line(data_dir: Path, runs: int, failed: int) -> str:
+    """The line a campaign ends with: how many runs ran to the end, and how many of them the
+    analysis counts as valid (analyze.verdict_line: its rule, not a second copy), with why
+    where one is not. Never raises, so a campaign's data and exit status do not depend on it."""
+    try:
+        from pantheon.analysis.analyze import verdict_line
+
+        verdict = verdict_line(data_dir)
+    except Exception as e:  # noqa: BLE001 - the campaign's line must be printed whatever the data holds
+        verdict = f"not judged ({type(e).__name__}: {e})"
+    return f"pantheon: {runs - failed} of {runs} runs ok, {verdict}; data in {data_dir}"
+
+
 def summary_text(analysis) -> str:
     """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
     from pantheon.analysis.analyze import display_name, no_valid_run

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pantheon import __version__
+from pantheon.analysis.cli import campaign_line
 from pantheon.errors import PantheonError
 from pantheon.experiment import seed_of
 from pantheon.harness import leftovers
@@ -225,7 +226,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
         if why := mode.broken():
             raise CampaignBroken(f"{why}; the campaign cannot go on: finished runs are in {data_dir}")
     if not quiet:
-        print(f"pantheon: {len(trials) - failed} of {len(trials)} runs ok; data in {data_dir}", file=sys.stderr)
+        print(campaign_line(data_dir, len(trials), failed), file=sys.stderr)
     return failed
 
 
