@@ -40,6 +40,17 @@ LEADER_PT = 9.0
 """A label farther than this from its dot's centre gets a leader line to it."""
 LABEL_RINGS = 16
 """How many rings, each a label's height farther out, a label may move to find a free place."""
+COVER_COST = 1000.0
+"""The cost of each px² of a label over another label, a dot or the frame's edge: these are
+what make a plot unreadable, so they outweigh everything else."""
+LINE_POINT_COST_PX2 = 40.0
+"""The cost of a label covering one point of a drawn line (an ellipse's outline, a leader; the
+points are ~3 px apart) or of a leader crossing a label at one of its LEADER_SAMPLES points."""
+DISTANCE_COST_PX = 6.0
+"""The cost of each px a label sits farther from its dot than beside it: one ring out (a label's
+height, ~13 px) costs about as much as covering two points of a line."""
+LEADER_SAMPLES = 24
+"""Points along a leader line checked against the labels it might cross."""
 BESIDE_DEG = (0, 180, 30, -30, 150, -150, 90, -90)
 """Directions tried first, right of the dot first, as a reader scans."""
 LOG_DELAY_RANGE = 4.0
@@ -150,23 +161,38 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
+def _inside(points: np.ndarray, box: tuple[float, float, float, float]) -> int:
+    """How many of the (n, 2) points lie in the box."""
+    if not points.size:
+        return 0
+    return int(((points[:, 0] > box[0]) & (points[:, 0] < box[2]) & (points[:, 1] > box[1]) & (points[:, 1] < box[3])).sum())
+
+
 def label_offsets(dots_px: list[tuple[float, float]], sizes_px: list[tuple[float, float]], frame: Bbox,
-                  dot_radius_px: float, gap_px: float) -> list[tuple[float, float]]:
-    """Where each label's centre goes, as an offset from its dot in px: beside the dot (its nearest
-    edge gap_px from the dot's centre, right first, then left, the diagonals, above and below),
-    else on rings ever farther out, at the first place that overlaps no label placed before, no
-    dot and nothing outside the frame; where none is free, the place that overlaps least. The
-    labels of crowded dots are placed first, while there is room near them."""
+                  dot_radius_px: float, gap_px: float, lines_px: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """Where each label's centre goes, as an offset from its dot in px: the place of least cost
+    beside the dot (its nearest edge gap_px from the dot's centre; right first, then left, the
+    diagonals, above and below) or on rings ever farther out, a label's height apart. A place
+    costs what it covers (labels placed before, dots, the frame's edge: COVER_COST; points of the
+    drawn lines, lines_px (n, 2), the ellipses' outlines: LINE_POINT_COST_PX2), what its leader
+    line to the dot crosses, and its distance from the dot (DISTANCE_COST_PX). The labels of
+    crowded dots are placed first, while there is room near them; each leader then counts as a
+    drawn line for the labels after it."""
     dots = [(x - dot_radius_px, y - dot_radius_px, x + dot_radius_px, y + dot_radius_px) for x, y in dots_px]
+    lines = np.zeros((0, 2)) if lines_px is None else np.asarray(lines_px, dtype=np.float64).reshape(-1, 2)
     near_px = 4 * max((h for _, h in sizes_px), default=0.0)
     crowd = [sum(abs(x - u) < near_px and abs(y - v) < near_px for u, v in dots_px) for x, y in dots_px]
     offsets: list[tuple[float, float]] = [(0.0, 0.0)] * len(dots_px)
     placed: list[tuple[float, float, float, float]] = []
+    along = np.linspace(0.0, 1.0, LEADER_SAMPLES)[:, None]
     for i in sorted(range(len(dots_px)), key=lambda i: (-crowd[i], -dots_px[i][1])):
         (x, y), (w, h) = dots_px[i], sizes_px[i]
         best: tuple[float, tuple[float, float]] | None = None
         for ring in range(LABEL_RINGS):
             reach = gap_px + ring * h
+            distance_cost = DISTANCE_COST_PX * ring * h
+            if best is not None and best[0] <= distance_cost:
+                break  # farther out can only cost more
             angles = BESIDE_DEG if ring == 0 else range(0, 360, 15)
             for deg in angles:
                 dx, dy = np.cos(np.radians(deg)), np.sin(np.radians(deg))
@@ -174,23 +200,25 @@ def label_offsets(dots_px: list[tuple[float, float]], sizes_px: list[tuple[float
                 cx, cy = x + dx * (w / 2 + reach), y + dy * (h / 2 + reach)
                 box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
                 outside = w * h - _overlap(box, (frame.x0, frame.y0, frame.x1, frame.y1))
-                cost = sum(_overlap(box, other) for other in placed) + sum(_overlap(box, d) for d in dots) + outside
+                covered = sum(_overlap(box, other) for other in placed) + sum(_overlap(box, d) for d in dots) + outside
+                cost = COVER_COST * covered + LINE_POINT_COST_PX2 * _inside(lines, box) + distance_cost
+                if ring:
+                    leader = np.array([x, y]) + along * np.array([cx - x, cy - y])
+                    cost += LINE_POINT_COST_PX2 * sum(_inside(leader, other) for other in placed)
                 if best is None or cost < best[0]:
                     best = (cost, (cx - x, cy - y))
-                if cost == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
         assert best is not None
         offsets[i] = best[1]
         dx_px, dy_px = best[1]
         placed.append((x + dx_px - w / 2, y + dy_px - h / 2, x + dx_px + w / 2, y + dy_px + h / 2))
+        if np.hypot(dx_px, dy_px) > gap_px + max(w, h):
+            lines = np.vstack([lines, np.array([x, y]) + along * np.array([dx_px, dy_px])])
     return offsets
 
 
 def _label_means(fig: Figure, ax, named_dots: list[tuple[str, float, float, str]]) -> list:
-    """Each scheme's name next to its mean (label_offsets); a leader line from the name to its dot
-    where the name had to move away from it."""
+    """Each scheme's name next to its mean (label_offsets), off the ellipses where it can be; a
+    leader line from the name to its dot where the name had to move away from it."""
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # the Agg canvas's, which this module selects
     ax.autoscale_view()  # the limits are settled lazily; the dots' places depend on them
     frame = ax.get_window_extent(renderer)
@@ -203,7 +231,9 @@ def _label_means(fig: Figure, ax, named_dots: list[tuple[str, float, float, str]
         probe.remove()
     px_per_pt = fig.dpi / 72
     dots = [tuple(ax.transData.transform((x, y))) for _, x, y, _ in named_dots]
-    offsets = label_offsets(dots, sizes, frame, MEAN_MARKER_RADIUS_PT * px_per_pt, LABEL_GAP_PT * px_per_pt)
+    drawn = [ax.transData.transform(line.get_xydata()) for line in ax.lines]  # the ellipses' outlines
+    offsets = label_offsets(dots, sizes, frame, MEAN_MARKER_RADIUS_PT * px_per_pt, LABEL_GAP_PT * px_per_pt,
+                            np.vstack(drawn) if drawn else None)
     labels = []
     for (name, x, y, color), (w, h), (dx, dy) in zip(named_dots, sizes, offsets):
         # the gap from the dot's centre to the nearest point of its label, px
