@@ -105,9 +105,11 @@ def judge_run(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics,
         flags.append("no records: the run left neither records.parquet nor datalink.log")
     elif not events.send_t_us.size and not unreadable:
         flags.append("no packets in the records")
-    flags += delivery_flags(metrics)
-    flags += length_flags(metrics, source.runtime_s, {str(i + 1): f.duration_s for i, f in enumerate(source.flows)},
-                          {str(i + 1): f.start_s for i, f in enumerate(source.flows)}, data.metadata.get("machine", {}).get("cpus"))
+    elif not unreadable:  # records that could not be read say nothing of what the run moved
+        starts = {str(i + 1): f.start_s for i, f in enumerate(source.flows)}
+        durations = {str(i + 1): f.duration_s for i, f in enumerate(source.flows)}
+        flags += delivery_flags(metrics) + length_flags(metrics, source.runtime_s, durations, starts,
+                                                        data.metadata.get("machine", {}).get("cpus"))
     metrics.flags = flags
     metrics.delay_bound_ms = source.delay_bound_ms
     return events, metrics, warnings, flow_schemes
