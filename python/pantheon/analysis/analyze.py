@@ -22,7 +22,7 @@ from pantheon import __version__
 from pantheon.analysis import logs, perf, plots, report
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
-from pantheon.analysis.metrics import RunMetrics, bound_text, length_flags, run_metrics, scheme_summary
+from pantheon.analysis.metrics import RunMetrics, bound_text, delivery_flags, length_flags, run_metrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS, binned
 from pantheon.errors import PantheonError
 
@@ -48,7 +48,8 @@ class Analysis:
 
 def _load(source: RunSource) -> tuple[LinkEvents, list[Problems]]:
     """Data-direction events of a run: exact records where they exist, else the text log;
-    capacity from the text log's delivery opportunities."""
+    capacity from the text log's delivery opportunities. A logs.LogError names a file that
+    cannot be read at all."""
     if source.records is not None:
         events, problems = logs.read_records(source.records)
         found = [problems]
@@ -67,7 +68,10 @@ def _ack_summary(source: RunSource) -> dict | None:
     """The reverse path, kept apart from the headline: all acknowledgements together."""
     if source.records is None:
         return None
-    events, _ = logs.read_records(source.records, direction="ack")
+    try:
+        events, _ = logs.read_records(source.records, direction="ack")
+    except logs.LogError:
+        return None  # the data direction's reading said so, and flagged the run
     if not events.send_t_us.size:
         return None
     m = run_metrics(events).all
@@ -82,21 +86,52 @@ def display_name(data: DataDir, scheme: str) -> str:
     return data.metadata.get("schemes", {}).get(scheme, {}).get("display", scheme)
 
 
-def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> RunResult:
-    events, problems = _load(source)
+def judge_run(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics, list[str], dict[int, str]]:
+    """A run's events, metrics (their flags saying why it is not valid), the readers' warnings
+    and each flow's scheme. The one verdict on a run: the analysis's, and the line a campaign
+    ends with (verdict_line). A file that cannot be read flags the run, naming the file."""
+    unreadable = []
+    try:
+        events, problems = _load(source)
+    except logs.LogError as e:
+        events, problems, unreadable = LinkEvents.build(([], [], []), ([], [], [], [])), [], [f"unreadable: {e}"]
     flow_schemes = {i + 1: f.scheme for i, f in enumerate(source.flows)}
     if not flow_schemes and source.label in data.looks:
         flow_schemes = {flow: source.label for flow in events.flows}
     metrics = run_metrics(events, flow_schemes)
     warnings = [line for p in problems for line in p.messages()]
-    flags = [f"failed: {reason}" for reason in source.failures] + source.flags
+    flags = [f"failed: {reason}" for reason in source.failures] + source.flags + unreadable
     if source.records is None and source.datalink is None:
         flags.append("no records: the run left neither records.parquet nor datalink.log")
-    elif not events.send_t_us.size:
+    elif not events.send_t_us.size and not unreadable:
         flags.append("no packets in the records")
-    flags += length_flags(metrics, source.runtime_s, {str(i + 1): f.duration_s for i, f in enumerate(source.flows)})
+    elif not unreadable:  # records that could not be read say nothing of what the run moved
+        starts = {str(i + 1): f.start_s for i, f in enumerate(source.flows)}
+        durations = {str(i + 1): f.duration_s for i, f in enumerate(source.flows)}
+        flags += delivery_flags(metrics) + length_flags(metrics, source.runtime_s, durations, starts,
+                                                        data.metadata.get("machine", {}).get("cpus"))
     metrics.flags = flags
     metrics.delay_bound_ms = source.delay_bound_ms
+    return events, metrics, warnings, flow_schemes
+
+
+def verdict_line(data_dir: Path) -> str:
+    """How many runs of a campaign are valid, by the analysis's rule, and why the others are not
+    (the first flag of the first such run): what `pantheon test` and `pantheon sim` end with, so
+    that the campaign and its analysis never disagree."""
+    data = open_data_dir(data_dir)
+    flagged = [(source, metrics.flags) for source in data.runs
+               if (metrics := judge_run(data, source)[1]).flags]
+    line = f"{len(data.runs) - len(flagged)} of {len(data.runs)} runs valid"
+    if flagged:
+        source, flags = flagged[0]
+        line += f"; {source.name}: {flags[0]}" + (f" (and {len(flagged) - 1} more flagged runs)" if len(flagged) > 1 else "")
+    return line
+
+
+def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> RunResult:
+    """One run's metrics, flags (judge_run) and plots."""
+    events, metrics, warnings, flow_schemes = judge_run(data, source)
     result = RunResult(source, metrics, warnings, _ack_summary(source))
     if draw and events.send_t_us.size:
         names = {flow: display_name(data, scheme) for flow, scheme in flow_schemes.items()}
@@ -113,6 +148,16 @@ def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> 
             plots.delay_figure(events, metrics, f"{title}: per-packet one-way delay{bound}", names, span),
             source.outputs / f"{source.plot_prefix}delay.png")
     return result
+
+
+def no_valid_run(results: list[RunResult]) -> dict[str, str]:
+    """The schemes none of whose runs is valid, each with the first flag of its first run: what a
+    reader sees instead of its numbers."""
+    why: dict[str, str] = {}
+    for r in results:
+        why.setdefault(r.source.label, r.metrics.flags[0] if r.metrics.flags else "")
+    valid = {r.source.label for r in results if r.metrics.valid}
+    return {label: reason for label, reason in why.items() if label not in valid}
 
 
 def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_BIN_MS, draw: bool = True,
@@ -146,9 +191,10 @@ def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_
     figures: dict[str, Path] = {}
     points = [plots.RunPoint(r.source.label, r.source.number, r.metrics.all.delay_p95_ms, r.metrics.all.throughput_mbps)
               for r in results if r.metrics.valid and r.metrics.all.delay_p95_ms]
-    if draw and points:
-        figures["runs"] = plots.save(plots.runs_figure(points, data.looks), out / "summary_runs.png")
-        figures["means"] = plots.save(plots.means_figure(points, data.looks), out / "summary_means.png")
+    missing = [f"{displays[label]} ({why})" for label, why in no_valid_run(results).items()]
+    if draw:
+        figures["runs"] = plots.save(plots.runs_figure(points, data.looks, missing), out / "summary_runs.png")
+        figures["means"] = plots.save(plots.means_figure(points, data.looks, missing), out / "summary_means.png")
     files += list(figures.values()) + [p for r in results for p in r.figures.values()]
     analysis = Analysis(data, results, summaries, files, figures, out)
     if draw and reports:

@@ -51,17 +51,38 @@ def after_campaign(data_dir: Path, quiet: bool) -> bool:
     return True
 
 
+def _first_run(analysis, label: str) -> int:
+    return next(r.source.number for r in analysis.runs if r.source.label == label)
+
+
+def campaign_line(data_dir: Path, runs: int, failed: int) -> str:
+    """The line a campaign ends with: how many runs ran to the end, and how many of them the
+    analysis counts as valid (analyze.verdict_line: its rule, not a second copy), with why
+    where one is not. Never raises, so a campaign's data and exit status do not depend on it."""
+    try:
+        from pantheon.analysis.analyze import verdict_line
+
+        verdict = verdict_line(data_dir)
+    except Exception as e:  # noqa: BLE001 - the campaign's line must be printed whatever the data holds
+        verdict = f"not judged ({type(e).__name__}: {e})"
+    return f"pantheon: {runs - failed} of {runs} runs ok, {verdict}; data in {data_dir}"
+
+
 def summary_text(analysis) -> str:
     """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
-    from pantheon.analysis.analyze import display_name
+    from pantheon.analysis.analyze import display_name, no_valid_run
     from pantheon.analysis.metrics import bound_text
 
+    why = no_valid_run(analysis.runs)
     lines = [f"Real path, data flowing {value}" for what, value in analysis.data.setup if what == "Data flow"]
     for label, s in analysis.summaries.items():
         tput, delay, loss = (s["all"][k]["mean"] for k in ("throughput_mbps", "delay_p95_ms", "loss_rate"))
         clock = f" ± {bound_text(s['delay_bound_ms'])} ms (clock)" if s.get("delay_bound_ms") is not None else ""
-        numbers = (f"{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms{clock}, loss {100 * loss:.2f} %"
-                   if None not in (tput, delay, loss) else "no valid run")
-        lines.append(f"{display_name(analysis.data, label)}: {numbers} ({s['valid_runs']} of {s['runs']} runs valid)")
+        if label in why:
+            lines.append(f"{display_name(analysis.data, label)}: no valid run ({s['valid_runs']} of {s['runs']} runs valid); "
+                         f"run {_first_run(analysis, label)}: {why[label]}")
+            continue
+        lines.append(f"{display_name(analysis.data, label)}: {tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms{clock}, "
+                     f"loss {100 * loss:.2f} % ({s['valid_runs']} of {s['runs']} runs valid)")
     lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {analysis.out}")
     return "\n".join(lines)

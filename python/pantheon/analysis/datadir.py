@@ -107,20 +107,36 @@ def _looks(labels: list[str], known: dict[str, dict]) -> dict[str, SchemeLook]:
     return looks
 
 
+def read_json(path: Path) -> dict:
+    """A JSON object from a file; a DataDirError naming the file when it is unreadable, not
+    UTF-8, not JSON, or not an object."""
+    try:
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise DataDirError(f"{path} is unreadable ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise DataDirError(f"{path} is not text (byte {e.object[e.start]:#04x} at offset {e.start} is not UTF-8)") from None
+    except json.JSONDecodeError as e:
+        raise DataDirError(f"{path} is not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise DataDirError(f"{path} is not a JSON object (it holds a {type(value).__name__})")
+    return value
+
+
 def _harness(path: Path) -> DataDir:
     try:
-        metadata = json.loads((path / "metadata.json").read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataDirError(f"{path / 'metadata.json'} is unreadable ({e}); is this a data dir of pantheon test?") from None
+        metadata = read_json(path / "metadata.json")
+    except DataDirError as e:
+        raise DataDirError(f"{e}; is this a data dir of pantheon test?") from None
     order = [(t["label"], t["repetition"]) for t in metadata.get("trials", [])]
     found = sorted((d.parent.name, int(d.name[3:])) for d in path.glob("*/run*") if d.is_dir() and d.name[3:].isdigit())
     runs = []
     for label, number in [*[o for o in order if o in found], *[f for f in found if f not in order]]:
         run_dir = path / label / f"run{number}"
         try:
-            info = json.loads((run_dir / "run.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            info = {"ok": False, "failures": ["run.json missing or unreadable: the run did not finish"]}
+            info = read_json(run_dir / "run.json")
+        except DataDirError as e:
+            info = {"ok": False, "failures": [f"the run did not finish: {e}"]}
         flows = [FlowPlan(f["scheme"], float(f["start_s"]), float(f["duration_s"])) for f in info.get("flows", [])]
         exists = lambda p: p if p.exists() else None  # noqa: E731
         runs.append(RunSource(
@@ -204,10 +220,7 @@ def _pantheon(path: Path) -> DataDir:
     metadata: dict = {}
     meta_path = path / "pantheon_metadata.json"
     if meta_path.exists():
-        try:
-            metadata = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as e:
-            raise DataDirError(f"{meta_path} is not JSON ({e})") from None
+        metadata = read_json(meta_path)
     runtime = float(metadata["runtime"]) if "runtime" in metadata else None
     flow_count = int(metadata.get("flows", 1))
     interval = float(metadata.get("interval", 0))

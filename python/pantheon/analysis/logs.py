@@ -276,20 +276,40 @@ def read_text_log(path: Path, *, capacity_only: bool = False) -> tuple[LinkEvent
     ), problems
 
 
+def _first_copies(flow: np.ndarray, uid: np.ndarray, received: np.ndarray) -> np.ndarray:
+    """Row numbers (in file order) keeping one row per (flow, uid): a datagram logged twice is
+    one datagram. Of its copies the one with a delivery is kept, so none is lost by dropping."""
+    key = (flow.astype(np.uint64) << np.uint64(48)) | uid.astype(np.uint64)
+    order = np.lexsort((~received, key))
+    _, first = np.unique(key[order], return_index=True)
+    return np.sort(order[first])
+
+
 def read_records(path: Path, direction: str = "data") -> tuple[LinkEvents, Problems]:
-    """LinkEvents of one direction of a run's records.parquet (flows renumbered from 1)."""
+    """LinkEvents of one direction of a run's records.parquet (flows renumbered from 1); a LogError
+    naming the file when it cannot be read as records."""
+    wanted = ["flow", "direction", "uid", "size_bytes", "send_us", "recv_us"]
     try:
-        table = pq.read_table(path, columns=["flow", "direction", "size_bytes", "send_us", "recv_us"])
-    except (OSError, pa.ArrowInvalid) as e:
-        raise LogError(f"cannot read {path}: {e}") from None
-    table = table.filter(pc.equal(table["direction"], direction))
+        table = pq.read_table(path, columns=wanted)
+        table = table.filter(pc.equal(table["direction"], direction))
+        flow = table["flow"].to_numpy().astype(np.int64) + 1
+        uid = table["uid"].to_numpy().astype(np.int64)
+        send_us = table["send_us"].to_numpy().astype(np.int64)
+        size = table["size_bytes"].to_numpy().astype(np.int64)
+        received = pc.is_valid(table["recv_us"]).to_numpy(zero_copy_only=False)
+        recv_all = table["recv_us"].fill_null(0).to_numpy().astype(np.int64)
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError) as e:
+        raise LogError(f"cannot read {path} as records ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     problems = Problems(Path(path).name, unit="row")
-    flow = table["flow"].to_numpy().astype(np.int64) + 1
-    send_us = table["send_us"].to_numpy()
-    size = table["size_bytes"].to_numpy().astype(np.int64)
-    received = pc.is_valid(table["recv_us"]).to_numpy(zero_copy_only=False)
-    recv_us = table["recv_us"].filter(pc.is_valid(table["recv_us"])).to_numpy()
+    keep = _first_copies(flow, uid, received)
+    if keep.size < flow.size:
+        copies = np.ones(flow.size, dtype=bool)
+        copies[keep] = False
+        problems.add("datagrams logged more than once (same flow and uid), counted once", np.flatnonzero(copies) + 1)
+        flow, send_us, size, received, recv_all = flow[keep], send_us[keep], size[keep], received[keep], recv_all[keep]
+    recv_us = recv_all[received]
     delay_us = recv_us - send_us[received]
+    rows = keep + 1
     problems.add("negative one-way delays (clocks out of step?), left out of delay statistics",
-                 np.flatnonzero(received)[delay_us < 0] + 1)
+                 rows[received][delay_us < 0])
     return LinkEvents.build((flow, send_us, size), (flow[received], recv_us, size[received], delay_us)), problems

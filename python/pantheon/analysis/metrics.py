@@ -27,9 +27,15 @@ from fractions import Fraction
 import numpy as np
 
 from pantheon.analysis.events import LinkEvents
+from pantheon.harness.run import HEAD_START_S
 
 SHORT_RUN_FRACTION = 0.8
 """A run (or flow) that lasted less than this fraction of its configured time is flagged."""
+LATE_START_S = HEAD_START_S + 0.5
+"""A flow whose first packet left later than this after its planned start did not start on
+time: the harness starts a flow's second side HEAD_START_S after its first."""
+SHORT_FLOWS_NAMED = 3
+"""Short flows named one by one in a run's flags; more are summed up in one flag."""
 
 
 def nearest_rank(sorted_values: Sequence[float] | np.ndarray, percent: float) -> float:
@@ -158,16 +164,50 @@ def run_metrics(events: LinkEvents, flow_schemes: dict[int, str] | None = None) 
     )
 
 
-def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dict[str, float]) -> list[str]:
+def _span(values: list[float], style: str = ".1f") -> str:
+    """"2.4–2.7 s", or "2.5 s" where the values print alike."""
+    low, high = format(min(values), style), format(max(values), style)
+    return f"{low} s" if low == high else f"{low}–{high} s"
+
+
+def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dict[str, float],
+                 flow_starts_s: dict[str, float] | None = None, cpus: int | None = None) -> list[str]:
     """Why a run is too short to compare: it, or one of its flows, moved data for less than
-    SHORT_RUN_FRACTION of its configured time."""
+    SHORT_RUN_FRACTION of its configured time. Where the short flows sent their first packet more
+    than LATE_START_S after their planned start, the flag says so: they could not start on time
+    (so many flows on this many CPUs, where the metadata says how many). Up to
+    SHORT_FLOWS_NAMED flows are named one by one; more share one line."""
     flags = []
     if runtime_s and run.all.duration_s < SHORT_RUN_FRACTION * runtime_s:
         flags.append(f"short: data moved for {run.all.duration_s:.1f} s of {runtime_s:g} s")
-    for m in run.flows:
-        wanted = flow_durations_s.get(m.flow)
-        if wanted and m.duration_s < SHORT_RUN_FRACTION * wanted:
-            flags.append(f"short: flow {m.flow} moved data for {m.duration_s:.1f} s of {wanted:g} s")
+    short = [(m, wanted) for m in run.flows
+             if (wanted := flow_durations_s.get(m.flow)) and m.duration_s < SHORT_RUN_FRACTION * wanted]
+    starts = flow_starts_s or {}
+    late = {m.flow: m.first_send_s - starts[m.flow] for m, _ in short
+            if m.flow in starts and m.first_send_s is not None and m.first_send_s - starts[m.flow] > LATE_START_S}
+    if len(short) <= SHORT_FLOWS_NAMED:
+        for m, wanted in short:
+            why = f": its first packet left {late[m.flow]:.1f} s after its planned start" if m.flow in late else ""
+            flags.append(f"short: flow {m.flow} moved data for {m.duration_s:.1f} s of {wanted:g} s{why}")
+        return flags
+    line = (f"short: {len(short)} of {len(run.flows)} flows moved data for {_span([m.duration_s for m, _ in short])} "
+            f"of {_span([w for _, w in short], 'g')}")
+    if late:
+        machine = f" on {cpus} CPUs" if cpus else ""
+        line += (f": {len(late)} sent their first packet {_span(list(late.values()))} after their planned start "
+                 f"(the machine could not start {len(run.flows)} flows{machine} on time)")
+    return [*flags, line]
+
+
+def delivery_flags(run: RunMetrics) -> list[str]:
+    """Why a run has no numbers to compare: a flow that sent and received nothing (no throughput,
+    no delay), or deliveries whose one-way delays were all negative (no delay statistic)."""
+    if run.all.sent_packets and not run.all.delivered_packets:
+        return [f"no delivery: nothing of the {run.all.sent_packets:,} packets sent was received"]
+    flags = [f"no delivery: flow {m.flow} received nothing of its {m.sent_packets:,} packets sent"
+             for m in run.flows if m.sent_packets and not m.delivered_packets]
+    if run.all.delivered_packets and run.all.delay_p95_ms is None:
+        flags.append("clocks: every one-way delay was negative (the two ends' clocks out of step), so no delay statistic")
     return flags
 
 

@@ -12,6 +12,7 @@ PDF page stays small and quick to draw. Everything uses matplotlib's Agg backend
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,27 @@ from pantheon.analysis.series import Series  # noqa: E402
 
 FLOW_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 CAPACITY_COLOR = "#f2e6d0"
+MEAN_MARKER_RADIUS_PT = 3.5
+"""Radius of a scheme's mean marker in the summary plot, which no label covers."""
+LABEL_GAP_PT = 5.0
+"""From a mean's centre to the nearest edge of its label, when the label sits beside it: just clear of the marker."""
+LEADER_PT = 9.0
+"""A label farther than this from its dot's centre gets a leader line to it."""
+LABEL_RINGS = 16
+"""How many rings, each a label's height farther out, a label may move to find a free place."""
+COVER_COST = 1000.0
+"""The cost of each px² of a label over another label, a dot or the frame's edge: these are
+what make a plot unreadable, so they outweigh everything else."""
+LINE_POINT_COST_PX2 = 40.0
+"""The cost of a label covering one point of a drawn line (an ellipse's outline, a leader; the
+points are ~3 px apart) or of a leader crossing a label at one of its LEADER_SAMPLES points."""
+DISTANCE_COST_PX = 6.0
+"""The cost of each px a label sits farther from its dot than beside it: one ring out (a label's
+height, ~13 px) costs about as much as covering two points of a line."""
+LEADER_SAMPLES = 24
+"""Points along a leader line checked against the labels it might cross."""
+BESIDE_DEG = (0, 180, 30, -30, 150, -150, 90, -90)
+"""Directions tried first, right of the dot first, as a reader scans."""
 LOG_DELAY_RANGE = 4.0
 """Log delay axis when the largest delay is at least this many times the smallest."""
 STYLE: dict[str, Any] = {
@@ -109,9 +131,16 @@ def delay_figure(events: LinkEvents, metrics: RunMetrics, title: str, flow_schem
     return fig
 
 
+def _not_shown(ax, missing: Sequence[str]) -> None:
+    """Below the axes, the schemes that have no point, each with why, so none is silently absent."""
+    if missing:
+        ax.text(0, -0.16, "Not shown: " + "; ".join(missing), transform=ax.transAxes, ha="left", va="top", fontsize=8,
+                color="#a32020", wrap=True)
+
+
 def _delay_axis(ax, delays_ms: list[float]) -> bool:
     """Inverted delay axis, logarithmic when the range is wide; True when logarithmic."""
-    low, high = min(delays_ms), max(delays_ms)
+    low, high = (min(delays_ms), max(delays_ms)) if delays_ms else (1.0, 1.0)
     log = low > 0 and high / low >= LOG_DELAY_RANGE
     if log:
         ax.set_xscale("log")
@@ -127,27 +156,97 @@ def _delay_axis(ax, delays_ms: list[float]) -> bool:
     return log
 
 
-def _place_labels(fig: Figure, ax, labels: list) -> None:
-    """Scheme labels right of their point, or left where they would leave the axes; then moved
-    down, a line at a time, until none overlaps another."""
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """Area shared by two boxes (x0, y0, x1, y1), px²."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _inside(points: np.ndarray, box: tuple[float, float, float, float]) -> int:
+    """How many of the (n, 2) points lie in the box."""
+    if not points.size:
+        return 0
+    return int(((points[:, 0] > box[0]) & (points[:, 0] < box[2]) & (points[:, 1] > box[1]) & (points[:, 1] < box[3])).sum())
+
+
+def label_offsets(dots_px: list[tuple[float, float]], sizes_px: list[tuple[float, float]], frame: Bbox,
+                  dot_radius_px: float, gap_px: float, lines_px: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """Where each label's centre goes, as an offset from its dot in px: the place of least cost
+    beside the dot (its nearest edge gap_px from the dot's centre; right first, then left, the
+    diagonals, above and below) or on rings ever farther out, a label's height apart. A place
+    costs what it covers (labels placed before, dots, the frame's edge: COVER_COST; points of the
+    drawn lines, lines_px (n, 2), the ellipses' outlines: LINE_POINT_COST_PX2), what its leader
+    line to the dot crosses, and its distance from the dot (DISTANCE_COST_PX). The labels of
+    crowded dots are placed first, while there is room near them; each leader then counts as a
+    drawn line for the labels after it."""
+    dots = [(x - dot_radius_px, y - dot_radius_px, x + dot_radius_px, y + dot_radius_px) for x, y in dots_px]
+    lines = np.zeros((0, 2)) if lines_px is None else np.asarray(lines_px, dtype=np.float64).reshape(-1, 2)
+    near_px = 4 * max((h for _, h in sizes_px), default=0.0)
+    crowd = [sum(abs(x - u) < near_px and abs(y - v) < near_px for u, v in dots_px) for x, y in dots_px]
+    offsets: list[tuple[float, float]] = [(0.0, 0.0)] * len(dots_px)
+    placed: list[tuple[float, float, float, float]] = []
+    along = np.linspace(0.0, 1.0, LEADER_SAMPLES)[:, None]
+    for i in sorted(range(len(dots_px)), key=lambda i: (-crowd[i], -dots_px[i][1])):
+        (x, y), (w, h) = dots_px[i], sizes_px[i]
+        best: tuple[float, tuple[float, float]] | None = None
+        for ring in range(LABEL_RINGS):
+            reach = gap_px + ring * h
+            distance_cost = DISTANCE_COST_PX * ring * h
+            if best is not None and best[0] <= distance_cost:
+                break  # farther out can only cost more
+            angles = BESIDE_DEG if ring == 0 else range(0, 360, 15)
+            for deg in angles:
+                dx, dy = np.cos(np.radians(deg)), np.sin(np.radians(deg))
+                # a box whose nearest edge is `reach` from the dot in this direction
+                cx, cy = x + dx * (w / 2 + reach), y + dy * (h / 2 + reach)
+                box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+                outside = w * h - _overlap(box, (frame.x0, frame.y0, frame.x1, frame.y1))
+                covered = sum(_overlap(box, other) for other in placed) + sum(_overlap(box, d) for d in dots) + outside
+                cost = COVER_COST * covered + LINE_POINT_COST_PX2 * _inside(lines, box) + distance_cost
+                if ring:
+                    leader = np.array([x, y]) + along * np.array([cx - x, cy - y])
+                    cost += LINE_POINT_COST_PX2 * sum(_inside(leader, other) for other in placed)
+                if best is None or cost < best[0]:
+                    best = (cost, (cx - x, cy - y))
+        assert best is not None
+        offsets[i] = best[1]
+        dx_px, dy_px = best[1]
+        placed.append((x + dx_px - w / 2, y + dy_px - h / 2, x + dx_px + w / 2, y + dy_px + h / 2))
+        if np.hypot(dx_px, dy_px) > gap_px + max(w, h):
+            lines = np.vstack([lines, np.array([x, y]) + along * np.array([dx_px, dy_px])])
+    return offsets
+
+
+def _label_means(fig: Figure, ax, named_dots: list[tuple[str, float, float, str]]) -> list:
+    """Each scheme's name next to its mean (label_offsets), off the ellipses where it can be; a
+    leader line from the name to its dot where the name had to move away from it."""
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # the Agg canvas's, which this module selects
+    ax.autoscale_view()  # the limits are settled lazily; the dots' places depend on them
     frame = ax.get_window_extent(renderer)
-    placed: list[Bbox] = []
-    for label in sorted(labels, key=lambda a: -a.get_window_extent(renderer).y0):
-        if label.get_window_extent(renderer).x1 > frame.x1:
-            label.set_horizontalalignment("right")
-            label.xyann = (-label.xyann[0], label.xyann[1])
-        for _ in range(20):
-            box = label.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed):
-                break
-            x, y = label.xyann
-            label.xyann = (x, y - box.height * 72 / fig.dpi - 2)
-        placed.append(label.get_window_extent(renderer))
+    text_style = {"fontsize": 9, "fontweight": "bold"}
+    sizes = []
+    for name, *_ in named_dots:
+        probe = ax.text(0, 0, name, **text_style)
+        box = probe.get_window_extent(renderer)
+        sizes.append((box.width, box.height))
+        probe.remove()
+    px_per_pt = fig.dpi / 72
+    dots = [tuple(ax.transData.transform((x, y))) for _, x, y, _ in named_dots]
+    drawn = [ax.transData.transform(line.get_xydata()) for line in ax.lines]  # the ellipses' outlines
+    offsets = label_offsets(dots, sizes, frame, MEAN_MARKER_RADIUS_PT * px_per_pt, LABEL_GAP_PT * px_per_pt,
+                            np.vstack(drawn) if drawn else None)
+    labels = []
+    for (name, x, y, color), (w, h), (dx, dy) in zip(named_dots, sizes, offsets):
+        # the gap from the dot's centre to the nearest point of its label, px
+        gap = float(np.hypot(max(abs(dx) - w / 2, 0), max(abs(dy) - h / 2, 0)))
+        leader = {"arrowstyle": "-", "color": color, "linewidth": 0.7, "shrinkA": 1, "shrinkB": MEAN_MARKER_RADIUS_PT,
+                  "alpha": 0.8} if gap > LEADER_PT * px_per_pt else None
+        labels.append(ax.annotate(name, (x, y), xytext=(dx / px_per_pt, dy / px_per_pt), textcoords="offset points",
+                                  ha="center", va="center", color=color, arrowprops=leader, **text_style))
+    return labels
 
 
-def runs_figure(points: list[RunPoint], looks: dict) -> Figure:
-    """One marker per valid run, coloured by scheme."""
+def runs_figure(points: list[RunPoint], looks: dict, missing: Sequence[str] = ()) -> Figure:
+    """One marker per valid run, coloured by scheme; the schemes without one named below."""
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
     _delay_axis(ax, [p.delay_p95_ms for p in points])
     for label in dict.fromkeys(p.label for p in points):
@@ -156,7 +255,9 @@ def runs_figure(points: list[RunPoint], looks: dict) -> Figure:
                    edgecolor="white", linewidth=0.6, zorder=3, label=looks[label].display)
     ax.margins(x=0.12, y=0.2)
     ax.set_title(f"Each run ({len(points)} valid)", loc="left")
-    ax.legend(loc="lower left", scatterpoints=1)
+    if points:
+        ax.legend(loc="lower left", scatterpoints=1)
+    _not_shown(ax, missing)
     return fig
 
 
@@ -175,11 +276,12 @@ def ellipse_xy(xs: np.ndarray, ys: np.ndarray, log: bool, points: int = 100) -> 
     return (10 ** ex if log else ex), ey
 
 
-def means_figure(points: list[RunPoint], looks: dict) -> Figure:
-    """Per scheme: the mean of its runs and their 1-σ ellipse, labelled with its name."""
+def means_figure(points: list[RunPoint], looks: dict, missing: Sequence[str] = ()) -> Figure:
+    """Per scheme: the mean of its runs and their 1-σ ellipse, labelled with its name; the schemes
+    without a valid run named below."""
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
     log = _delay_axis(ax, [p.delay_p95_ms for p in points])
-    names = []
+    means = []
     for label in dict.fromkeys(p.label for p in points):
         mine = [p for p in points if p.label == label]
         xs = np.array([p.delay_p95_ms for p in mine])
@@ -190,12 +292,13 @@ def means_figure(points: list[RunPoint], looks: dict) -> Figure:
         if contour is not None:
             ax.fill(*contour, color=color, alpha=0.15, linewidth=0)
             ax.plot(*contour, color=color, linewidth=1)
-        ax.scatter([mean_x], [ys.mean()], s=48, color=color, edgecolor="white", linewidth=0.8, zorder=3)
-        names.append(ax.annotate(looks[label].display, (mean_x, ys.mean()), xytext=(7, 5), textcoords="offset points",
-                                 fontsize=10, color=color, fontweight="bold"))
+        ax.scatter([mean_x], [ys.mean()], s=(2 * MEAN_MARKER_RADIUS_PT) ** 2, color=color, edgecolor="white",
+                   linewidth=0.8, zorder=3)
+        means.append((looks[label].display, mean_x, ys.mean(), color))
     ax.margins(x=0.12, y=0.2)
-    _place_labels(fig, ax, names)
+    _label_means(fig, ax, means)
     ax.set_title("Mean of the runs and 1-σ ellipse, per scheme", loc="left")
+    _not_shown(ax, missing)
     return fig
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pantheon import __version__, files
+from pantheon.analysis.cli import campaign_line
 from pantheon.errors import PantheonError
 from pantheon.experiment import seed_of
 from pantheon.harness import leftovers
@@ -202,7 +203,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
         if own_progress:
             progress.close()
     if not quiet:
-        print(f"pantheon: {len(trials) - failed} of {len(trials)} runs ok; data in {data_dir}", file=sys.stderr)
+        print(campaign_line(data_dir, len(trials), failed), file=sys.stderr)
     return failed
 
 

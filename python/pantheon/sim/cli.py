@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)
         return 130
     if not asked.quiet:
-        print(f"pantheon: {len(runs) - failed} of {len(runs)} runs ok; data in {data_dir}", file=sys.stderr)
+        print(analysis_cli.campaign_line(data_dir, len(runs), failed), file=sys.stderr)
     if not args.no_analyze:
         analysis_cli.after_campaign(data_dir, asked.quiet)
     if selection.not_run:
