@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from pantheon.processes import alive
+from pantheon.processes import shown_in_proc
 
 POLL_S = 0.005
 STOP_GRACE_S = 2.0
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, on_term)
 
     def told_to_stop() -> bool:
-        return stopping or (control / f"{name}.stop").exists() or not alive(harness_pid)
+        return stopping or (control / f"{name}.stop").exists() or not shown_in_proc(harness_pid)
 
     (control / f"{name}.ready").touch()
     while not (control / f"{name}.go").exists():
