@@ -370,3 +370,91 @@ impl Child {
         status
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::namespace::Namespace;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const RECORD: &str = "read -r pid rest < /proc/self/stat; echo $pid >";
+
+    /// Runs `script` under `sh -c` as a supervised command in a fresh network namespace, with
+    /// `$DIR` a scratch directory that `on_start` gets too; `None` where the test cannot create
+    /// namespaces (not root).
+    fn supervised(script: &str, on_start: impl FnOnce(&Path, &Child)) -> Option<ExitStatus> {
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        // SAFETY: plain getter.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root for namespaces");
+            return None;
+        }
+        block_handled_signals().unwrap();
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("pantheon-child-{}-{run}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (netns, ()) = Namespace::create(|| Ok(())).unwrap();
+        let command: Vec<OsString> = ["/bin/sh", "-c", script].iter().map(OsString::from).collect();
+        let child = spawn(&command, netns.as_raw_fd(), &[("DIR", dir.display().to_string())]).unwrap();
+        on_start(&dir, &child);
+        let status = child.supervise();
+        std::fs::remove_dir_all(dir).unwrap();
+        Some(status)
+    }
+
+    /// Waits up to 5 s for `dir/name` to hold a pid (as /proc names it).
+    fn recorded_pid(dir: &Path, name: &str) -> libc::pid_t {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(pid) = std::fs::read_to_string(dir.join(name)).ok().and_then(|s| s.trim().parse().ok()) {
+                return pid;
+            }
+            assert!(Instant::now() < deadline, "{name} was not recorded");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn gone(pid: libc::pid_t) -> bool {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn the_status_is_the_commands_as_a_shell_reports_it() {
+        for (script, expected) in [("exit 3", 3), ("kill -TERM $$", 128 + libc::SIGTERM), ("[ $$ = 2 ]", 0)] {
+            if let Some(status) = supervised(script, |_, _| {}) {
+                assert_eq!(status, ExitStatus(expected), "{script}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_inits_death_ends_every_grandchild_even_a_setsid_one() {
+        let script = format!(
+            "sh -c '{RECORD} $DIR/child; exec sleep 101' & setsid sh -c '{RECORD} $DIR/daemon; exec sleep 102' & wait"
+        );
+        let mut pids = Vec::new();
+        let status = supervised(&script, |dir, child| {
+            pids = ["child", "daemon"].map(|name| recorded_pid(dir, name)).to_vec();
+            // What PR_SET_PDEATHSIG does to the init when the driver is killed.
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.init, libc::SIGKILL) };
+        });
+        if let Some(status) = status {
+            assert_eq!(status, ExitStatus(128 + libc::SIGKILL));
+            assert!(pids.iter().all(|&pid| gone(pid)), "{pids:?} survived their init");
+        }
+    }
+
+    #[test]
+    fn what_the_command_left_gets_sigterm_then_dies_with_the_init() {
+        let script = format!("sh -c 'trap \"\" TERM; {RECORD} $DIR/stubborn; exec sleep 103' & sleep 0.2; exit 5");
+        let started = Instant::now();
+        let mut stubborn = 0;
+        if let Some(status) = supervised(&script, |dir, _| stubborn = recorded_pid(dir, "stubborn")) {
+            assert_eq!(status, ExitStatus(5));
+            let took = started.elapsed();
+            assert!(took >= CLEANUP_GRACE && took < CLEANUP_GRACE + Duration::from_secs(2), "took {took:?}");
+            assert!(gone(stubborn), "{stubborn} outlived the command");
+        }
+    }
+}
