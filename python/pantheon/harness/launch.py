@@ -5,7 +5,9 @@ the harness process disappears, or it gets SIGTERM. It reports in the control di
 `NAME.ready` when it is waiting, `NAME.started` (epoch seconds) and `NAME.exit` (JSON: status,
 whether the scheme had exited on its own before it was told to stop, which counts as a failure,
 and whether it ignored SIGTERM for STOP_GRACE_S and had to be killed). The scheme's standard
-error goes to `NAME.stderr`. `{local}` and `{peer}` in the command become the tunnel's addresses
+error goes to `NAME.stderr`. A daemon the scheme started with setsid escapes the process group but
+not the tunnel endpoint's PID namespace, which the kernel ends with the endpoint (docs/tunnel.md);
+from inside that namespace the harness is seen by /proc/PID, not kill(2). `{local}` and `{peer}` in the command become the tunnel's addresses
 ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only the tunnel knows.
 
     python -m pantheon.harness.launch CONTROL_DIR NAME HARNESS_PID -- CMD ...
