@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import in_ns, links_in
 from pantheon.harness.run import launcher
 from pantheon.harness.tunnel import write_session_key
@@ -22,6 +24,7 @@ from supervision import alive, finish, processes_in, start
 
 REPO = Path(__file__).resolve().parent.parent
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
+PANTHEON = REPO / ".venv" / "bin" / "pantheon"  # which execs pantheon-emu for `pantheon emulate`
 # The kernel kills the namespace as soon as its init dies; this leaves a busy 2-core machine room.
 GONE_WITHIN_S = 2.0
 RECORD = "read -r pid rest < /proc/self/stat; echo $pid > {path}"
@@ -46,8 +49,9 @@ def wait_until_gone(netns: str, tmp: Path, names: tuple[str, ...] = ("cmd.pid", 
     assert links_in(netns) == ["lo"]
 
 
-def test_sigkill_of_the_emulator_ends_the_commands_whole_tree(netns: str, emu: Path, tmp_path: Path) -> None:
-    proc = start(netns, [str(emu)], tmp_path)
+@pytest.mark.parametrize("via_cli", [False, True], ids=["pantheon-emu", "pantheon emulate"])
+def test_sigkill_of_the_emulator_ends_the_commands_whole_tree(netns: str, emu: Path, tmp_path: Path, via_cli: bool) -> None:
+    proc = start(netns, [str(PANTHEON), "emulate"] if via_cli else [str(emu)], tmp_path)
     proc.kill()
     proc.wait()
     wait_until_gone(netns, tmp_path)
