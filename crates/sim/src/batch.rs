@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::metrics::FlowMetrics;
 use crate::outcome;
-use crate::scenario::{seconds_to_us, FlowPlan, Scenario};
+use crate::scenario::{runtime_us, FlowPlan, Scenario};
 
 const DEFAULT_RUNTIME_S: f64 = 30.0;
 
@@ -76,11 +76,7 @@ pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, Str
 }
 
 fn scenario(job: &Job) -> Result<Scenario, String> {
-    let runtime_s = job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S);
-    if !(runtime_s.is_finite() && runtime_s > 0.0) {
-        return Err(format!("runtime_s must be a positive number of seconds, got {runtime_s}"));
-    }
-    let runtime_us = seconds_to_us(runtime_s);
+    let runtime_us = runtime_us("runtime_s", job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S))?;
     let paths = parse_path(&job.path, job.seed)?;
     let flows = job
         .flows
@@ -141,4 +137,30 @@ pub fn run<R: BufRead + Send, W: Write + Send>(input: R, output: W, jobs: usize)
         let workers: Vec<_> = (0..jobs.max(1)).map(|_| scope.spawn(worker)).collect();
         workers.into_iter().try_for_each(|w| w.join().expect("workers catch panics"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(job: &str) -> String {
+        let reply: Value = serde_json::from_str(&answer(job.as_bytes())).unwrap();
+        assert_eq!(reply["ok"], Value::Bool(false), "{reply}");
+        reply["error"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_the_jobs_error() {
+        let flows = r#""flows": [{"cc": "cubic"}]"#;
+        let e = error_of(&format!(r#"{{"id": 1, {flows}, "runtime_s": 1e300}}"#));
+        assert_eq!(e, "runtime_s: expected a positive number of seconds up to 86400 (one day), got 1e300");
+        // JSON has no NaN or infinity; a number past f64's range is malformed JSON.
+        assert!(error_of(&format!(r#"{{{flows}, "runtime_s": 1e400}}"#))
+            .starts_with("the job is not valid JSON: number out of range"));
+        assert!(error_of(&format!(r#"{{{flows}, "runtime_s": NaN}}"#)).starts_with("the job is not valid JSON"));
+        let e = error_of(&format!(r#"{{{flows}, "path": ["--delay", "1e17"], "runtime_s": 1}}"#));
+        assert_eq!(e, "--delay: delay must be at most 3600000 ms (one hour), got '1e17'");
+        let e = error_of(r#"{"flows": [{"cc": "cubic", "start_s": 1e300}], "runtime_s": 1}"#);
+        assert!(e.contains("not before the run ends"), "{e}");
+    }
 }
