@@ -28,6 +28,10 @@ pub struct Scenario {
 /// and `inf` or `1e300` would run until killed).
 pub const MAX_RUNTIME_S: f64 = 86_400.0;
 
+/// Most flows in one run: the event loop scans every flow for the next sender deadline (a run has
+/// a handful), so cost grows with the square of the count.
+pub const MAX_FLOWS: usize = 1000;
+
 /// Seconds (validated: finite, not negative) to whole microseconds, to the nearest.
 pub fn seconds_to_us(seconds: f64) -> u64 {
     (seconds * 1e6).round() as u64
@@ -127,8 +131,8 @@ impl Scenario {
         if flows.is_empty() {
             return Err("no flows: give at least one --flow SPEC[@START_S[+DURATION_S]]".into());
         }
-        if flows.len() > u32::MAX as usize {
-            return Err(format!("{} flows is more than the simulator numbers", flows.len()));
+        if flows.len() > MAX_FLOWS {
+            return Err(format!("{} flows, more than the {MAX_FLOWS} a run may have", flows.len()));
         }
         Ok(Scenario { flows, runtime_us, paths })
     }
@@ -164,6 +168,15 @@ mod tests {
         let e = FlowPlan::parse(1, "cubic@1+0", RUN_US).unwrap_err();
         assert!(e.ends_with("flow 1: the duration must be a number of seconds > 0, got 0"), "{e}");
         assert!(parse_runtime_s("0").is_err() && parse_runtime_s("x").is_err());
+    }
+
+    #[test]
+    fn a_run_has_at_most_a_thousand_flows() {
+        let paths = pantheon_cli::path_options::PathArgs::validate_words(&[]).unwrap();
+        let flow = FlowPlan::parse(1, "cubic", RUN_US).unwrap();
+        assert!(Scenario::new(vec![flow.clone(); MAX_FLOWS], RUN_US, paths.clone()).is_ok());
+        let e = Scenario::new(vec![flow; MAX_FLOWS + 1], RUN_US, paths).unwrap_err();
+        assert_eq!(e, "1001 flows, more than the 1000 a run may have");
     }
 
     #[test]
