@@ -32,11 +32,16 @@ def test_every_user_mistake_is_a_pantheon_error_and_no_value_error(error: type[E
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["sim", "--schemes", "copa", "--run-times", "0"], "pantheon: --run-times must be at least 1, got 0\n"),
+    (["sim", "--schemes", "copa", "--run-times", "0"], "pantheon: --run-times must be from 1 to 1000, got 0\n"),
+    (["sim", "--schemes", "copa", "--run-times", "1000000000"], "pantheon: --run-times must be from 1 to 1000, got 1000000000\n"),
     (["sim", "--schemes", "copa", "--runtime", "0", "--data-dir", "unused"],
-     "pantheon: --runtime must be a positive, finite number of seconds, got 0\n"),
+     "pantheon: --runtime must be a positive, finite number of seconds up to 86400 (one day), got 0\n"),
     (["sim", "--schemes", "copa", "--runtime", "nan", "--data-dir", "unused"],
-     "pantheon: --runtime must be a positive, finite number of seconds, got nan\n"),
+     "pantheon: --runtime must be a positive, finite number of seconds up to 86400 (one day), got nan\n"),
+    (["sim", "--schemes", "copa", "--runtime", "1e300", "--data-dir", "unused"],
+     "pantheon: --runtime must be a positive, finite number of seconds up to 86400 (one day), got 1e+300\n"),
+    (["sim", "--schemes", "copa", "--flows", "1000", "--data-dir", "unused"],
+     "pantheon: --flows must be from 1 to 100, got 1000\n"),
     (["sim", "--schemes", "copa", "--emulator", "nope"], "pantheon: unknown emulator 'nope'; known: "),
     (["analyze", "/nonexistent/data"], "pantheon: /nonexistent/data is not a directory"),
 ])

@@ -7,6 +7,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,15 @@ def trace(tmp_path: Path, name: str, text: str) -> str:
         (["--uplink-trace", "/nonexistent/x.trace"], "--uplink-trace /nonexistent/x.trace: cannot read the trace"),
         (["--uplink-log", "/nonexistent/dir/up.log"], "--uplink-log /nonexistent/dir/up.log: cannot create the log"),
         (["--no-such-flag"], "unexpected argument '--no-such-flag'"),
+        # Issue 18: accepted before, and the delay's sum wrapped (packets left after ~350 us).
+        (["--delay", "1e300"], "--delay: delay must be at most 3600000 ms (one hour), got '1e300'"),
+        (["--delay", "1.9e16"], "--delay: delay must be at most 3600000 ms (one hour)"),
+        (["--delay", "1e17"], "--delay: delay must be at most 3600000 ms (one hour)"),
+        (["--uplink-rate", "1e300"], "--uplink-rate: rate must be from 0.001 to 1000000 Mbit/s"),
+        (["--downlink-queue-bytes", "99999999999999"], "--downlink-queue-bytes: expected a whole number from 1 to"),
+        # Issue 18: read until the OOM killer ended it at 24 GB.
+        (["--uplink-trace", "/dev/zero"], "--uplink-trace /dev/zero: cannot read the trace: it is not a regular file"),
+        (["--downlink-trace", "/"], "--downlink-trace /: cannot read the trace: it is a directory"),
     ],
 )
 def test_bad_options_fail_in_one_line(netns: str, emu: Path, args: list[str], expected: str) -> None:
@@ -58,6 +68,9 @@ def test_bad_options_fail_in_one_line(netns: str, emu: Path, args: list[str], ex
         ("1\n2\nfast\n", "line 3: \"fast\" is not a whole number"),
         ("1\n5\n3\n", "line 3: timestamp 3 ms is earlier than the line before (5 ms)"),
         ("0\n", "cannot repeat"),
+        # Issue 18: timestamp x 1000 wrapped, a "mean 0.000 Mbit/s" link that delivered 30 Mbit/s.
+        ("1\n18446744073709552\n", "line 2: timestamp 18446744073709552 ms is past the longest trace"),
+        ("1\n" + "x" * 5000 + "\n", "line 2 is 5000 bytes long (\"" + "x" * 32 + "...\")"),
     ],
 )
 def test_bad_traces_name_file_and_line(netns: str, emu: Path, tmp_path: Path, text: str, expected: str) -> None:
@@ -68,6 +81,26 @@ def test_bad_traces_name_file_and_line(netns: str, emu: Path, tmp_path: Path, te
     assert f"--downlink-trace {path}: " in done.stderr
     assert expected in done.stderr
     assert links_in(netns) == ["lo"]
+
+
+def test_a_huge_sparse_trace_is_refused_by_its_size(netns: str, emu: Path, tmp_path: Path) -> None:
+    """Issue 18: a 2 GB sparse file took 57 s and printed a 4.29 GB error line."""
+    sparse = tmp_path / "sparse.trace"
+    with sparse.open("wb") as f:
+        f.truncate(2 << 30)
+    started = time.monotonic()
+    done = emulate(netns, emu, "--uplink-trace", str(sparse), "--", "true")
+    assert (done.returncode, done.stderr) == (2, f"pantheon emulate: --uplink-trace {sparse}: the trace is 2147483648 "
+                                                 "bytes, more than the 134217728 bytes (128 MiB) a trace may have\n")
+    assert time.monotonic() - started < 10
+
+
+def test_a_fifo_trace_is_refused_without_waiting_for_a_writer(netns: str, emu: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.trace"
+    os.mkfifo(fifo)
+    done = emulate(netns, emu, "--uplink-trace", str(fifo), "--", "true")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "it is not a regular file" in done.stderr
 
 
 def test_command_not_found(netns: str, emu: Path) -> None:

@@ -16,10 +16,13 @@ def test_uniform_flows_start_staggered_and_stop_together() -> None:
 
 @pytest.mark.parametrize(("flows", "interval", "runtime", "message"), [
     (1, 0, 0, "--runtime must be a positive, finite number"),
-    (1, 0, float("nan"), "--runtime must be a positive, finite number of seconds, got nan"),
-    (1, 0, float("inf"), "--runtime must be a positive, finite number of seconds, got inf"),
+    (1, 0, float("nan"), "--runtime must be a positive, finite number of seconds up to 86400 \\(one day\\), got nan"),
+    (1, 0, float("inf"), "--runtime must be a positive, finite number of seconds up to 86400 \\(one day\\), got inf"),
     (2, float("nan"), 10, "--interval must be a finite number of seconds"),
-    (0, 0, 10, "--flows must be at least 1"),
+    (0, 0, 10, "--flows must be from 1 to 100"),
+    (101, 0, 10, "--flows must be from 1 to 100, got 101"),
+    (1, 0, 1e300, "--runtime must be a positive, finite number of seconds up to 86400 \\(one day\\), got 1e\\+300"),
+    (1, 0, 86_400.5, "--runtime must be a positive, finite number of seconds up to 86400"),
     (4, 5, 10, "the last of 4 flows would start at 15 s"),
 ])
 def test_uniform_rejects_impossible_plans(flows: int, interval: float, runtime: float, message: str) -> None:
@@ -43,6 +46,12 @@ def test_scenario_mixes_schemes(tmp_path: Path) -> None:
     ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = inf\n", "flow 1: start_s must be finite"),
     ("runtime_s = nan\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a positive, finite"),
     ("[[flow]\n", "not valid TOML"),
+    ("runtime_s = 1e300\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "up to 86400 \\(one day\\)"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 1e300\n", "runtime_s must be .* up to 86400"),
+    ("runtime_s = 'soon'\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a number of seconds"),
+    ("runtime_s = true\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a number of seconds"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = true\nduration_s = 3\n", "flow 1: needs scheme, start_s and duration_s"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n" * 101, "101 flows, more than the 100 a run may have"),
 ])
 def test_bad_scenarios_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"

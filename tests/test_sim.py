@@ -154,7 +154,9 @@ def test_same_command_same_bytes_and_seeds_per_repetition(tmp_path: Path) -> Non
     assert one["recv_us"] != two["recv_us"] and all(n > 0 for n in lost), "run 2 has a seed, and losses, of its own"
 
 
-@pytest.mark.parametrize("option", [["--uplink-rate", "abc"], ["--uplink-loss", "2"], ["--uplink-queue", "droptail"]])
+@pytest.mark.parametrize("option", [["--uplink-rate", "abc"], ["--uplink-loss", "2"], ["--uplink-queue", "droptail"],
+                                    # Issue 18: the OOM killer ended pantheon-sim ("exited with status -9").
+                                    ["--uplink-trace", "/dev/zero"], ["--delay", "1e300"]])
 def test_bad_path_option_gets_the_harness_message(tmp_path: Path, option: list[str]) -> None:
     sim = pantheon("sim", "--schemes", "copa", "--runtime", "1", "--data-dir", str(tmp_path / "s"), *option)
     assert sim.returncode == 2 and len(sim.stderr.splitlines()) == 1, sim.stderr

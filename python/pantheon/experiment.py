@@ -42,6 +42,11 @@ them with the same Rust code and judge their values; the tests check this list a
 `pantheon-emu --help`. The logs' options are the harness's to set, so they are not here."""
 
 
+MAX_RUN_TIMES = 1000
+"""Most repetitions of each scheme in one campaign (1000 runs of 30 s are over 8 hours a scheme;
+every run's plan is made up front, so 10^9 would exhaust memory before the first)."""
+
+
 class _PathOption(argparse.Action):
     """Collects the path options as `--flag value` pairs in the order given, the order the
     emulator reads them and metadata.json records them."""
@@ -121,8 +126,8 @@ class Experiment:
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        if self.run_times < 1:
-            raise PantheonError(f"--run-times must be at least 1, got {self.run_times}")
+        if not 1 <= self.run_times <= MAX_RUN_TIMES:
+            raise PantheonError(f"--run-times must be from 1 to {MAX_RUN_TIMES}, got {self.run_times}")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, default_dir: str) -> Experiment:

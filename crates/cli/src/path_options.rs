@@ -5,9 +5,12 @@
 //! reject a bad one with the same one-line message, naming the option.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser};
+use pantheon_link::bounds::{MAX_BUFFER, MAX_DELAY_US, MAX_RATE_MBPS, MAX_TRACE_FILE_BYTES, MIN_RATE_MBPS};
 use pantheon_link::{Delivery, PathConfig, PolicerConfig, QueueLimit, Timing, Trace};
 
 /// Emulated path options for both directions (uplink: from the command outwards).
@@ -130,14 +133,65 @@ fn parse_rate(option: &str, text: &str) -> Result<f64, ArgError> {
     if rate <= 0.0 {
         return Err(bad(option, format!("rate must be positive, got '{text}'")));
     }
+    if !(MIN_RATE_MBPS..=MAX_RATE_MBPS).contains(&rate) {
+        return Err(bad(
+            option,
+            format!("rate must be from {MIN_RATE_MBPS} to {MAX_RATE_MBPS} Mbit/s (1 kbit/s to 1 Tbit/s), got '{text}'"),
+        ));
+    }
     Ok(rate)
 }
 
+/// A buffer's size (a queue limit, a policer's bucket), in bytes or packets.
 fn parse_count(option: &str, text: &str) -> Result<u64, ArgError> {
     match text.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(bad(option, format!("expected a positive whole number, got '{text}'"))),
+        Ok(n) if (1..=MAX_BUFFER).contains(&n) => Ok(n),
+        _ => Err(bad(option, format!("expected a whole number from 1 to {MAX_BUFFER} (2^32), got '{text}'"))),
     }
+}
+
+fn parse_delay_us(text: &str) -> Result<u64, ArgError> {
+    let delay_ms = parse_number("--delay", text, "expected a delay in ms")?;
+    if delay_ms < 0.0 {
+        return Err(bad("--delay", format!("delay must not be negative, got '{text}'")));
+    }
+    let max_ms = MAX_DELAY_US / 1000;
+    if delay_ms > max_ms as f64 {
+        return Err(bad("--delay", format!("delay must be at most {max_ms} ms (one hour), got '{text}'")));
+    }
+    Ok((delay_ms * 1000.0).round() as u64)
+}
+
+/// A trace file's text, read only if it is a regular file of at most `MAX_TRACE_FILE_BYTES`:
+/// `/dev/zero` or a FIFO would never end, and a huge (or sparse) file is refused by its size
+/// rather than read.
+fn read_trace(file: &Path) -> Result<String, String> {
+    let regular = |metadata: std::fs::Metadata| -> Result<(), String> {
+        if !metadata.is_file() {
+            let kind = if metadata.is_dir() { "a directory" } else { "not a regular file (a device or a FIFO?)" };
+            return Err(format!("cannot read the trace: it is {kind}"));
+        }
+        if metadata.len() > MAX_TRACE_FILE_BYTES {
+            return Err(format!(
+                "the trace is {} bytes, more than the {MAX_TRACE_FILE_BYTES} bytes ({} MiB) a trace may have",
+                metadata.len(),
+                MAX_TRACE_FILE_BYTES >> 20
+            ));
+        }
+        Ok(())
+    };
+    // Judged before opening (opening a FIFO waits for a writer), and again on what was opened.
+    regular(std::fs::metadata(file).map_err(|e| format!("cannot read the trace: {e}"))?)?;
+    let opened = File::open(file).map_err(|e| format!("cannot read the trace: {e}"))?;
+    regular(opened.metadata().map_err(|e| format!("cannot read the trace: {e}"))?)?;
+    let mut bytes = Vec::new();
+    opened.take(MAX_TRACE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the trace: {e}"))?;
+    if bytes.len() as u64 > MAX_TRACE_FILE_BYTES {
+        return Err(format!("the trace grew past {MAX_TRACE_FILE_BYTES} bytes while it was read"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!("the trace is not text (a byte that is not UTF-8 at offset {})", e.utf8_error().valid_up_to())
+    })
 }
 
 fn parse_delivery(
@@ -155,7 +209,7 @@ fn parse_delivery(
     }
     if let Some(file) = trace {
         let option = format!("--{dir}-trace {}", file.display());
-        let text = std::fs::read_to_string(file).map_err(|e| bad(&option, format!("cannot read the trace: {e}")))?;
+        let text = read_trace(file).map_err(|e| bad(&option, e))?;
         return Trace::parse(&text).map(Delivery::Trace).map_err(|e| bad(&option, e.to_string()));
     }
     if let Some(text) = poisson {
@@ -232,11 +286,7 @@ impl PathArgs {
 
     /// Validates every option; the first problem found is returned.
     pub fn to_paths(&self) -> Result<PathPair, ArgError> {
-        let delay_ms = parse_number("--delay", &self.delay, "expected a delay in ms")?;
-        if delay_ms < 0.0 {
-            return Err(bad("--delay", format!("delay must not be negative, got '{}'", self.delay)));
-        }
-        let delay_us = (delay_ms * 1000.0).round() as u64;
+        let delay_us = parse_delay_us(&self.delay)?;
         let seed = self
             .seed
             .trim()
@@ -356,6 +406,100 @@ mod tests {
         let clash = PathArgs::validate_words(&words(&["--uplink-rate", "1", "--uplink-poisson", "1"])).unwrap_err();
         assert!(clash.starts_with("the argument '--uplink-rate <MBPS>' cannot be used with"), "{clash}");
         assert!(!clash.contains('\n'));
+    }
+
+    #[test]
+    fn numbers_beyond_the_model_are_refused_naming_the_bound() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--delay", "1e300"], "--delay: delay must be at most 3600000 ms (one hour), got '1e300'"),
+            (&["--delay", "1.9e16"], "--delay: delay must be at most 3600000 ms (one hour), got '1.9e16'"),
+            (&["--delay", "1e17"], "--delay: delay must be at most 3600000 ms (one hour), got '1e17'"),
+            (&["--delay", "3600000.001"], "at most 3600000 ms"),
+            (&["--delay", "nan"], "--delay: expected a delay in ms, got 'nan'"),
+            (&["--delay", "inf"], "--delay: expected a delay in ms, got 'inf'"),
+            (&["--uplink-rate", "1e300"], "--uplink-rate: rate must be from 0.001 to 1000000 Mbit/s"),
+            (&["--downlink-poisson", "2e6"], "--downlink-poisson: rate must be from 0.001 to 1000000 Mbit/s"),
+            (&["--uplink-rate", "1e-300"], "--uplink-rate: rate must be from 0.001"),
+            (&["--uplink-rate", "NaN"], "--uplink-rate: expected a rate in Mbit/s, got 'NaN'"),
+            (&["--uplink-loss", "nan"], "--uplink-loss: expected a probability in [0, 1], got 'nan'"),
+            (
+                &["--uplink-queue-bytes", "4294967297"],
+                "--uplink-queue-bytes: expected a whole number from 1 to 4294967296",
+            ),
+            (&["--downlink-queue-packets", "18446744073709551615"], "from 1 to 4294967296"),
+            (&["--uplink-policer", "1e300,1500"], "--uplink-policer: rate must be from"),
+            (&["--uplink-policer", "12,99999999999"], "--uplink-policer: expected a whole number from 1 to"),
+        ];
+        for (args, expected) in cases {
+            let err = parse(args).unwrap_err().to_string();
+            assert!(err.starts_with(expected) || err.contains(expected), "{args:?}: {err}");
+        }
+        let edge = parse(&["--delay", "3600000", "--uplink-rate", "1e6", "--downlink-rate", "0.001"]).unwrap();
+        assert_eq!(edge.uplink.delay_us, 3_600_000_000);
+        assert!(parse(&["--uplink-queue-bytes", "4294967296"]).is_ok());
+    }
+
+    /// A scratch file of this test process's own, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let path = std::env::temp_dir().join(format!("pantheon-cli-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_file(&path);
+            Scratch(path)
+        }
+
+        fn arg(&self) -> &str {
+            self.0.to_str().expect("temp paths are UTF-8 here")
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn trace_error(file: &str) -> String {
+        let err = parse(&["--uplink-trace", file]).unwrap_err();
+        assert!(err.option.starts_with("--uplink-trace"), "{err}");
+        err.message
+    }
+
+    #[test]
+    fn traces_that_are_not_regular_files_are_refused_unread() {
+        assert!(trace_error("/dev/zero").contains("not a regular file"));
+        assert!(trace_error("/").contains("it is a directory"));
+        let fifo = Scratch::new("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo.0).status().expect("mkfifo runs");
+        assert!(made.success());
+        // Opening a FIFO would wait for a writer forever: it is judged before it is opened.
+        assert!(trace_error(fifo.arg()).contains("not a regular file"));
+    }
+
+    #[test]
+    fn a_huge_sparse_trace_is_refused_by_its_size_at_once() {
+        let sparse = Scratch::new("sparse");
+        File::create(&sparse.0).unwrap().set_len(2 << 30).unwrap();
+        let started = std::time::Instant::now();
+        let message = trace_error(sparse.arg());
+        assert!(message.starts_with("the trace is 2147483648 bytes, more than the 134217728 bytes"), "{message}");
+        assert!(started.elapsed().as_secs_f64() < 1.0, "took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn trace_contents_past_the_bounds_are_one_short_line() {
+        let file = Scratch::new("wrap");
+        std::fs::write(&file.0, "1\n18446744073709552\n").unwrap();
+        assert_eq!(
+            trace_error(file.arg()),
+            "line 2: timestamp 18446744073709552 ms is past the longest trace the model takes, 86400000 ms (one day)"
+        );
+        std::fs::write(&file.0, [b'1', b'\n', 0xff, b'\n']).unwrap();
+        assert!(trace_error(file.arg()).contains("not UTF-8 at offset 2"));
+        std::fs::write(&file.0, format!("1\n{}\n", "9".repeat(1 << 20))).unwrap();
+        let message = trace_error(file.arg());
+        assert!(message.starts_with("line 2 is 1048576 bytes long") && message.len() < 200, "{message}");
     }
 
     #[test]

@@ -17,8 +17,11 @@ impl<P> Delay<P> {
         Delay { delay_us, in_flight: VecDeque::new() }
     }
 
+    /// A packet enters at `now_us`. Its release time saturates at `u64::MAX` µs rather than wrap
+    /// (the delay is at most an hour, `bounds::MAX_DELAY_US`, so only a clock 584 000 years on
+    /// could get there).
     pub fn push(&mut self, now_us: u64, packet: P) {
-        self.in_flight.push_back((now_us + self.delay_us, packet));
+        self.in_flight.push_back((now_us.saturating_add(self.delay_us), packet));
     }
 
     /// Release time of the oldest packet in flight.

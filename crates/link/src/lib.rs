@@ -4,6 +4,7 @@
 //! Times are microseconds on the driver's clock (`t_us`), sizes are IP datagram bytes. Nothing
 //! here reads a clock, touches a socket or allocates per packet beyond queue growth.
 
+pub mod bounds;
 pub mod config;
 pub mod delay;
 pub mod event;

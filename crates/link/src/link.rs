@@ -120,8 +120,9 @@ impl<P> Link<P> {
         }
     }
 
-    pub fn queue_packets(&self) -> usize {
-        self.queue.len_packets()
+    /// Packets waiting in the queue or part-way across the link.
+    pub fn packets_held(&self) -> usize {
+        self.queue.len_packets() + usize::from(self.in_transit.is_some())
     }
 
     pub fn queue_bytes(&self) -> u64 {

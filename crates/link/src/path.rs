@@ -79,9 +79,9 @@ impl<P> Path<P> {
         self.link.serve_through(now_us, emit);
     }
 
-    /// Packets in the delay line and waiting in the queue.
+    /// Packets in the delay line, waiting in the queue, or part-way across the link.
     pub fn packets_inside(&self) -> usize {
-        self.delay.len() + self.link.queue_packets()
+        self.delay.len() + self.link.packets_held()
     }
 }
 

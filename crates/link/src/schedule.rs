@@ -77,8 +77,9 @@ impl ConstantRate {
         s
     }
 
+    /// Saturates rather than wraps past `u64::MAX` µs (584 000 years: no run gets there).
     fn time_of(&self, k: u128) -> u64 {
-        (k * OPPORTUNITY_BITS * 1_000_000 / self.rate_bps) as u64
+        u64::try_from(k * OPPORTUNITY_BITS * 1_000_000 / self.rate_bps).unwrap_or(u64::MAX)
     }
 
     fn advance(&mut self) {
@@ -112,9 +113,12 @@ impl TraceSchedule {
         TraceSchedule { trace, cycle: 0, index: 0, next_us }
     }
 
+    /// Saturates rather than wraps past `u64::MAX` µs (timestamps are at most a day,
+    /// `bounds::MAX_TRACE_MS`, so only a cycle count no run reaches could get there).
     fn update(&mut self) {
-        let t_ms = self.cycle * self.trace.period_ms() + self.trace.opportunities_ms()[self.index];
-        self.next_us = t_ms * 1000;
+        let t_ms =
+            self.cycle.saturating_mul(self.trace.period_ms()).saturating_add(self.trace.opportunities_ms()[self.index]);
+        self.next_us = t_ms.saturating_mul(1000);
     }
 
     fn advance(&mut self) {

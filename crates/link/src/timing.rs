@@ -45,7 +45,8 @@ impl Timing {
     pub fn opportunity_us(self, exact_us: u64) -> u64 {
         match self {
             Timing::Microseconds => exact_us,
-            Timing::Mahimahi => exact_us.div_ceil(MS_US) * MS_US,
+            // Saturates at the end of u64 time rather than wrap (delay.rs, schedule.rs).
+            Timing::Mahimahi => exact_us.div_ceil(MS_US).saturating_mul(MS_US),
         }
     }
 

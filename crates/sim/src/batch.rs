@@ -17,7 +17,7 @@
 //! become free; each run is single-threaded and deterministic, so a job's result does not
 //! depend on how many run beside it.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
@@ -27,9 +27,12 @@ use serde_json::Value;
 
 use crate::metrics::FlowMetrics;
 use crate::outcome;
-use crate::scenario::{seconds_to_us, FlowPlan, Scenario};
+use crate::scenario::{runtime_us, FlowPlan, Scenario};
 
 const DEFAULT_RUNTIME_S: f64 = 30.0;
+/// Longest job line: 1 MiB (a job with 1000 flows and its path is a few tens of kB; without a
+/// bound a line with no newline would be read until memory ran out).
+const MAX_JOB_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,11 +79,7 @@ pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, Str
 }
 
 fn scenario(job: &Job) -> Result<Scenario, String> {
-    let runtime_s = job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S);
-    if !(runtime_s.is_finite() && runtime_s > 0.0) {
-        return Err(format!("runtime_s must be a positive number of seconds, got {runtime_s}"));
-    }
-    let runtime_us = seconds_to_us(runtime_s);
+    let runtime_us = runtime_us("runtime_s", job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S))?;
     let paths = parse_path(&job.path, job.seed)?;
     let flows = job
         .flows
@@ -125,13 +124,25 @@ pub fn run<R: BufRead + Send, W: Write + Send>(input: R, output: W, jobs: usize)
         let mut line = Vec::new();
         loop {
             line.clear();
-            if input.lock().expect("no worker panics holding the input").read_until(b'\n', &mut line)? == 0 {
+            let mut reader = input.lock().expect("no worker panics holding the input");
+            if (&mut *reader).take(MAX_JOB_BYTES + 1).read_until(b'\n', &mut line)? == 0 {
                 return Ok(());
             }
+            let too_long = line.len() as u64 > MAX_JOB_BYTES;
+            if too_long {
+                reader.skip_until(b'\n')?;
+            }
+            drop(reader);
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let reply = answer(line.trim_ascii());
+            let reply = if too_long {
+                let error = format!("the job is longer than {MAX_JOB_BYTES} bytes (1 MiB)");
+                serde_json::to_string(&Failed { id: &Value::Null, ok: false, error: &error })
+                    .expect("plain data serialises")
+            } else {
+                answer(line.trim_ascii())
+            };
             let mut out = output.lock().expect("no worker panics holding the output");
             writeln!(out, "{reply}")?;
             out.flush()?;
@@ -141,4 +152,45 @@ pub fn run<R: BufRead + Send, W: Write + Send>(input: R, output: W, jobs: usize)
         let workers: Vec<_> = (0..jobs.max(1)).map(|_| scope.spawn(worker)).collect();
         workers.into_iter().try_for_each(|w| w.join().expect("workers catch panics"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(job: &str) -> String {
+        let reply: Value = serde_json::from_str(&answer(job.as_bytes())).unwrap();
+        assert_eq!(reply["ok"], Value::Bool(false), "{reply}");
+        reply["error"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_the_jobs_error() {
+        let flows = r#""flows": [{"cc": "cubic"}]"#;
+        let e = error_of(&format!(r#"{{"id": 1, {flows}, "runtime_s": 1e300}}"#));
+        assert_eq!(e, "runtime_s: expected a positive number of seconds up to 86400 (one day), got 1e300");
+        // JSON has no NaN or infinity; a number past f64's range is malformed JSON.
+        assert!(error_of(&format!(r#"{{{flows}, "runtime_s": 1e400}}"#))
+            .starts_with("the job is not valid JSON: number out of range"));
+        assert!(error_of(&format!(r#"{{{flows}, "runtime_s": NaN}}"#)).starts_with("the job is not valid JSON"));
+        let e = error_of(&format!(r#"{{{flows}, "path": ["--delay", "1e17"], "runtime_s": 1}}"#));
+        assert_eq!(e, "--delay: delay must be at most 3600000 ms (one hour), got '1e17'");
+        let e = error_of(r#"{"flows": [{"cc": "cubic", "start_s": 1e300}], "runtime_s": 1}"#);
+        assert!(e.contains("not before the run ends"), "{e}");
+    }
+
+    #[test]
+    fn a_job_line_past_a_mebibyte_is_refused_unread_and_the_next_job_runs() {
+        let huge = format!("{{\"id\": 1, \"flows\": [{}]}}", "{\"cc\": \"cubic\"},".repeat(100_000));
+        let input = format!("{huge}\n{{\"id\": 2, \"flows\": [{{\"cc\": \"cubic\"}}], \"runtime_s\": 0.1}}\n");
+        let mut output = Vec::new();
+        run(input.as_bytes(), &mut output, 1).unwrap();
+        let replies: Vec<Value> = output
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        assert_eq!(replies[0]["error"], "the job is longer than 1048576 bytes (1 MiB)");
+        assert_eq!((&replies[1]["id"], &replies[1]["ok"]), (&Value::from(2), &Value::Bool(true)));
+    }
 }

@@ -7,10 +7,13 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use pantheon_cli::path_options::PathArgs;
 use pantheon_cli::usage;
-use pantheon_sim::scenario::{parse_runtime_s, seconds_to_us, FlowPlan, Scenario};
+use pantheon_sim::scenario::{parse_runtime_s, FlowPlan, Scenario};
 use pantheon_sim::{batch, outcome};
 
 const NAME: &str = "pantheon-sim";
+/// Most worker threads `batch --jobs` starts: each holds one run in memory, and more threads than
+/// cores only share them.
+const MAX_JOBS: usize = 1024;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,7 +67,7 @@ struct BatchArgs {
 
 fn run(args: &RunArgs) -> Result<i32, String> {
     let paths = args.path.to_paths().map_err(|e| e.to_string())?;
-    let runtime_us = seconds_to_us(parse_runtime_s(&args.runtime_s)?);
+    let runtime_us = parse_runtime_s(&args.runtime_s)?;
     let flows = args
         .flows
         .iter()
@@ -80,8 +83,8 @@ fn run(args: &RunArgs) -> Result<i32, String> {
 fn batch(args: &BatchArgs) -> Result<i32, String> {
     let jobs = match &args.jobs {
         Some(text) => match text.trim().parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => return Err(format!("--jobs: expected a positive whole number, got '{text}'")),
+            Ok(n) if (1..=MAX_JOBS).contains(&n) => n,
+            _ => return Err(format!("--jobs: expected a whole number from 1 to {MAX_JOBS}, got '{text}'")),
         },
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };

@@ -24,26 +24,56 @@ pub struct Scenario {
     pub paths: PathPair,
 }
 
+/// Longest run: one day of simulated time (Pantheon's runs last 30 s; a longer one is a typo,
+/// and `inf` or `1e300` would run until killed).
+pub const MAX_RUNTIME_S: f64 = 86_400.0;
+
+/// Most flows in one run: the event loop scans every flow for the next sender deadline (a run has
+/// a handful), so cost grows with the square of the count.
+pub const MAX_FLOWS: usize = 1000;
+
 /// Seconds (validated: finite, not negative) to whole microseconds, to the nearest.
 pub fn seconds_to_us(seconds: f64) -> u64 {
     (seconds * 1e6).round() as u64
+}
+
+/// A number for a message: as written for everyday magnitudes, in exponent form beyond (Rust
+/// writes 1e300 with all 301 digits).
+fn shown(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() || (1e-3..1e9).contains(&value.abs()) {
+        value.to_string()
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// A run's length, `name` being how the input called it, in µs: finite, > 0, at most a day.
+pub fn runtime_us(name: &str, runtime_s: f64) -> Result<u64, String> {
+    if !(runtime_s.is_finite() && runtime_s > 0.0 && runtime_s <= MAX_RUNTIME_S) {
+        return Err(format!(
+            "{name}: expected a positive number of seconds up to {MAX_RUNTIME_S} (one day), got {}",
+            shown(runtime_s)
+        ));
+    }
+    Ok(seconds_to_us(runtime_s))
 }
 
 fn seconds(what: &str, value: f64, allow_zero: bool) -> Result<u64, String> {
     let fits = value.is_finite() && (value > 0.0 || (allow_zero && value == 0.0));
     if !fits {
         let bound = if allow_zero { "≥ 0" } else { "> 0" };
-        return Err(format!("{what} must be a number of seconds {bound}, got {value}"));
+        return Err(format!("{what} must be a number of seconds {bound}, got {}", shown(value)));
     }
     Ok(seconds_to_us(value))
 }
 
-/// Parses a run's length in seconds as given on the command line.
-pub fn parse_runtime_s(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("--runtime-s: expected a positive number of seconds, got '{text}'")),
-    }
+/// Parses a run's length in seconds as given on the command line, into µs.
+pub fn parse_runtime_s(text: &str) -> Result<u64, String> {
+    let runtime_s = text
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| format!("--runtime-s: expected a positive number of seconds, got '{text}'"))?;
+    runtime_us("--runtime-s", runtime_s)
 }
 
 impl FlowPlan {
@@ -62,7 +92,8 @@ impl FlowPlan {
         let start_us = seconds(&format!("{name}: the start"), start_s, true)?;
         if start_us >= runtime_us {
             return Err(format!(
-                "{name} starts at {start_s} s, not before the run ends at {} s: start it earlier or lengthen the run",
+                "{name} starts at {} s, not before the run ends at {} s: start it earlier or lengthen the run",
+                shown(start_s),
                 runtime_us as f64 / 1e6
             ));
         }
@@ -100,8 +131,8 @@ impl Scenario {
         if flows.is_empty() {
             return Err("no flows: give at least one --flow SPEC[@START_S[+DURATION_S]]".into());
         }
-        if flows.len() > u32::MAX as usize {
-            return Err(format!("{} flows is more than the simulator numbers", flows.len()));
+        if flows.len() > MAX_FLOWS {
+            return Err(format!("{} flows, more than the {MAX_FLOWS} a run may have", flows.len()));
         }
         Ok(Scenario { flows, runtime_us, paths })
     }
@@ -137,5 +168,36 @@ mod tests {
         let e = FlowPlan::parse(1, "cubic@1+0", RUN_US).unwrap_err();
         assert!(e.ends_with("flow 1: the duration must be a number of seconds > 0, got 0"), "{e}");
         assert!(parse_runtime_s("0").is_err() && parse_runtime_s("x").is_err());
+    }
+
+    #[test]
+    fn a_run_has_at_most_a_thousand_flows() {
+        let paths = pantheon_cli::path_options::PathArgs::validate_words(&[]).unwrap();
+        let flow = FlowPlan::parse(1, "cubic", RUN_US).unwrap();
+        assert!(Scenario::new(vec![flow.clone(); MAX_FLOWS], RUN_US, paths.clone()).is_ok());
+        let e = Scenario::new(vec![flow; MAX_FLOWS + 1], RUN_US, paths).unwrap_err();
+        assert_eq!(e, "1001 flows, more than the 1000 a run may have");
+    }
+
+    #[test]
+    fn a_runtime_is_finite_and_at_most_a_day() {
+        assert_eq!(parse_runtime_s("86400"), Ok(86_400_000_000));
+        for text in ["nan", "inf", "-inf", "1e300", "86400.5"] {
+            let e = parse_runtime_s(text).unwrap_err();
+            assert!(e.starts_with("--runtime-s: expected a positive number of seconds"), "{text}: {e}");
+        }
+        assert!(parse_runtime_s("1e300").unwrap_err().contains("up to 86400 (one day), got 1e300"));
+        // A start as far out as a float goes is still before no run's end.
+        let e = FlowPlan::parse(1, "cubic@1e300", RUN_US).unwrap_err();
+        assert!(
+            e.ends_with(
+                "flow 1 starts at 1e300 s, not before the run ends at 30 s: start it earlier or lengthen the run"
+            ),
+            "{e}"
+        );
+        let e = FlowPlan::parse(1, "cubic@nan", RUN_US).unwrap_err();
+        assert!(e.contains("the start must be a number of seconds ≥ 0, got NaN"), "{e}");
+        let e = FlowPlan::parse(1, "cubic@1+inf", RUN_US).unwrap_err();
+        assert!(e.contains("the duration must be a number of seconds > 0, got inf"), "{e}");
     }
 }

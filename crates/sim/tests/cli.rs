@@ -73,6 +73,14 @@ fn a_bad_path_option_is_the_emulators_one_line() {
         &["--uplink-policer", "12"],
         &["--uplink-trace", "/nonexistent/x.trace"],
         &["--seed", "x"],
+        // Issue 18: these ran until the OOM killer ended pantheon-sim, or wrapped model time.
+        &["--uplink-trace", "/dev/zero"],
+        &["--downlink-trace", "/"],
+        &["--delay", "1e300"],
+        &["--delay", "1.9e16"],
+        &["--delay", "1e17"],
+        &["--uplink-rate", "1e300"],
+        &["--downlink-queue-bytes", "99999999999999"],
     ];
     for args in cases {
         let argv = [&["run", "--out", out_dir.to_str().unwrap(), "--flow", "cubic"], *args].concat();
@@ -82,6 +90,24 @@ fn a_bad_path_option_is_the_emulators_one_line() {
         assert_eq!(stderr, format!("pantheon-sim: {}\n", emulator_message(args)), "{args:?}");
     }
     assert!(!out_dir.exists(), "a refused run creates nothing");
+}
+
+#[test]
+fn runtimes_and_job_counts_beyond_their_bounds_are_one_line() {
+    let scratch = Scratch::new("bounds");
+    let out_dir = scratch.join("run");
+    let out = sim(&["run", "--out", out_dir.to_str().unwrap(), "--flow", "cubic", "--runtime-s", "inf"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        "pantheon-sim: --runtime-s: expected a positive number of seconds up to 86400 (one day), got inf\n"
+    );
+    let out = sim(&["batch", "--jobs", "1000000"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr, "pantheon-sim: --jobs: expected a whole number from 1 to 1024, got '1000000'\n");
+    assert!(!out_dir.exists());
 }
 
 #[test]

@@ -25,6 +25,15 @@ from pathlib import Path
 
 from pantheon.errors import PantheonError
 
+MAX_RUNTIME_S = 86_400.0
+"""Longest run: a day (Pantheon's runs last 30 s; a longer one is a typo, and 1e300 ran forever).
+pantheon-sim has the same bound (crates/sim/src/scenario.rs)."""
+MAX_FLOWS = 100
+"""Most flows in one run, emulated or simulated (the same experiment). Over the emulator each is a
+scheme's sender and receiver through its own tunnel pair: setting one up took 0.36 s on a 2-core
+machine (issue 18: `--flows 1000` spent minutes before the first packet), and 50 flows there
+already started seconds late."""
+
 
 class PlanError(PantheonError):
     """The plan cannot run; the message says what to change."""
@@ -55,10 +64,11 @@ class Plan:
 
 def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
     # NaN compares false with everything, so "<= 0" alone would let it through (and into JSON).
-    if not math.isfinite(runtime_s) or runtime_s <= 0:
-        raise PlanError(f"--runtime must be a positive, finite number of seconds, got {runtime_s:g}")
-    if flows < 1:
-        raise PlanError(f"--flows must be at least 1, got {flows}")
+    if not math.isfinite(runtime_s) or not 0 < runtime_s <= MAX_RUNTIME_S:
+        raise PlanError(f"--runtime must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} (one day), "
+                        f"got {runtime_s:g}")
+    if not 1 <= flows <= MAX_FLOWS:
+        raise PlanError(f"--flows must be from 1 to {MAX_FLOWS}, got {flows}")
     if not math.isfinite(interval_s) or interval_s < 0:
         raise PlanError(f"--interval must be a finite number of seconds, not negative, got {interval_s:g}")
     if (flows - 1) * interval_s >= runtime_s:
@@ -67,6 +77,13 @@ def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Pla
             f"not before the run ends at {runtime_s:g} s: lower --interval or raise --runtime"
         )
     return Plan(scheme, tuple(Flow(scheme, i * interval_s, runtime_s - i * interval_s) for i in range(flows)), runtime_s)
+
+
+def _seconds(value: object) -> float:
+    """A TOML value that must be a number (`true` is not 1 second, nor "5" five)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    return float(value)
 
 
 def scenario(path: Path) -> Plan:
@@ -83,15 +100,21 @@ def scenario(path: Path) -> Plan:
     flows = []
     for i, entry in enumerate(raw, start=1):
         try:
-            flow = Flow(str(entry["scheme"]), float(entry["start_s"]), float(entry["duration_s"]))
+            flow = Flow(str(entry["scheme"]), _seconds(entry["start_s"]), _seconds(entry["duration_s"]))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError(f"{path}: flow {i}: needs scheme, start_s and duration_s ({type(e).__name__}: {e})") from None
         if not (math.isfinite(flow.start_s) and math.isfinite(flow.duration_s)) or flow.start_s < 0 or flow.duration_s <= 0:
             raise PlanError(f"{path}: flow {i}: start_s must be finite and >= 0, duration_s finite and > 0")
         flows.append(flow)
-    runtime_s = float(data.get("runtime_s", max(f.end_s for f in flows)))
-    if not math.isfinite(runtime_s) or runtime_s <= 0:
-        raise PlanError(f"{path}: runtime_s must be a positive, finite number of seconds, got {runtime_s:g}")
+    try:
+        runtime_s = _seconds(data.get("runtime_s", max(f.end_s for f in flows)))
+    except (TypeError, ValueError) as e:
+        raise PlanError(f"{path}: runtime_s must be a number of seconds ({e})") from None
+    if not math.isfinite(runtime_s) or not 0 < runtime_s <= MAX_RUNTIME_S:
+        raise PlanError(f"{path}: runtime_s must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} "
+                        f"(one day), got {runtime_s:g}")
+    if len(flows) > MAX_FLOWS:
+        raise PlanError(f"{path}: {len(flows)} flows, more than the {MAX_FLOWS} a run may have")
     if any(f.start_s >= runtime_s for f in flows):
         raise PlanError(f"{path}: a flow starts after runtime_s = {runtime_s:g}")
     label = str(data.get("name", path.stem))
