@@ -264,7 +264,7 @@ def client_script(cc: str, seconds: int, tmp: Path) -> str:
 
     No quote characters, so that it survives the anchor's nested sh -c quoting.
     """
-    return (f"read -r pid rest < /proc/self/stat; echo $pid > {tmp}/client.pid; while [ ! -e {tmp}/go ]; do sleep {POLL_S}; done; "
+    return (f"echo $$ > {tmp}/client.pid; while [ ! -e {tmp}/go ]; do sleep {POLL_S}; done; "
             f"iperf3 -c $MAHIMAHI_BASE -p {IPERF_PORT} -t {seconds} -O {OMIT_S} -C {cc} -J "
             f"--logfile {tmp}/iperf3.json; status=$?; times; exit $status")
 

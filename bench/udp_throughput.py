@@ -197,7 +197,7 @@ def run_flow(namespace: str, cc: str, seconds: int, tmp: Path) -> Result:
         time.sleep(0.2)
         if receiver.poll() is not None:
             raise BenchError(f"receiver exited with status {receiver.returncode}")
-        sender = (f"read -r pid rest < /proc/self/stat; echo $pid > {shlex.quote(str(sender_pid))}; exec {shlex.quote(str(UDP))} send "
+        sender = (f"echo $$ > {shlex.quote(str(sender_pid))}; exec {shlex.quote(str(UDP))} send "
                   f"--cc {shlex.quote(cc)} \"$MAHIMAHI_BASE\" {PORT} 2> {shlex.quote(str(sender_err))}")
         path = ["--delay", str(ONE_WAY_DELAY_MS)]
         for direction in ("uplink", "downlink"):

@@ -10,15 +10,11 @@ from pathlib import Path
 
 from conftest import in_ns, links_in
 
-# Each process records its pid as /proc names it (the first field of its stat), not $$: the
-# command runs in a PID namespace of its own (crates/sys/src/child.rs).
 SCRIPT = """
-read -r pid rest < /proc/self/stat; echo $pid > {d}/cmd.pid
+echo $$ > {d}/cmd.pid
 readlink /proc/self/ns/net > {d}/netns
-sh -c 'read -r pid rest < /proc/self/stat; echo $pid > {d}/child.pid; exec sleep 1000' &
-setsid sh -c 'read -r pid rest < /proc/self/stat; echo $pid > {d}/daemon.pid; exec sleep 1000' &
-while [ ! -s {d}/child.pid ] || [ ! -s {d}/daemon.pid ]; do sleep 0.01; done
-: > {d}/recorded
+sleep 1000 & echo $! > {d}/child.pid
+setsid sleep 1000 & echo $! > {d}/daemon.pid
 {tail}
 """
 
@@ -28,7 +24,7 @@ def start(netns: str, supervisor: list[str], tmp: Path, tail: str = "wait") -> s
     proc = subprocess.Popen(in_ns(netns, [*supervisor, "--", "sh", "-c", SCRIPT.format(d=tmp, tail=tail)]),
                             stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
-    while not (tmp / "recorded").exists():
+    while not (tmp / "daemon.pid").exists() or not (tmp / "daemon.pid").read_text().strip():
         assert time.monotonic() < deadline, "command did not start"
         assert proc.poll() is None, "the supervisor exited early"
         time.sleep(0.02)

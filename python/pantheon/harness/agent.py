@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from pantheon.processes import shown_in_proc
+from pantheon.processes import alive
 
 POLL_S = 0.02
 GRACE_S = 3.0
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
             children.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
 
     while any(c.poll() is None for c in children):
-        if stopping or (control / "agent.stop").exists() or not shown_in_proc(harness_pid):
+        if stopping or (control / "agent.stop").exists() or not alive(harness_pid):
             break
         time.sleep(POLL_S)
     for sig, wait_s in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):

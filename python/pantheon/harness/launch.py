@@ -5,9 +5,7 @@ the harness process disappears, or it gets SIGTERM. It reports in the control di
 `NAME.ready` when it is waiting, `NAME.started` (epoch seconds) and `NAME.exit` (JSON: status,
 whether the scheme had exited on its own before it was told to stop, which counts as a failure,
 and whether it ignored SIGTERM for STOP_GRACE_S and had to be killed). The scheme's standard
-error goes to `NAME.stderr`. A daemon the scheme started with setsid escapes the process group but
-not the tunnel endpoint's PID namespace, which the kernel ends with the endpoint (docs/tunnel.md);
-from inside that namespace the harness is seen by /proc/PID, not kill(2). `{local}` and `{peer}` in the command become the tunnel's addresses
+error goes to `NAME.stderr`. `{local}` and `{peer}` in the command become the tunnel's addresses
 ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only the tunnel knows.
 
     python -m pantheon.harness.launch CONTROL_DIR NAME HARNESS_PID -- CMD ...
@@ -23,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from pantheon.processes import shown_in_proc
+from pantheon.processes import alive
 
 POLL_S = 0.005
 STOP_GRACE_S = 2.0
@@ -43,7 +41,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, on_term)
 
     def told_to_stop() -> bool:
-        return stopping or (control / f"{name}.stop").exists() or not shown_in_proc(harness_pid)
+        return stopping or (control / f"{name}.stop").exists() or not alive(harness_pid)
 
     (control / f"{name}.ready").touch()
     while not (control / f"{name}.go").exists():
