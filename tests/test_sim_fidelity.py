@@ -14,8 +14,10 @@ need tens of emulated runs; a replay that met another stretch of the draw (the f
 link's 0 instead) differed by more than 10% in 13 of those 20 seeds. Why Vivace and 8 s: a flow's
 run is chaotic past some seconds (a spurious-loss path taken in one and not the other, docs/sim.md),
 and within 8 s Vivace's replays stay put when the hosts' latency model changes (mean 25 → 60 µs,
-20 seeds: throughput within 7.7%, p95 within 1.6%). A busy machine can still perturb one emulated
-run, so the test fails only when two of three seeds do.
+20 seeds: throughput within 7.7%, p95 within 1.6%). A busy machine can still perturb an emulated
+run (a full ./test.sh saw two of three seeds beyond the bound in 3 of 10 tries, isolated runs pass),
+so the test stops at the first three seeds within the bound and fails only when three of five are
+beyond it.
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ SCHEME = "pcc-vivace"
 PRESET = "mexico-cellular"
 RUNTIME_S = 8
 BOUND = 0.10
-SEEDS = (1, 2, 3)
-FAILURES_ALLOWED = 1
+SEEDS = (1, 2, 3, 4, 5)
+FAILURES_ALLOWED = 2
 
 
 
