@@ -126,10 +126,10 @@ class Hosts:
 
     def remote_processes(self) -> list[int]:
         """Every process alive under sshd (its sessions and all they started), sshd itself not."""
-        pid_ns = _pid_ns(self.sshd_pid)
+        pid_ns = _proc_link(self.sshd_pid, "ns/pid")
         if pid_ns is None:
             return []
-        return [pid for pid in _all_pids() if pid != self.sshd_pid and _pid_ns(pid) == pid_ns and alive(pid)]
+        return [pid for pid in _all_pids() if pid != self.sshd_pid and _proc_link(pid, "ns/pid") == pid_ns and alive(pid)]
 
     def local_processes(self) -> list[int]:
         """Every process alive that run_local/popen_local started, or one of its descendants."""
@@ -138,7 +138,7 @@ class Hosts:
     def session_pids(self) -> list[int]:
         """The sshd processes serving connections (each connection's privileged monitor and its
         child): killing them drops the connections as a failed network would, and nothing else."""
-        return [pid for pid in self.remote_processes() if _exe(pid) == SSHD]
+        return [pid for pid in self.remote_processes() if _proc_link(pid, "exe") == SSHD]
 
 
 def _all_pids() -> list[int]:
@@ -153,23 +153,10 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
-def _exe(pid: int) -> str | None:
+def _proc_link(pid: int, name: str) -> str | None:
+    """Where /proc/PID/NAME points (exe, ns/pid, ns/net); None once the process is gone."""
     try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return None
-
-
-def _pid_ns(pid: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
-    except OSError:
-        return None
-
-
-def _net_ns(pid: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
+        return os.readlink(f"/proc/{pid}/{name}")
     except OSError:
         return None
 
@@ -372,7 +359,7 @@ def _tear_down(supervisor: subprocess.Popen | None, sshd_pid: int | None, tag: s
     for ns in namespaces:
         with suppress(OSError):
             links.add(_ns_link(ns))
-    _kill_all([pid for pid in _all_pids() if _net_ns(pid) in links])
+    _kill_all([pid for pid in _all_pids() if _proc_link(pid, "ns/net") in links])
     for ns in namespaces:
         subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
 
