@@ -13,4 +13,4 @@ cargo clippy --workspace --all-targets --release --quiet -- -D warnings
 .venv/bin/ruff check python tests bench
 .venv/bin/mypy
 cargo test --release --workspace --quiet
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=25 "$@"
