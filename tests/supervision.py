@@ -58,7 +58,9 @@ def translate(tmp: Path, names: tuple[str, ...]) -> None:
     pidns, netns = ((tmp / ns).read_text().strip() for ns in ("pidns", "netns"))
     for name in names:
         (tmp / f"{name}.pid").write_text(f"{pid_outside(pidns, int((tmp / f'{name}.inner').read_text()))}\n")
-    (tmp / "members").write_text(" ".join(map(str, sorted(set(processes_in(pidns, "pid") + processes_in(netns))))))
+    # A supervisor without a PID namespace of its own for the command would make this every process.
+    in_pidns = processes_in(pidns, "pid") if pidns != os.readlink("/proc/self/ns/pid") else []
+    (tmp / "members").write_text(" ".join(map(str, sorted(set(in_pidns + processes_in(netns))))))
 
 
 def left(tmp: Path, names: tuple[str, ...] = RECORDED) -> list[int]:
