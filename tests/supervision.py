@@ -4,9 +4,14 @@ PID namespaces, a background child and a setsid daemon (which leaves the command
 then runs `tail`."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import in_ns, links_in
@@ -98,6 +103,25 @@ def processes_in(ns_link: str, kind: str = "net") -> list[int]:
 def assert_all_gone(netns: str, tmp: Path) -> None:
     assert left(tmp) == [], "survived"
     assert links_in(netns) == ["lo"]
+
+
+@contextlib.contextmanager
+def without_root(binary: Path, mode: int) -> Iterator[tuple[Path, Path, Path]]:
+    """(directory, copy, node): a fresh directory with `mode` holding a copy of `binary` every user
+    can run and a TUN node every user can open, for a test to bind over /dev/net/tun in a private
+    mount namespace only; removed afterwards."""
+    public = Path(tempfile.mkdtemp(prefix="pantheon-test-"))
+    try:
+        public.chmod(mode)
+        copy = public / binary.name
+        shutil.copy(binary, copy)
+        copy.chmod(0o755)
+        node = public / "tun"
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
+        node.chmod(0o666)
+        yield public, copy, node
+    finally:
+        shutil.rmtree(public)
 
 
 def finish(proc: subprocess.Popen[bytes]) -> int:

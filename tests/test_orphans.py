@@ -6,12 +6,9 @@ tunnel endpoint, when the scheme daemonizes and when the harness disappears."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +18,7 @@ from conftest import in_ns, links_in
 from pantheon.harness.run import launcher
 from pantheon.harness.tunnel import write_session_key
 from pantheon.processes import lifeline
-from supervision import RECORDED, finish, left, start, translate
+from supervision import RECORDED, finish, left, start, translate, without_root
 
 REPO = Path(__file__).resolve().parent.parent
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
@@ -56,24 +53,13 @@ def test_sigkill_of_the_emulator_ends_the_commands_whole_tree(netns: str, emu: P
 
 def test_sigkill_of_an_unprivileged_emulator_ends_the_commands_whole_tree(netns: str, emu: Path) -> None:
     """As user nobody, in the unprivileged user namespace the emulator makes for itself."""
-    public = Path(tempfile.mkdtemp(prefix="pantheon-test-"))
-    try:
-        public.chmod(0o777)
-        copy = public / "pantheon-emu"
-        shutil.copy(emu, copy)
-        copy.chmod(0o755)
-        # A world-accessible TUN node, bound over /dev/net/tun in a private mount namespace only.
-        node = public / "tun"
-        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
-        node.chmod(0o666)
+    with without_root(emu, 0o777) as (public, copy, node):
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         as_nobody = ["unshare", "-m", "sh", "-c", f'mount --bind {node} /dev/net/tun && exec "$0" "$@"', *nobody, str(copy)]
         proc = start(netns, as_nobody, public)
         proc.kill()
         proc.wait()
         wait_until_gone(netns, public)
-    finally:
-        shutil.rmtree(public)
 
 
 def test_sigkill_of_a_tunnel_server_ends_the_commands_whole_tree(netns: str, tmp_path: Path) -> None:
