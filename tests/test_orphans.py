@@ -51,11 +51,15 @@ def test_sigkill_of_the_emulator_ends_the_commands_whole_tree(netns: str, emu: P
     wait_until_gone(netns, tmp_path)
 
 
-def test_sigkill_of_an_unprivileged_emulator_ends_the_commands_whole_tree(netns: str, emu: Path) -> None:
-    """As user nobody, in the unprivileged user namespace the emulator makes for itself."""
+@pytest.mark.parametrize("around", [[], ["unshare", "-Urn"], ["unshare", "-Urnm"]],
+                         ids=["its own user namespace", "inside unshare -Urn", "inside unshare -Urnm"])
+def test_sigkill_of_an_unprivileged_emulator_ends_the_commands_whole_tree(netns: str, emu: Path, around: list[str]) -> None:
+    """As user nobody, in the unprivileged user namespace the emulator makes for itself, or in one
+    its caller made (as `pantheon test` without root runs it), where it is root: the user namespace
+    owns the PID and mount namespaces, so the init may mount their /proc."""
     with without_root(emu, 0o777) as (public, copy, node):
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        as_nobody = ["unshare", "-m", "sh", "-c", f'mount --bind {node} /dev/net/tun && exec "$0" "$@"', *nobody, str(copy)]
+        as_nobody = ["unshare", "-m", "sh", "-c", f'mount --bind {node} /dev/net/tun && exec "$0" "$@"', *nobody, *around, str(copy)]
         proc = start(netns, as_nobody, public)
         proc.kill()
         proc.wait()
