@@ -30,11 +30,11 @@
 //! where it mounts a fresh proc on /proc: a proc instance shows the PID namespace of the process
 //! that mounted it (proc(5)), so `$$`, getpid(2) and /proc agree (the command is 2; /proc/$$ and
 //! /proc/self are the same process), and a program that walks its own tree through /proc by its own
-//! pid finds it. Everything else is the caller's: the file systems, the network namespace (so
-//! /proc/self/ns/net, /proc/net and /proc/sys/net are the command's network namespace's). A process
+//! pid finds it. Everything else is as it was: the caller's file systems, and the driver's network
+//! namespace (so /proc/self/ns/net, /proc/net and /proc/sys/net are that namespace's). A process
 //! outside the PID namespace has no pid inside it: neither /proc/PID nor kill(2) can name it, so a
-//! command that must notice its caller going away holds a pipe or a lock the caller holds
-//! (python/pantheon/processes.py). In the emulator's unprivileged user namespace this is allowed
+//! command that must notice its caller going away holds the read end of a pipe whose write end
+//! the caller holds (python/pantheon/processes.py). In the emulator's unprivileged user namespace this is allowed
 //! too: the user namespace owns both new namespaces (user_namespaces(7)).
 //!
 //! Between the clone and exec only async-signal-safe calls are made (signal-safety(7)): the driver
