@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,14 +42,18 @@ machine's, then the command as user $4. (setpriv's own exec still holds root's c
 kernel drops them on it: env, reachable by anyone, execs the command as the user alone.)"""
 
 
-def as_user(argv: list[str], cwd: Path, tun_mode: int = 0o666, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    """`python -m pantheon.cli ARGV` as USER_ID in `cwd`, with a /dev/net/tun of `tun_mode`."""
+def user_command(argv: list[str], cwd: Path, tun_mode: int = 0o666) -> dict:
+    """Popen's arguments for `python -m pantheon.cli ARGV` as USER_ID in `cwd`, with a
+    /dev/net/tun of `tun_mode`. Every program on the way execs the next, so the process started is
+    the harness itself."""
     device = TUN.stat().st_rdev
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "HOME": str(cwd)}
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", COVER_TUN, "cover-tun", f"{tun_mode:o}",
-                           str(os.major(device)), str(os.minor(device)), str(USER_ID),
-                           sys.executable, "-m", "pantheon.cli", *argv],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    return {"args": ["unshare", "--mount", "--propagation", "private", "sh", "-c", COVER_TUN, "cover-tun", f"{tun_mode:o}",
+                     str(os.major(device)), str(os.minor(device)), str(USER_ID), sys.executable, "-m", "pantheon.cli", *argv],
+            "cwd": cwd, "env": {**os.environ, "PYTHONPATH": str(REPO / "python"), "HOME": str(cwd)}, "text": True}
+
+
+def as_user(argv: list[str], cwd: Path, tun_mode: int = 0o666) -> subprocess.CompletedProcess:
+    return subprocess.run(**user_command(argv, cwd, tun_mode), capture_output=True, timeout=120)
 
 
 def user_processes() -> set[int]:
@@ -56,12 +61,17 @@ def user_processes() -> set[int]:
     return {int(p) for p in done.stdout.split()}
 
 
-def host_state() -> tuple[set[int], list[str], list[str], list[str]]:
-    """What a run could leave: the user's processes, namespaces, the host's devices, session keys."""
-    netns = sorted(n for n in (os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])
-                   if n.startswith(("pantheon-run-", "pantheon-check-")))  # the names the harness gives
-    return (user_processes(), netns, sorted(os.listdir("/sys/class/net")),
-            sorted(p.name for p in Path(tempfile.gettempdir()).glob("pantheon-keys-*")))
+def host_state() -> tuple[set[int], set[str], set[str], set[str]]:
+    """What a run could leave: the user's processes, namespaces, the host's devices, session keys.
+    (Other tests may end theirs meanwhile: a run leaves nothing when nothing is new.)"""
+    netns = {n for n in (os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])
+             if n.startswith(("pantheon-run-", "pantheon-check-"))}  # the names the harness gives
+    return (user_processes(), netns, set(os.listdir("/sys/class/net")),
+            {p.name for p in Path(tempfile.gettempdir()).glob("pantheon-keys-*")})
+
+
+def left(before: tuple[set, ...], after: tuple[set, ...]) -> list[set]:
+    return [now - then for then, now in zip(before, after, strict=True)]
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +112,33 @@ def test_a_campaign_runs_as_an_ordinary_user_and_leaves_nothing(home: Path) -> N
     assert (data / "report.html").exists()
     strangers = [str(p) for p in [data, *data.rglob("*")] if p.lstat().st_uid != USER_ID]
     assert strangers == [], strangers
-    after = host_state()
-    assert after[0] <= before[0], f"processes left: {after[0] - before[0]}"
-    assert after[1:] == before[1:]
+    assert left(before, host_state()) == [set(), set(), set(), set()]
+
+
+def test_a_harness_killed_mid_run_leaves_nothing(home: Path) -> None:
+    """SIGKILL gives the harness no chance to clean up: its namespaces go with their last process,
+    and every process ends because the harness is gone (docs/harness.md, "Failures and clean-up")."""
+    before = host_state()
+    harness = subprocess.Popen(**user_command(["test", "local", "--schemes", "copa", "--runtime", "30",
+                                               "--data-dir", "killed", *PATH], home), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    started = home / "killed" / "copa" / "run1" / "flow0.tunnel-client.out"
+    deadline = time.monotonic() + 30
+    while not started.exists() and harness.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists() and harness.poll() is None, "the run did not start"
+    time.sleep(1)
+    harness.kill()
+    harness.wait()
+    deadline = time.monotonic() + 10
+    while any(left(before, host_state())[:3]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    processes, netns, devices, keys = left(before, host_state())
+    assert (processes, netns, devices) == (set(), set(), set())
+    # Its session keys stay until the next harness removes them (leftovers.clean), as after root's.
+    assert {k.split("-")[2] for k in keys} <= {str(harness.pid)}, keys
+    for name in keys:
+        shutil.rmtree(Path(tempfile.gettempdir()) / name)
 
 
 @pytest.mark.slow
