@@ -75,12 +75,32 @@ if ! rust_ok; then
 fi
 
 # --- Python environment -----------------------------------------------------------------------
-python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: need Python >= 3.11 as python3" >&2; exit 1; }
+# Made from Debian's interpreter (packages python3, python3-venv above), which every user can run:
+# a venv runs the interpreter it was made from, so one made from an interpreter in a private home
+# (pyenv's under a 0700 /root) works for that user alone, and `pantheon` runs without root
+# (docs/harness.md) need the venv to work for anyone. A .venv whose interpreter some user cannot
+# reach is made again.
+python=/usr/bin/python3
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "setup: need Python >= 3.11 as $python" >&2; exit 1; }
+reachable_by_everyone() {  # the file, and every directory on its way, executable by others
+  local path; path=$(readlink -f "$1") || return 1
+  [ -f "$path" ] || return 1
+  while [ "$path" != / ]; do
+    [ $((8#$(stat -c %a "$path") & 1)) -eq 1 ] || return 1
+    path=$(dirname "$path")
+  done
+}
+if [ -e .venv ] || [ -L .venv ]; then
+  if ! reachable_by_everyone .venv/bin/python; then
+    say "making .venv again: its interpreter ($(readlink -f .venv/bin/python)) is not reachable by every user"
+    rm -rf .venv
+  fi
+fi
 stamp=.venv/.pantheon-setup
 want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "creating the Python environment (.venv) with pinned dependencies"
-  [ -x .venv/bin/python ] || python3 -m venv .venv
+  [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.lock
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"

@@ -19,7 +19,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from pantheon import presets, schemes_cli
+from pantheon import presets, schemes_cli, userns
 from pantheon.analysis import cli as analysis_cli
 from pantheon.binaries import binary
 from pantheon.calibrate import cli as calibrate_cli
@@ -94,10 +94,23 @@ def main(argv: list[str] | None = None) -> int:
         return BUG
 
 
+def _making_namespaces(args: argparse.Namespace) -> str | None:
+    """The command's name where it makes network namespaces, which needs root or, for any other
+    user, a user namespace of their own (userns); None where it does not. (`calibrate --confirm`
+    runs `pantheon test local` as a command of its own, which enters one for itself.)"""
+    if args.command == "test" and args.mode == "local":
+        return "pantheon test local"
+    if args.command == "schemes" and args.action == "check":
+        return "pantheon schemes check"
+    return "pantheon demo" if args.command == "demo" else None
+
+
 def _command(argv: list[str]) -> int:
     if argv and argv[0] == "emulate":
         return _emulate(argv[1:])
     args = _parser().parse_args(argv)
+    if task := _making_namespaces(args):
+        userns.become_root(task, argv)
     if args.command == "test":
         return harness_cli.run(args)
     if args.command == "sim":

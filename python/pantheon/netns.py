@@ -11,12 +11,14 @@ from pantheon.errors import PantheonError
 
 
 class NeedsRoot(PantheonError):
-    """The task creates network namespaces and this process is not root."""
+    """The task creates network namespaces and this process is not root (the `pantheon` command
+    makes it root of a user namespace first: userns)."""
 
 
 def require_root(task: str) -> None:
     if os.geteuid() != 0:
-        raise NeedsRoot(f"{task} creates network namespaces and needs root: run it with sudo")
+        raise NeedsRoot(f"{task} creates network namespaces and needs root: run it as the pantheon command, "
+                        f"which without root enters a user namespace of its own, or with sudo")
 
 
 @contextmanager
