@@ -26,6 +26,7 @@ from pantheon.archive.models import File, Flow, Result, ResultScheme, Run
 from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.store import Store
 from pantheon.archive.tokens import now_utc
+from pantheon.archive.views import aggregates
 from pantheon.errors import PantheonError
 
 PERF_RELATIVE_TOLERANCE = 1e-6
@@ -166,7 +167,7 @@ def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpa
     description = (told.description or "").strip()
     search = " ".join([title, description, *where.values(), *(f"{s.scheme} {s.display}" for s in schemes),
                        *(value for _, value in setup)]).lower()
-    return Result(
+    result = Result(
         manifest_sha256=unpacked.manifest_sha256, title=title[:500], description=description, kind=where["kind"],
         preset=where["preset"], emulator_options=" ".join(metadata.get("emulator_options", [])),
         node=where["node"][:200], peer=where["peer"][:200], direction=where["direction"], link=where["link"][:50],
@@ -179,6 +180,8 @@ def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpa
         schemes=schemes, runs=runs,
         files=[File(path=name, sha256=digest, size_bytes=size) for name, (digest, size) in sorted(unpacked.files.items())],
     )
+    aggregates(result)
+    return result
 
 
 def derive(unpacked: Unpacked) -> tuple[DataDir, dict[tuple[str, int], RunMetrics]]:

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from pantheon.analysis.metrics import power
-from pantheon.archive.models import Flow, Result, Run
+from pantheon.archive.models import Flow, Result, ResultScheme, Run
 from pantheon.archive.stats import describe
 
 STATISTICS = ("throughput_mbps", "delay_p95_ms", "loss_rate")
@@ -124,35 +124,40 @@ def loaded(session: Session, result_id: int) -> Result | None:
         selectinload(Result.schemes), selectinload(Result.files), selectinload(Result.runs).selectinload(Run.flows)))
 
 
-def summary(session: Session, base: str, ids: list[int] | None = None) -> dict:
+def aggregates(result: Result) -> None:
+    """Fills each ResultScheme's stored means and score from the result's runs (at upload)."""
+    for scheme, row in zip(result.schemes, scheme_stats(result)):
+        scheme.runs, scheme.valid_runs, scheme.score = row["runs"], row["valid_runs"], row["score"]
+        scheme.throughput_mbps_mean = row["throughput_mbps"]["mean"]
+        scheme.delay_p95_ms_mean = row["delay_p95_ms"]["mean"]
+        scheme.loss_rate_mean = row["loss_rate"]["mean"]
+
+
+def cell(s: ResultScheme) -> dict:
+    """A scheme's stored numbers in one result: the summary's cell, a point of the scheme page."""
+    return {"scheme": s.scheme, "display": s.display, "runs": s.runs, "valid_runs": s.valid_runs, "score": s.score,
+            "throughput_mbps": s.throughput_mbps_mean, "delay_p95_ms": s.delay_p95_ms_mean, "loss_rate": s.loss_rate_mean}
+
+
+def summary(session: Session, base: str) -> dict:
     """Experiments × schemes, each cell the score ln(mean throughput / mean p95 delay) over the
     scheme's valid runs in that experiment, with the two means; newest experiment first."""
-    query = select(Result).options(selectinload(Result.schemes), selectinload(Result.runs).selectinload(Run.flows))
-    if ids is not None:
-        query = query.where(Result.id.in_(ids))
+    query = select(Result).options(selectinload(Result.schemes)).order_by(Result.started_at.desc(), Result.id.desc())
     experiments = []
     schemes: dict[str, str] = {}
-    for result in session.scalars(query.order_by(Result.started_at.desc(), Result.id.desc())):
-        cells = {}
-        for row in scheme_stats(result):
-            schemes.setdefault(row["scheme"], row["display"])
-            cells[row["scheme"]] = {"score": row["score"], "throughput_mbps": row["throughput_mbps"]["mean"],
-                                    "delay_p95_ms": row["delay_p95_ms"]["mean"], "valid_runs": row["valid_runs"]}
+    for result in session.scalars(query):
+        for s in result.schemes:
+            schemes.setdefault(s.scheme, s.display)
         experiments.append({"id": result.id, "url": result_url(base, result.id), "title": result.title,
                             "date": result.started_at.isoformat(timespec="seconds") + "Z", "kind": result.kind,
-                            "cells": cells})
+                            "cells": {s.scheme: cell(s) for s in result.schemes}})
     return {"schemes": [{"scheme": k, "display": v} for k, v in sorted(schemes.items())], "experiments": experiments}
 
 
 def scheme_history(session: Session, base: str, scheme: str) -> dict:
-    """One scheme in every experiment that ran it, oldest first: its statistics there and the score."""
-    query = (select(Result).where(Result.schemes.any(scheme=scheme))
-             .options(selectinload(Result.schemes), selectinload(Result.runs).selectinload(Run.flows))
+    """One scheme in every experiment that ran it, oldest first: its means and score there."""
+    query = (select(Result, ResultScheme).join(ResultScheme, ResultScheme.result_id == Result.id)
+             .where(ResultScheme.scheme == scheme).options(selectinload(Result.schemes))
              .order_by(Result.started_at, Result.id))
-    points = []
-    display = scheme
-    for result in session.scalars(query):
-        row = next(r for r in scheme_stats(result) if r["scheme"] == scheme)
-        display = row["display"]
-        points.append({**listing(result, base), "stats": row})
-    return {"scheme": scheme, "display": display, "experiments": points}
+    points = [{**listing(result, base), "stats": cell(s)} for result, s in session.execute(query)]
+    return {"scheme": scheme, "display": points[-1]["stats"]["display"] if points else scheme, "experiments": points}
