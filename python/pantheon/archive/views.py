@@ -69,12 +69,15 @@ def files(result: Result, base: str) -> list[dict]:
 
 
 def run_dirs(listed: list[dict]) -> list[dict]:
-    """The files in subdirectories (each run's), grouped by directory, for the result page's runs table."""
+    """The files below the top level, grouped by run (LABEL/runK, the first two components; the
+    original layout has none), for the result page's runs table."""
     groups: dict[str, list[dict]] = {}
     for f in listed:
-        if "/" in f["path"]:
-            groups.setdefault(f["path"].rsplit("/", 1)[0], []).append({**f, "name": f["path"].rsplit("/", 1)[1]})
-    return [{"dir": d, "records": [f for f in fs if f["role"] == "record"], "plots": [f for f in fs if f["role"] == "plot"]}
+        parts = f["path"].split("/")
+        if len(parts) > 1:
+            run = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+            groups.setdefault(run, []).append({**f, "name": f["path"][len(run) + 1:]})
+    return [{"dir": d, **{role: [f for f in fs if f["role"] == role.removesuffix("s")] for role in ("records", "plots", "others")}}
             for d, fs in sorted(groups.items())]
 
 
