@@ -305,7 +305,7 @@ def test_pages_carry_the_hooks(archive, uploaded):
     assert status == 200 and summary.count(b'class="score n" data-score=') >= 3
     for path in ("schemes/copa", f"compare?ids={','.join(map(str, uploaded.values()))}", "faq"):
         assert archive.get(path)[0] == 200, path
-    assert archive.get("results/999")[0] == 404
+    assert archive.get("results/999")[0] == 404 and archive.get("api/export.xlsx")[0] == 404
     summary_api = archive.json("api/summary")
     row = next(e for e in summary_api["experiments"] if e["id"] == uploaded["two-schemes"])
     assert row["cells"]["copa"]["score"] > row["cells"]["cubic-user"]["score"]

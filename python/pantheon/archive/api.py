@@ -9,7 +9,7 @@
     GET  /api/results/{id}/runs          its runs, each with its flows' metrics
     GET  /api/summary                    experiments × schemes scores
     GET  /api/schemes/{name}             one scheme across every experiment
-    GET  /api/export.csv, export.parquet every flow of every run of the archive, one row each
+    GET  /api/export.{csv,parquet}       every flow of every run of the archive, one row each
     GET  /results/{id}/files/PATH        a file of the data dir
     GET  /results/{id}/archive.tar.gz    the whole data dir, as uploaded
 
@@ -206,22 +206,21 @@ def export_table(request: Request) -> pa.Table:
     return pa.Table.from_pylist(rows)
 
 
-async def export_csv(request: Request) -> Response:
-    def write() -> bytes:
-        out = io.BytesIO()
-        pcsv.write_csv(export_table(request), out)
-        return out.getvalue()
-    return Response(await run_in_threadpool(write), media_type="text/csv",
-                    headers={"Content-Disposition": 'attachment; filename="pantheon-archive.csv"'})
+EXPORTS = {"csv": (pcsv.write_csv, "text/csv"), "parquet": (pq.write_table, "application/vnd.apache.parquet")}
+"""Export format → (pyarrow writer of a table to a file, media type)."""
 
 
-async def export_parquet(request: Request) -> Response:
-    def write() -> bytes:
+async def export(request: Request) -> Response:
+    if request.path_params["format"] not in EXPORTS:
+        return error(404, "the export is /api/export.csv or /api/export.parquet")
+    write, media = EXPORTS[request.path_params["format"]]
+
+    def written() -> bytes:
         out = io.BytesIO()
-        pq.write_table(export_table(request), out)
+        write(export_table(request), out)
         return out.getvalue()
-    return Response(await run_in_threadpool(write), media_type="application/vnd.apache.parquet",
-                    headers={"Content-Disposition": 'attachment; filename="pantheon-archive.parquet"'})
+    return Response(await run_in_threadpool(written), media_type=media,
+                    headers={"Content-Disposition": f'attachment; filename="pantheon-archive.{request.path_params["format"]}"'})
 
 
 async def file(request: Request) -> Response:
