@@ -135,7 +135,8 @@ def _title(data: DataDir, where: dict[str, str], flows: int) -> str:
         ends = (where["node"], where["peer"]) if where["direction"] == "node-to-peer" else (where["peer"], where["node"])
         return f"{ends[0]} → {ends[1]}: {schemes} ({per_run})"
     options = " ".join(_without_seed([str(o) for o in data.metadata.get("emulator_options", [])]))
-    path = where["preset"] or options or "12 Mbit/s each way, no delay"
+    default = "12 Mbit/s each way, no delay" if data.layout == "harness" else "the original Pantheon's layout"
+    path = where["preset"] or options or default
     return f"{where['kind'].capitalize()}, {path}: {schemes} ({per_run})"
 
 
