@@ -182,6 +182,12 @@ def test_uploads_need_a_valid_token(archive, data_dirs, uploaded, monkeypatch):
         tokens.revoke(session, "revoked")
         with pytest.raises(tokens.TokenError, match="no token named 'revoked' is in use"):
             tokens.revoke(session, "revoked")
+    local = archive.files / "local-token"  # made by a loopback server on an archive without tokens
+    assert local.stat().st_mode & 0o777 == 0o600
+    request = urllib.request.Request(archive.url + "api/token", headers={"Authorization": f"Bearer {local.read_text().strip()}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert json.loads(response.read()) == {"name": "local"}
+
     refused = archive.upload(data_dirs["two-flows"], revoked)
     assert refused.returncode == 1 and "refused the token" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
