@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -28,16 +29,17 @@ needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") i
 needs_sim = pytest.mark.skipif(not SIM.is_file(), reason=f"{SIM} is not built (cargo build --release --workspace)")
 
 
-def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """`pantheon ARGS --data-dir MOUNT/data` with MOUNT a tmpfs (`options`) that only this command
-    sees; then the data dir is copied out to KEPT. (What it printed, with "exit STATUS" last on
-    stdout; MOUNT; KEPT.)"""
+def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str, data_dir: bool = True,
+             ) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """`pantheon ARGS --data-dir MOUNT/data` (without `data_dir`: `pantheon ARGS`) with MOUNT
+    (TMP_PATH/disk) a tmpfs (`options`) that only this command sees; then the data dir is copied
+    out to KEPT. (What it printed, with "exit STATUS" last on stdout; MOUNT; KEPT.)"""
     mount, kept = tmp_path / "disk", tmp_path / "kept"
     mount.mkdir(parents=True)
     script = ('mount -t tmpfs -o "$1" pantheon-test "$2" || exit 99; m=$2 k=$3; shift 3; "$@"; echo "exit $?"; '
               'if [ -d "$m/data" ]; then cp -r "$m/data" "$k"; fi')
     done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", options, str(mount),
-                           str(kept), str(PANTHEON), *pantheon_args, "--data-dir", str(mount / "data")],
+                           str(kept), str(PANTHEON), *pantheon_args, *(["--data-dir", str(mount / "data")] if data_dir else [])],
                           capture_output=True, text=True, timeout=120)
     return done, mount, kept
 
@@ -89,6 +91,18 @@ def test_a_full_disk_keeps_the_finished_runs_and_names_the_cut_short_one(tmp_pat
     assert (kept / "report.html").is_file()
 
 
+@needs_mounts
+def test_an_emulator_log_cut_short_by_a_full_disk_fails_the_emulator(tmp_path: Path) -> None:
+    # 2 s of 5 Mbit/s through the uplink logs ~60 kB (entries, departures, opportunities); the
+    # disk holds 16 kB, and the downlink's log only its header.
+    log = tmp_path / "disk" / "uplink.log"
+    send = f"{sys.executable} {REPO / 'tests' / 'traffic.py'} udp-send $MAHIMAHI_BASE 9 --rate-mbps 5 --size 1000 --seconds 2"
+    done, _, _ = in_tmpfs(tmp_path, "size=16k", "emulate", "--uplink-log", str(log), "--", "sh", "-c", send, data_dir=False)
+    assert done.stdout.strip().splitlines()[-1] == "exit 2", (done.stdout, done.stderr)
+    assert one_line(done.stderr) == (f"pantheon emulate: the uplink log ({log}) could not be written completely: "
+                                     "No space left on device (os error 28)")
+
+
 def test_an_atomic_write_is_all_or_nothing(tmp_path: Path) -> None:
     target = tmp_path / "run.json"
     files.write_atomic(target, "old\n")
@@ -135,12 +149,20 @@ def test_a_full_disk_ends_a_harness_campaign_after_the_run_it_cut_short(tmp_path
     assert not list(kept.rglob(".*.tmp")), "no temporary file is left behind"
 
 
-def test_a_failed_run_on_a_full_disk_counts_as_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_run_on_a_full_disk_counts_as_cut_short() -> None:
     said = "pantheon-sim: records.parquet: No space left on device (os error 28)"
-    assert files.full_disk_failure(["flow 0 (copa) moved no data", said], tmp_path) == said
-    assert files.full_disk_failure([], tmp_path) is None
-    assert files.full_disk_failure(["flow 0 (copa) moved no data"], tmp_path) is None
-    full = os.statvfs_result((4096, 4096, 1000, 0, 10, 100, 0, 0, 0, 255))
-    monkeypatch.setattr(os, "statvfs", lambda path: full)
-    cut = files.full_disk_failure(["flowX.log line 9 is not 't_us uid bytes': '17 4'"], tmp_path)
-    assert cut is not None and cut.startswith("No space left on device (less than 256 KiB free): flowX.log")
+    assert files.full_disk_failure(["flow 0 (copa) moved no data", said]) == said
+    assert files.full_disk_failure([]) is None
+    assert files.full_disk_failure(["flow 0 (copa) moved no data"]) is None
+
+
+@needs_mounts
+def test_a_log_the_emulator_or_tunnel_could_not_write_is_the_reason_in_run_json(tmp_path: Path) -> None:
+    # A 3 s run writes its endpoints' logs (~800 kB) at the end: 400 kB cannot hold them.
+    done, _, kept = in_tmpfs(tmp_path, "size=400k", "test", "local", "--schemes", "cubic", "--run-times", "1",
+                             "--runtime", "3", "--no-analyze")
+    assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    why = json.loads((kept / "cubic" / "run1" / "run.json").read_text())["failures"]
+    assert len(why) == 1 and why[0].startswith("cut short: the "), why
+    assert "log could not be written completely: No space left on device" in why[0], why
