@@ -62,11 +62,17 @@ class Plan:
         return sorted({f.scheme for f in self.flows})
 
 
-def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
+def check_runtime(runtime_s: float, name: str) -> None:
+    """PlanError unless `runtime_s` (the value of `name`) is a run's length: positive, finite, at
+    most MAX_RUNTIME_S."""
     # NaN compares false with everything, so "<= 0" alone would let it through (and into JSON).
     if not math.isfinite(runtime_s) or not 0 < runtime_s <= MAX_RUNTIME_S:
-        raise PlanError(f"--runtime must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} (one day), "
+        raise PlanError(f"{name} must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} (one day), "
                         f"got {runtime_s:g}")
+
+
+def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
+    check_runtime(runtime_s, "--runtime")
     if not 1 <= flows <= MAX_FLOWS:
         raise PlanError(f"--flows must be from 1 to {MAX_FLOWS}, got {flows}")
     if not math.isfinite(interval_s) or interval_s < 0:
@@ -110,9 +116,7 @@ def scenario(path: Path) -> Plan:
         runtime_s = _seconds(data.get("runtime_s", max(f.end_s for f in flows)))
     except (TypeError, ValueError) as e:
         raise PlanError(f"{path}: runtime_s must be a number of seconds ({e})") from None
-    if not math.isfinite(runtime_s) or not 0 < runtime_s <= MAX_RUNTIME_S:
-        raise PlanError(f"{path}: runtime_s must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} "
-                        f"(one day), got {runtime_s:g}")
+    check_runtime(runtime_s, f"{path}: runtime_s")
     if len(flows) > MAX_FLOWS:
         raise PlanError(f"{path}: {len(flows)} flows, more than the {MAX_FLOWS} a run may have")
     if any(f.start_s >= runtime_s for f in flows):
