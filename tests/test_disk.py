@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pantheon import files
+from test_analysis_hardening import data_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "target" / "release" / "pantheon-sim"
@@ -166,3 +167,26 @@ def test_a_log_the_emulator_or_tunnel_could_not_write_is_the_reason_in_run_json(
     why = json.loads((kept / "cubic" / "run1" / "run.json").read_text())["failures"]
     assert len(why) == 1 and why[0].startswith("cut short: the "), why
     assert "log could not be written completely: No space left on device" in why[0], why
+
+
+@needs_mounts
+def test_an_analysis_on_a_full_or_read_only_out_dir_leaves_the_earlier_outputs_whole(tmp_path: Path) -> None:
+    data, mount, kept = data_dir(tmp_path / "data"), tmp_path / "disk", tmp_path / "kept"
+    mount.mkdir()
+    kept.mkdir()
+    analyze = f"{PANTHEON} analyze {data} --out {mount}/out --quiet"
+    script = (f"mount -t tmpfs -o size=8m pantheon-test {mount} || exit 99; {analyze} || exit 98; "
+              f"cp -r {mount}/out {kept}/before; dd if=/dev/zero of={mount}/fill bs=64k 2>/dev/null; "
+              f"{analyze} 2>{kept}/full.err; echo full $?; rm {mount}/fill; mount -o remount,ro {mount}; "
+              f"{analyze} 2>{kept}/ro.err; echo ro $?; cp -r {mount}/out {kept}/after")
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["full", "2", "ro", "2"], (done.stdout, done.stderr)
+    full = one_line((kept / "full.err").read_text())
+    assert full.startswith(f"pantheon: cannot write the analysis into {mount}/out") and "No space left on device" in full, full
+    assert full.endswith("the outputs of an earlier analysis are as they were")
+    read_only = one_line((kept / "ro.err").read_text())
+    assert read_only == f"pantheon: --out {mount}/out is not writable: Read-only file system"
+    before = {p.name: p.read_bytes() for p in (kept / "before").iterdir()}
+    assert {"perf.json", "report.html", "report.pdf", "summary_means.png"} <= set(before)
+    assert {p.name: p.read_bytes() for p in (kept / "after").iterdir()} == before, "no output is cut short or left over"
