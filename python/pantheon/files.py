@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,25 @@ def atomic_path(path: Path) -> Iterator[Path]:
 def write_atomic(path: Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def read_small_text(path: Path, limit_bytes: int) -> str:
+    """The text of an input file meant to be small (a scenario): OSError if it cannot be read,
+    ValueError saying why it is not such a file — not a regular file (/dev/zero, a FIFO: read
+    until memory ran out), over `limit_bytes`, or not UTF-8."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("not a regular file")
+    if info.st_size > limit_bytes:
+        raise ValueError(f"{info.st_size} bytes, more than the {limit_bytes} such a file may have")
+    with open(path, "rb") as f:
+        data = f.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        raise ValueError(f"more than the {limit_bytes} bytes such a file may have")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not text (a byte that is not UTF-8 at offset {e.start})") from None
 
 
 def writable_dir(path: Path, option: str) -> None:

@@ -14,13 +14,14 @@ printed as one warning line per kind of problem and kept in perf.json.
 from __future__ import annotations
 
 import errno
+import math
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon import __version__, files
-from pantheon.analysis import logs, perf, plots, report
+from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, logs, perf, plots, report
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, bound_text, delivery_flags, length_flags, run_metrics, scheme_summary
@@ -164,8 +165,9 @@ def no_valid_run(results: list[RunResult]) -> dict[str, str]:
 def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_BIN_MS, draw: bool = True,
             reports: bool = True, quiet: bool = False) -> Analysis:
     """Analyses every run of a data dir and writes the outputs; returns what it wrote."""
-    if bin_ms <= 0:
-        raise PantheonError(f"--bin-ms must be positive, got {bin_ms:g}")
+    # NaN compares false with everything: "<= 0" alone let it through, to a traceback.
+    if not (math.isfinite(bin_ms) and MIN_BIN_MS <= bin_ms <= MAX_BIN_MS):
+        raise PantheonError(f"--bin-ms must be from {MIN_BIN_MS:g} to {MAX_BIN_MS:g} ms (one hour), got {bin_ms:g}")
     data = open_data_dir(data_dir)
     option = "--out" if out else "the data dir"
     out = Path(out) if out else data.path

@@ -23,6 +23,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon import files
 from pantheon.errors import PantheonError
 
 MAX_RUNTIME_S = 86_400.0
@@ -33,6 +34,8 @@ MAX_FLOWS = 100
 scheme's sender and receiver through its own tunnel pair: setting one up took 0.36 s on a 2-core
 machine (issue 18: `--flows 1000` spent minutes before the first packet), and 50 flows there
 already started seconds late."""
+MAX_SCENARIO_BYTES = 1 << 20
+"""A scenario of MAX_FLOWS flows is a few kB; a bigger file is not one (it was read whole)."""
 
 
 class PlanError(PantheonError):
@@ -95,11 +98,13 @@ def _seconds(value: object) -> float:
 def scenario(path: Path) -> Plan:
     """Reads a scenario file; a PlanError names the file and what is wrong."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(files.read_small_text(path, MAX_SCENARIO_BYTES))
     except OSError as e:
         raise PlanError(f"{path}: cannot read the scenario: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{path}: not valid TOML: {e}") from None
+    except ValueError as e:
+        raise PlanError(f"{path}: cannot read the scenario: {e}") from None
     raw = data.get("flow")
     if not isinstance(raw, list) or not raw:
         raise PlanError(f"{path}: no [[flow]] entries; each needs scheme, start_s and duration_s")
