@@ -159,8 +159,9 @@ def test_a_failed_run_on_a_full_disk_counts_as_cut_short() -> None:
 
 @needs_mounts
 def test_a_log_the_emulator_or_tunnel_could_not_write_is_the_reason_in_run_json(tmp_path: Path) -> None:
-    # A 3 s run writes its endpoints' logs (~800 kB) at the end: 400 kB cannot hold them.
-    done, _, kept = in_tmpfs(tmp_path, "size=400k", "test", "local", "--schemes", "cubic", "--run-times", "1",
+    # A 3 s run writes its endpoints' logs (~800 kB) at the end, the records after them: 150 kB cannot
+    # hold the logs.
+    done, _, kept = in_tmpfs(tmp_path, "size=150k", "test", "local", "--schemes", "cubic", "--run-times", "1",
                              "--runtime", "3", "--no-analyze")
     assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr

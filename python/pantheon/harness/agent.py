@@ -58,12 +58,14 @@ def main(argv: list[str]) -> int:
         deadline = time.monotonic() + GRACE_S
         while any(c.poll() is None for c in children) and time.monotonic() < deadline:
             time.sleep(POLL_S)
-    # A tunnel client that exited with a status of its own failed (a log it could not write):
-    # the agent's status, and so the emulator's, says so, and its line ends the emulator's output.
+    # A tunnel client that ended with a status of its own (a log it could not write) or by a signal
+    # not of the agent's failed: the agent's status, and so the emulator's, says so, and its line
+    # ends the emulator's output.
     failed = [(entry, child.returncode) for entry, child in zip(plan, children, strict=True)
-              if child.pid not in signalled and (child.returncode or 0) > 0]
+              if child.pid not in signalled and child.returncode]
     for entry, status in failed:
-        print(f"the tunnel client of {entry['name']} failed (status {status}): {last_line(Path(entry['stdout']))}", file=sys.stderr)
+        how = f"status {status}" if status > 0 else f"killed by {signal.Signals(-status).name}"
+        print(f"the tunnel client of {entry['name']} failed ({how}): {last_line(Path(entry['stdout']))}", file=sys.stderr)
     return 1 if failed else 0
 
 

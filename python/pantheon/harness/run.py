@@ -114,17 +114,19 @@ class Processes:
         self.outputs[proc.pid] = out
         return proc
 
-    def exited(self) -> tuple[str, int] | None:
-        """(what, status) of the first process that ended before it was told to, or None."""
+    def exited(self) -> tuple[str, int, str] | None:
+        """(what, status, its output's last line) of the first process that ended before it was
+        told to, or None."""
         for what, side, proc in self.started:
             if proc.poll() is not None and not (side and any((self.control / f"{side}{s}").exists() for s in (".stop", ".exit"))):
                 self.accounted.add(proc.pid)
-                return what, proc.returncode
+                return what, proc.returncode, last_line(self.outputs[proc.pid])
         return None
 
     def check(self, where: Path) -> None:
         if ended := self.exited():
-            raise RunFailed(f"the {ended[0]} exited early (status {ended[1]}); see its output in {where}")
+            said = f": {ended[2]}" if ended[2] else f"; see its output in {where}"
+            raise RunFailed(f"the {ended[0]} exited early (status {ended[1]}){said}")
 
     def end(self, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
         """Waits up to `timeout_s` for them to end on their own (they were told to), then ends
