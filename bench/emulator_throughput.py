@@ -63,6 +63,9 @@ from functools import partial
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "python"))
+from pantheon.processes import pid_outside  # noqa: E402
+
 DEFAULT_EMU = REPO_ROOT / "target" / "release" / "pantheon-emu"
 ANCHOR = REPO_ROOT.parent / "shared" / "tools" / "mahimahi-anchor"  # shared/ sits beside the repository
 ANCHOR_INSTALLED_MARK = Path("/var/lib/mahimahi-anchor/shim")
@@ -264,7 +267,7 @@ def client_script(cc: str, seconds: int, tmp: Path) -> str:
 
     No quote characters, so that it survives the anchor's nested sh -c quoting.
     """
-    return (f"echo $$ > {tmp}/client.pid; while [ ! -e {tmp}/go ]; do sleep {POLL_S}; done; "
+    return (f"echo $(readlink /proc/self/ns/pid) $$ > {tmp}/client.pid; while [ ! -e {tmp}/go ]; do sleep {POLL_S}; done; "
             f"iperf3 -c $MAHIMAHI_BASE -p {IPERF_PORT} -t {seconds} -O {OMIT_S} -C {cc} -J "
             f"--logfile {tmp}/iperf3.json; status=$?; times; exit $status")
 
@@ -325,10 +328,12 @@ def wait_until_listening(prefix: list[str], server: subprocess.Popen, timeout_s:
 
 
 def wait_for_client(pid_path: Path, emulator: subprocess.Popen, deadline: float, stderr_path: Path) -> int:
+    """This script's pid for the process that wrote its PID namespace and its pid there to pid_path
+    (under pantheon-emu and pantheon-tunnel, a namespace of its own)."""
     while time.monotonic() < deadline:
-        text = pid_path.read_text().strip() if pid_path.exists() else ""
-        if text.isdigit():
-            return int(text)
+        fields = pid_path.read_text().split() if pid_path.exists() else []
+        if len(fields) == 2 and fields[1].isdigit():
+            return pid_outside(fields[0], int(fields[1]))
         if emulator.poll() is not None:
             raise BenchError(f"emulator exited with status {emulator.returncode} before the client started; "
                              f"{tail(stderr_path)}")

@@ -146,7 +146,7 @@ def run_with(netns: str, cc: str, seconds: int, tmp: Path) -> et.Measurement:
     logs = tmp / "logs"
     logs.mkdir(exist_ok=True)
     buffers = " ".join(f"{key}='{value}'" for key, value in et.TCP_BUFFER_SYSCTLS.items())
-    server_script = f"sysctl -qw {buffers} && echo $$ > {tmp}/server.pid && exec iperf3 -s -1 -p {et.IPERF_PORT} > /dev/null 2>&1"
+    server_script = f"sysctl -qw {buffers} && echo $(readlink /proc/self/ns/pid) $$ > {tmp}/server.pid && exec iperf3 -s -1 -p {et.IPERF_PORT} > /dev/null 2>&1"
     deadline = time.monotonic() + seconds + et.OMIT_S + et.SETUP_GRACE_S
     server = emulator = None
     key = write_session_key(tmp / "session.key")

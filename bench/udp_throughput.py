@@ -46,6 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "python"))
+from pantheon.processes import pid_outside  # noqa: E402
+
 UDP = REPO_ROOT / "target" / "release" / "pantheon-udp"
 PANTHEON = REPO_ROOT / ".venv" / "bin" / "pantheon"
 PORT = 9500
@@ -197,7 +200,7 @@ def run_flow(namespace: str, cc: str, seconds: int, tmp: Path) -> Result:
         time.sleep(0.2)
         if receiver.poll() is not None:
             raise BenchError(f"receiver exited with status {receiver.returncode}")
-        sender = (f"echo $$ > {shlex.quote(str(sender_pid))}; exec {shlex.quote(str(UDP))} send "
+        sender = (f"echo $(readlink /proc/self/ns/pid) $$ > {shlex.quote(str(sender_pid))}; exec {shlex.quote(str(UDP))} send "
                   f"--cc {shlex.quote(cc)} \"$MAHIMAHI_BASE\" {PORT} 2> {shlex.quote(str(sender_err))}")
         path = ["--delay", str(ONE_WAY_DELAY_MS)]
         for direction in ("uplink", "downlink"):
@@ -231,12 +234,13 @@ def run_flow(namespace: str, cc: str, seconds: int, tmp: Path) -> Result:
 
 
 def wait_for_pid(path: Path, emulator: subprocess.Popen, emulator_err: Path) -> int:
-    """The sender's pid, once the emulator has started it (same pid namespace as this script)."""
+    """The sender's pid as this script sees it, once the emulator has started it (it wrote its PID
+    namespace and its pid there)."""
     deadline = time.monotonic() + SETUP_GRACE_S
     while time.monotonic() < deadline:
-        text = path.read_text().strip() if path.exists() else ""
-        if text.isdigit():
-            return int(text)
+        fields = path.read_text().split() if path.exists() else []
+        if len(fields) == 2 and fields[1].isdigit():
+            return pid_outside(fields[0], int(fields[1]))
         if emulator.poll() is not None:
             raise BenchError(f"emulator exited with status {emulator.returncode} before the sender started: "
                              f"{emulator_err.read_text().strip() or 'no output'}")

@@ -41,7 +41,6 @@ import stat
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -55,7 +54,7 @@ from conftest import REPO, in_ns, links_in
 from pantheon import linklog
 from pantheon.analysis.metrics import nearest_rank
 from pantheon.harness.tunnel import dropped_datagrams, parse_connect_line, write_session_key
-from supervision import assert_all_gone, command_pid, finish, start
+from supervision import assert_all_gone, command_pid, finish, start, without_root
 
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
 TRAFFIC = Path(__file__).with_name("traffic.py")
@@ -652,16 +651,7 @@ def test_client_gives_up_on_a_silent_server(netns: str, tunnel: Path, tmp_path: 
 
 
 def test_without_root_through_a_user_namespace(netns: str, tunnel: Path) -> None:
-    public = Path(tempfile.mkdtemp(prefix="pantheon-test-"))
-    try:
-        public.chmod(0o755)
-        copy = public / "pantheon-tunnel"
-        shutil.copy(tunnel, copy)
-        copy.chmod(0o755)
-        # A world-accessible TUN node, bound over /dev/net/tun in a private mount namespace only.
-        node = public / "tun"
-        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 200))
-        node.chmod(0o666)
+    with without_root(tunnel, 0o755) as (public, copy, node):
         key = write_session_key(public / "session.key")
         os.chown(key, 65534, 65534)
         nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
@@ -675,5 +665,3 @@ def test_without_root_through_a_user_namespace(netns: str, tunnel: Path) -> None
         done = subprocess.run(in_ns(netns, ["unshare", "-m", "sh", "-c", script]), capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
         assert (public / "server.out").read_text().splitlines()[1] == "through"
-    finally:
-        shutil.rmtree(public)

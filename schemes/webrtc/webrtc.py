@@ -28,12 +28,16 @@ SIGTERM or SIGINT the wrapper kills that whole tree at once (the browser's state
 so an orderly shutdown would only be slower: ~1.5 s), waits until it is gone and removes the
 browser's temporary profile, which also holds the browser's own temporary files. A browser whose
 wrapper is killed outright dies with it (PR_SET_PDEATHSIG), and the profile it left is removed by
-the next wrapper that starts.
+the next wrapper that starts. A profile's owner is known by a lock, not a pid: the wrapper holds an
+flock(2) on the profile's directory for its life, which the kernel drops however it ends. A pid
+would not do: under a Pantheon tunnel each side runs in a PID namespace of its own, so the same pid
+names different wrappers on the two sides, and a process on the other side cannot be asked after.
 """
 from __future__ import annotations
 
 import collections
 import ctypes
+import fcntl
 import ipaddress
 import os
 import re
@@ -152,14 +156,6 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _reap() -> None:
     """Collect every child that has ended (orphaned browser processes become our children)."""
     try:
@@ -170,11 +166,32 @@ def _reap() -> None:
 
 
 def _remove_stale_profiles() -> None:
-    """Profiles of wrappers that were killed before they could remove them (the name holds the pid)."""
+    """Profiles of wrappers that were killed before they could remove them: no wrapper holds their
+    lock (`_owned_profile`)."""
     for path in Path(tempfile.gettempdir()).glob(f"{PROFILE_PREFIX}*"):
-        pid = path.name[len(PROFILE_PREFIX):].partition("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # its wrapper is alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _owned_profile() -> tuple[Path, int]:
+    """A fresh profile directory and a descriptor holding its lock. It is made under a name the
+    stale-profile sweep ignores and renamed once locked, so the sweep of a wrapper starting at the
+    same moment never finds it unlocked."""
+    fresh = Path(tempfile.mkdtemp(prefix=f".{PROFILE_PREFIX}"))
+    fd = os.open(fresh, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    profile = fresh.with_name(fresh.name[1:])
+    fresh.rename(profile)
+    return profile, fd
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -198,7 +215,7 @@ class Browser:
         self.role = role
         self.failure: str | None = None
         self.tail: collections.deque[str] = collections.deque(maxlen=CHROMIUM_TAIL_LINES)
-        self.profile = Path(tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-"))
+        self.profile, self._lock = _owned_profile()
         try:
             # Chromium's own temporary files (its singleton socket directory among them) go inside
             # the profile, so removing the profile removes them too.
@@ -207,7 +224,7 @@ class Browser:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 env={**os.environ, "TMPDIR": str(self.profile)}, preexec_fn=_die_with_parent)
         except OSError as e:
-            shutil.rmtree(self.profile, ignore_errors=True)
+            self._remove_profile()
             raise Failure(f"cannot start {CHROMIUM}: {e}") from None
         threading.Thread(target=self._forward_console, daemon=True).start()
 
@@ -245,7 +262,11 @@ class Browser:
                     pass
             _reap()
             time.sleep(0.01)
+        self._remove_profile()
+
+    def _remove_profile(self) -> None:
         shutil.rmtree(self.profile, ignore_errors=True)
+        os.close(self._lock)
 
 
 def _wait_for_server(url: str, stopping: threading.Event) -> bool:

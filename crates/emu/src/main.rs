@@ -106,7 +106,6 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     for tun in [&ends.inner, &ends.outer] {
         tun.set_nonblocking().map_err(|e| format!("cannot configure the TUN device: {e}"))?;
     }
-    let netns_inode = ends.inner_ns.inode().map_err(|e| e.to_string())?;
     let stop = Arc::new(StopSignal::new().map_err(|e| e.to_string())?);
 
     let last_read_us = Arc::new(AtomicU64::new(0));
@@ -137,7 +136,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
 
     let peer = ends.outer_addr.to_string();
     let env = [("MAHIMAHI_BASE", peer.clone()), ("PANTHEON_PEER", peer)];
-    let outcome = child::run(&command, ends.inner_ns.as_raw_fd(), netns_inode, &env);
+    let outcome = child::run(&command, ends.inner_ns.as_raw_fd(), &env);
 
     stop.raise();
     let mut problems = Vec::new();

@@ -9,8 +9,8 @@
 //! - [`namespace`]: anonymous network namespaces, created on a helper thread so the caller never
 //!   leaves its own; they vanish with the last process and descriptor that holds them.
 //! - [`tun`]: TUN devices, non-persistent, so the kernel deletes them when their descriptor closes.
-//! - [`child`]: the command, in its own process group inside the namespace, with signal forwarding
-//!   and clean-up by process group, subreaper and namespace inode (never by name).
+//! - [`child`]: the command, in its own process group inside the namespace and a PID namespace
+//!   whose init dies with the driver, so the kernel ends its whole tree (never by name).
 //! - [`privileges`]: CAP_NET_ADMIN through an unprivileged user namespace when not root.
 //! - [`udp`]: a UDP socket, batched receives and sends (recvmmsg/sendmmsg), kernel receive times.
 //! - [`clock`]: CLOCK_MONOTONIC, the wall clock, a flow's clock, timer slack.

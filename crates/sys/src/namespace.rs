@@ -38,14 +38,6 @@ impl Namespace {
                 .map_err(|_| io::Error::other("namespace set-up thread panicked"))?
         })
     }
-
-    /// The inode that identifies the namespace in /proc/PID/ns/net.
-    pub fn inode(&self) -> io::Result<u64> {
-        // SAFETY: fstat on a descriptor we own into a zeroed stat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        check(unsafe { libc::fstat(self.fd.as_raw_fd(), &mut st) })?;
-        Ok(st.st_ino)
-    }
 }
 
 impl AsRawFd for Namespace {

@@ -167,7 +167,6 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     }
     child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
     let inner = InnerEnd::create(role, inner_mtu).map_err(|e| format!("cannot set up the tunnel's namespace: {e}"))?;
-    let netns_inode = inner.namespace.inode().map_err(|e| e.to_string())?;
     let stop = StopSignal::new().map_err(|e| e.to_string())?;
 
     let socket = Arc::new(socket);
@@ -224,7 +223,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         ("PANTHEON_PEER", remote.to_string()),
         ("MAHIMAHI_BASE", remote.to_string()),
     ];
-    let outcome = child::run(&command, inner.namespace.as_raw_fd(), netns_inode, &env);
+    let outcome = child::run(&command, inner.namespace.as_raw_fd(), &env);
 
     stop.raise();
     let mut problems = Vec::new();

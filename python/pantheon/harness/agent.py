@@ -1,10 +1,11 @@
 """The emulator's command during a run: starts the sender side of every flow (each a tunnel
 client whose own command is a launcher waiting for the harness's go) inside the emulated
 namespace, and lasts until they have all ended, the harness writes `agent.stop` in the control
-directory, or the harness process disappears — then it ends them (SIGTERM, then SIGKILL) and exits,
-and the emulator with it.
+directory, or the harness process disappears (the harness's lifeline, descriptor LIFELINE_FD, reads
+end-of-file: pantheon.processes) — then it ends them (SIGTERM, then SIGKILL) and exits, and the
+emulator with it. The tunnel clients get the lifeline too, for their launchers.
 
-    python -m pantheon.harness.agent CONTROL_DIR HARNESS_PID PLAN_JSON
+    python -m pantheon.harness.agent CONTROL_DIR LIFELINE_FD PLAN_JSON
 
 PLAN_JSON holds a list of {"name", "argv", "stdout"}; "$MAHIMAHI_BASE" in an argv element is
 replaced by the peer address the emulator gives its command.
@@ -20,14 +21,14 @@ import time
 from pathlib import Path
 
 from pantheon.harness.run import last_line
-from pantheon.processes import alive
+from pantheon.processes import cut
 
 POLL_S = 0.02
 GRACE_S = 3.0
 
 
 def main(argv: list[str]) -> int:
-    control, harness_pid, plan = Path(argv[0]), int(argv[1]), json.loads(Path(argv[2]).read_text())
+    control, harness, plan = Path(argv[0]), int(argv[1]), json.loads(Path(argv[2]).read_text())
     base = os.environ["MAHIMAHI_BASE"]
     stopping = False
 
@@ -40,10 +41,11 @@ def main(argv: list[str]) -> int:
     for entry in plan:
         command = [arg.replace("$MAHIMAHI_BASE", base) for arg in entry["argv"]]
         with open(entry["stdout"], "wb") as out:
-            children.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+            children.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                             pass_fds=(harness,)))
 
     while any(c.poll() is None for c in children):
-        if stopping or (control / "agent.stop").exists() or not alive(harness_pid):
+        if stopping or (control / "agent.stop").exists() or cut(harness):
             break
         time.sleep(POLL_S)
     # Told to stop by the harness, the clients' launchers were told too: they get a grace to end on

@@ -1,14 +1,17 @@
 """Runs one side of one flow when the harness says so. Started inside a tunnel endpoint's
 namespace (as the tunnel's command), it waits for `NAME.go` to appear in the control directory,
 runs the scheme's command in a process group of its own, and ends it when `NAME.stop` appears,
-the harness process disappears, or it gets SIGTERM. It reports in the control directory:
+the harness process disappears (the harness's lifeline, descriptor LIFELINE_FD, reads end-of-file:
+pantheon.processes), or it gets SIGTERM. It reports in the control directory:
 `NAME.ready` when it is waiting, `NAME.started` (epoch seconds) and `NAME.exit` (JSON: status,
 whether the scheme had exited on its own before it was told to stop, which counts as a failure,
 and whether it ignored SIGTERM for STOP_GRACE_S and had to be killed). The scheme's standard
-error goes to `NAME.stderr`. `{local}` and `{peer}` in the command become the tunnel's addresses
+error goes to `NAME.stderr`. A daemon the scheme started with setsid escapes the process group but
+not the tunnel endpoint's PID namespace, which the kernel ends with the endpoint (docs/tunnel.md).
+`{local}` and `{peer}` in the command become the tunnel's addresses
 ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only the tunnel knows.
 
-    python -m pantheon.harness.launch CONTROL_DIR NAME HARNESS_PID -- CMD ...
+    python -m pantheon.harness.launch CONTROL_DIR NAME LIFELINE_FD -- CMD ...
 """
 from __future__ import annotations
 
@@ -21,14 +24,14 @@ import sys
 import time
 from pathlib import Path
 
-from pantheon.processes import alive
+from pantheon.processes import cut
 
 POLL_S = 0.005
 STOP_GRACE_S = 2.0
 
 
 def main(argv: list[str]) -> int:
-    control, name, harness_pid = Path(argv[0]), argv[1], int(argv[2])
+    control, name, harness = Path(argv[0]), argv[1], int(argv[2])
     local, peer = os.environ.get("PANTHEON_TUNNEL_LOCAL", ""), os.environ.get("PANTHEON_TUNNEL_PEER", "")
     command = [arg.replace("{local}", local).replace("{peer}", peer) for arg in argv[argv.index("--") + 1 :]]
     stopping = False
@@ -41,7 +44,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, on_term)
 
     def told_to_stop() -> bool:
-        return stopping or (control / f"{name}.stop").exists() or not alive(harness_pid)
+        return stopping or (control / f"{name}.stop").exists() or cut(harness)
 
     (control / f"{name}.ready").touch()
     while not (control / f"{name}.go").exists():

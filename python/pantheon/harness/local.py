@@ -29,6 +29,7 @@ from pantheon.harness import leftovers, tunnel
 from pantheon.harness.campaign import run_campaign
 from pantheon.harness.run import SCHEME_PORT, Processes, Run, SessionKeys, launcher, side_name, wait_for_connect_line
 from pantheon.netns import in_netns, require_root
+from pantheon.processes import lifeline
 
 
 class EmulatedPath:
@@ -36,8 +37,8 @@ class EmulatedPath:
     servers on the far side of the emulated path, their clients (started by the emulator's agent,
     agent.py) inside it."""
 
-    def __init__(self, *, emulator_options: list[str], namespace: str, harness_pid: int, run_dir: Path) -> None:
-        self.emulator_options, self.namespace, self.harness_pid = emulator_options, namespace, harness_pid
+    def __init__(self, *, emulator_options: list[str], namespace: str, run_dir: Path) -> None:
+        self.emulator_options, self.namespace = emulator_options, namespace
         self.dir, self.control = run_dir, run_dir / "control"
         self.processes = Processes(self.control)
         self.keys: SessionKeys | None = None
@@ -52,12 +53,12 @@ class EmulatedPath:
         for i, flow in enumerate(run.plan.flows):
             scheme = run.schemes[flow.scheme]
             key = self.keys.new(i)
-            receiver = launcher(self.control, side_name(i, "receiver"), self.harness_pid, scheme.command("receiver", port=SCHEME_PORT))
+            receiver = launcher(self.control, side_name(i, "receiver"), scheme.command("receiver", port=SCHEME_PORT))
             out = self.dir / f"flow{i}.tunnel-server.out"
             server = self.processes.spawn(f"tunnel server of flow {i}", in_netns(self.namespace, tunnel.server_command(
                 tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver"), clock=False), key, receiver)), out, side_name(i, "receiver"))
             _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
-            sender = launcher(self.control, side_name(i, "sender"), self.harness_pid, scheme.command("sender", port=SCHEME_PORT))
+            sender = launcher(self.control, side_name(i, "sender"), scheme.command("sender", port=SCHEME_PORT))
             clients.append({
                 "name": side_name(i, "sender"),
                 "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender"), clock=False), sender),
@@ -65,7 +66,7 @@ class EmulatedPath:
             })
         plan_file = self.control / "agent.json"
         plan_file.write_text(json.dumps(clients))
-        agent = [sys.executable, "-m", "pantheon.harness.agent", str(self.control), str(self.harness_pid), str(plan_file)]
+        agent = [sys.executable, "-m", "pantheon.harness.agent", str(self.control), str(lifeline()), str(plan_file)]
         emulate = [str(binary("pantheon-emu")), *self.emulator_options,
                    "--uplink-log", str(self.dir / "uplink.log"), "--downlink-log", str(self.dir / "downlink.log"), "--", *agent]
         self.processes.spawn("emulator", in_netns(self.namespace, emulate), self.dir / "emulator.out")
@@ -97,7 +98,7 @@ class Emulated:
 
     def endpoints(self, index: int, run_seed: int, run_dir: Path) -> EmulatedPath:
         return EmulatedPath(emulator_options=[*self.emulator_options, "--seed", str(run_seed)],
-                            namespace=leftovers.run_namespace(os.getpid(), index), harness_pid=os.getpid(), run_dir=run_dir)
+                            namespace=leftovers.run_namespace(os.getpid(), index), run_dir=run_dir)
 
     def peer_clock(self, run_dir: Path) -> None:
         return None

@@ -19,7 +19,6 @@ the same commit and scheme versions, and every scheme asked for must be able to 
 from __future__ import annotations
 
 import dataclasses
-import os
 import socket
 import sys
 from collections.abc import Callable
@@ -126,7 +125,7 @@ class RealPath:
         local_side, remote_side = self.setup.local_side, self.setup.remote_side
         for i, flow in enumerate(run.plan.flows):
             key = self.keys.new(i)
-            command = launcher(self.control, side_name(i, local_side), os.getpid(),
+            command = launcher(self.control, side_name(i, local_side),
                                run.schemes[flow.scheme].command(local_side, port=SCHEME_PORT))
             logs = tunnel.EndpointLogs.under(self.dir, side_name(i, local_side), clock=True)
             far = {"op": "endpoint", "flow": i, "side": remote_side, "scheme": flow.scheme, "key": key.read_text().strip()}

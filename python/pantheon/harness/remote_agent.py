@@ -144,7 +144,7 @@ class Agent:
         with os.fdopen(fd, "w") as f:
             f.write(message["key"] + "\n")
         scheme = self.registry.schemes[message["scheme"]]
-        command = launcher(self.control, name, os.getpid(), scheme.command(side, port=SCHEME_PORT))
+        command = launcher(self.control, name, scheme.command(side, port=SCHEME_PORT))
         logs = tunnel.EndpointLogs.under(self.run_dir, name, clock=True)
         out = self.run_dir / f"flow{i}.tunnel-{role}.out"
         what = f"tunnel {role} of flow {i}"

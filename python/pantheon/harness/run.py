@@ -27,6 +27,7 @@ from typing import Protocol
 
 from pantheon.harness import leftovers, tunnel
 from pantheon.harness.plan import Plan
+from pantheon.processes import lifeline
 from pantheon.schemes import Scheme
 
 HEAD_START_S = 1.0
@@ -68,10 +69,10 @@ def last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def launcher(control: Path, name: str, harness_pid: int, command: list[str]) -> list[str]:
+def launcher(control: Path, name: str, command: list[str]) -> list[str]:
     """The launcher's command line (launch.py): it runs `command` when `NAME.go` appears, and ends
-    it at `NAME.stop` or when the process `harness_pid` is gone."""
-    return [sys.executable, "-m", "pantheon.harness.launch", str(control), name, str(harness_pid), "--", *command]
+    it at `NAME.stop` or when this process is gone (its lifeline, which `Processes.spawn` passes on)."""
+    return [sys.executable, "-m", "pantheon.harness.launch", str(control), name, str(lifeline()), "--", *command]
 
 
 def wait_for_connect_line(server: subprocess.Popen, out: Path, what: str) -> tuple[str, int]:
@@ -109,7 +110,8 @@ class Processes:
         tunnel endpoint it is: it ends with that side's launcher, which is no failure of its own
         (the side was told to stop, or its scheme exited, and the launcher's report says so)."""
         with open(out, "wb") as f:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                    pass_fds=(lifeline(),))
         self.started.append((what, side, proc))
         self.outputs[proc.pid] = out
         return proc
