@@ -40,6 +40,8 @@ def test_every_user_mistake_is_a_pantheon_error_and_no_value_error(error: type[E
      "pantheon: --runtime must be a positive, finite number of seconds up to 86400 (one day), got nan\n"),
     (["sim", "--schemes", "copa", "--runtime", "1e300", "--data-dir", "unused"],
      "pantheon: --runtime must be a positive, finite number of seconds up to 86400 (one day), got 1e+300\n"),
+    (["sim", "--schemes", "nosuch", "--data-dir", "unused"], "pantheon: no scheme can be simulated: nosuch: unknown scheme"),
+    (["sim", "--schemes", "copa", "--flows", "nan"], "pantheon sim: argument --flows: invalid int value: 'nan' (see pantheon sim --help)"),
     (["sim", "--scenario", "/dev/zero", "--data-dir", "unused"], "pantheon: /dev/zero: cannot read the scenario: not a regular file\n"),
     (["demo", "--runtime", "1e300", "--data-dir", "unused"],
      "pantheon: --runtime must be a positive, finite number of seconds up to 86400 (one day), got 1e+300\n"),
