@@ -315,14 +315,8 @@ def input_cases(inputs: Path) -> list[Case]:
     sim("--emulator nope", "--emulator", "nope")
     sim("--seed 1e30", "--seed", "1e30")
 
-    def full_sim(work: Path) -> tuple[str, str, list[int]]:
-        done, _, _ = in_tmpfs(work, "size=1200k", "sim", "--schemes", "copa,cubic-user", "--run-times", "3", "--runtime", "3", "--jobs", "1")
-        status = int(lines(done.stdout)[-1].split()[-1])
-        full = [line for line in lines(done.stderr) if "the disk is full" in line]
-        verdict = failure_kind(Done(status, "", done.stderr, 0)) or (
-            ("clean recovery", full[0][:140]) if status == 1 and full else ("silently wrong", f"status {status}"))
-        return (*verdict, [])
-    cases.append(Case("sim on a full disk", full_sim))
+    cases.append(Case("sim on a full disk", lambda w: full_disk(w, "size=1200k", "sim", "--schemes", "copa,cubic-user", "--run-times",
+                                                                 "3", "--runtime", "3", "--jobs", "1")))
 
     for name, options in (("--runtime nan", ["--runtime", "nan"]), ("--runtime inf", ["--runtime", "inf"]),
                           ("--runtime -5", ["--runtime", "-5"]), ("--runtime 1e300", ["--runtime", "1e300"]),
@@ -392,6 +386,16 @@ def input_cases(inputs: Path) -> list[Case]:
         cases.append(cli(f"sim batch: {name}", lambda w: [str(BIN / "pantheon-sim"), "batch", "--jobs", "1"], judge_batch,
                          stdin=line + "\n"))
     return cases
+
+
+def full_disk(work: Path, options: str, *pantheon_args: str) -> tuple[str, str, list[int]]:
+    """A campaign on a tmpfs that fills up: it must stop with one line saying so, status 1."""
+    done, _, _ = in_tmpfs(work, options, *pantheon_args)
+    status = int(lines(done.stdout)[-1].split()[-1])
+    full = [line for line in lines(done.stderr) if "is full" in line]
+    verdict = failure_kind(Done(status, "", done.stderr, 0)) or (
+        ("clean recovery", full[0][:140]) if status == 1 and full else ("silently wrong", f"status {status}: {done.stderr[-140:]}"))
+    return (*verdict, [])
 
 
 def judge_batch(done: Done) -> tuple[str, str]:
@@ -557,6 +561,8 @@ def fault_cases() -> list[Case]:
         cases.append(supervised(f"{what}: SIGTERM of it, its command ignoring SIGTERM", supervisor, "kill-supervisor:SIGTERM",
                                 tail="trap '' INT TERM; while :; do sleep 0.1; done", expect_status=128 + signal.SIGKILL))
     cases += [
+        Case("harness: test local on a full disk", lambda w: full_disk(w, "size=150k", "test", "local", "--schemes", "cubic",
+                                                                        "--runtime", "3", "--no-analyze"), moves_packets=True),
         harness("a clean run (baseline)", None, runtime_s=3, expect=lambda d, r: None if d.status == 0 and r.get("ok") else "not ok"),
         harness("SIGKILL of pantheon-emu mid-run", kill("pantheon-emu", signal.SIGKILL), expect=failed_run),
         harness("SIGKILL of the tunnel server mid-run", kill("pantheon-tunnel", signal.SIGKILL, "server"), expect=failed_run),
