@@ -129,8 +129,9 @@ def test_bad_data_dirs_are_one_line_errors(tmp_path, capsys):
     assert err.count("\n") == 1 and "not a directory" in err
     assert main(["analyze", str(tmp_path)]) == 2
     assert "neither metadata.json" in capsys.readouterr().err
-    assert main(["analyze", str(tmp_path), "--bin-ms", "-5"]) == 2
-    assert "--bin-ms must be positive" in capsys.readouterr().err
+    for bin_ms in ("-5", "nan", "inf", "1e-300", "1e300"):
+        assert main(["analyze", str(tmp_path), "--bin-ms", bin_ms]) == 2
+        assert "--bin-ms must be from 1 to 3.6e+06 ms (one hour), got " in capsys.readouterr().err
 
 
 def test_a_failed_analysis_after_a_campaign_says_so_and_raises_nothing(tmp_path, capsys):

@@ -157,6 +157,7 @@ def test_runs_of_different_paths_mixed_is_one_line(truth_data: Path, tmp_path: P
 
 @pytest.mark.parametrize("option, message", [
     (["--rate-mbps", "1:5"], "--rate-mbps 1:5 leaves out the data"),
+    (["--rate-mbps", "0.0001:1000"], "--rate-mbps 0.0001:1000: the link model's rates are from 0.001 to 1e+06 Mbit/s"),
     (["--delay-ms", "40:60"], "--delay-ms 40:60 leaves out the data"),
     (["--loss", "0.2:0.3"], "--loss 0.2:0.3 leaves out the data"),
     (["--buffer-bytes", "9:3"], "--buffer-bytes must have 0 <= LOW <= HIGH"),

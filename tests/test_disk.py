@@ -13,12 +13,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from pantheon import files
+from test_analysis_hardening import data_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "target" / "release" / "pantheon-sim"
@@ -28,16 +30,17 @@ needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") i
 needs_sim = pytest.mark.skipif(not SIM.is_file(), reason=f"{SIM} is not built (cargo build --release --workspace)")
 
 
-def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """`pantheon ARGS --data-dir MOUNT/data` with MOUNT a tmpfs (`options`) that only this command
-    sees; then the data dir is copied out to KEPT. (What it printed, with "exit STATUS" last on
-    stdout; MOUNT; KEPT.)"""
+def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str, data_dir: bool = True,
+             ) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """`pantheon ARGS --data-dir MOUNT/data` (without `data_dir`: `pantheon ARGS`) with MOUNT
+    (TMP_PATH/disk) a tmpfs (`options`) that only this command sees; then the data dir is copied
+    out to KEPT. (What it printed, with "exit STATUS" last on stdout; MOUNT; KEPT.)"""
     mount, kept = tmp_path / "disk", tmp_path / "kept"
     mount.mkdir(parents=True)
     script = ('mount -t tmpfs -o "$1" pantheon-test "$2" || exit 99; m=$2 k=$3; shift 3; "$@"; echo "exit $?"; '
               'if [ -d "$m/data" ]; then cp -r "$m/data" "$k"; fi')
     done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", options, str(mount),
-                           str(kept), str(PANTHEON), *pantheon_args, "--data-dir", str(mount / "data")],
+                           str(kept), str(PANTHEON), *pantheon_args, *(["--data-dir", str(mount / "data")] if data_dir else [])],
                           capture_output=True, text=True, timeout=120)
     return done, mount, kept
 
@@ -89,6 +92,18 @@ def test_a_full_disk_keeps_the_finished_runs_and_names_the_cut_short_one(tmp_pat
     assert (kept / "report.html").is_file()
 
 
+@needs_mounts
+def test_an_emulator_log_cut_short_by_a_full_disk_fails_the_emulator(tmp_path: Path) -> None:
+    # 2 s of 5 Mbit/s through the uplink logs ~60 kB (entries, departures, opportunities); the
+    # disk holds 16 kB, and the downlink's log only its header.
+    log = tmp_path / "disk" / "uplink.log"
+    send = f"{sys.executable} {REPO / 'tests' / 'traffic.py'} udp-send $MAHIMAHI_BASE 9 --rate-mbps 5 --size 1000 --seconds 2"
+    done, _, _ = in_tmpfs(tmp_path, "size=16k", "emulate", "--uplink-log", str(log), "--", "sh", "-c", send, data_dir=False)
+    assert done.stdout.strip().splitlines()[-1] == "exit 2", (done.stdout, done.stderr)
+    assert one_line(done.stderr) == (f"pantheon emulate: the uplink log ({log}) could not be written completely: "
+                                     "No space left on device (os error 28)")
+
+
 def test_an_atomic_write_is_all_or_nothing(tmp_path: Path) -> None:
     target = tmp_path / "run.json"
     files.write_atomic(target, "old\n")
@@ -135,12 +150,44 @@ def test_a_full_disk_ends_a_harness_campaign_after_the_run_it_cut_short(tmp_path
     assert not list(kept.rglob(".*.tmp")), "no temporary file is left behind"
 
 
-def test_a_failed_run_on_a_full_disk_counts_as_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_run_on_a_full_disk_counts_as_cut_short() -> None:
     said = "pantheon-sim: records.parquet: No space left on device (os error 28)"
-    assert files.full_disk_failure(["flow 0 (copa) moved no data", said], tmp_path) == said
-    assert files.full_disk_failure([], tmp_path) is None
-    assert files.full_disk_failure(["flow 0 (copa) moved no data"], tmp_path) is None
-    full = os.statvfs_result((4096, 4096, 1000, 0, 10, 100, 0, 0, 0, 255))
-    monkeypatch.setattr(os, "statvfs", lambda path: full)
-    cut = files.full_disk_failure(["flowX.log line 9 is not 't_us uid bytes': '17 4'"], tmp_path)
-    assert cut is not None and cut.startswith("No space left on device (less than 256 KiB free): flowX.log")
+    assert files.full_disk_failure(["flow 0 (copa) moved no data", said]) == said
+    assert files.full_disk_failure([]) is None
+    assert files.full_disk_failure(["flow 0 (copa) moved no data"]) is None
+
+
+@needs_mounts
+def test_a_log_the_emulator_or_tunnel_could_not_write_is_the_reason_in_run_json(tmp_path: Path) -> None:
+    # A 3 s run writes its endpoints' logs (~800 kB) at the end, the records after them: 150 kB cannot
+    # hold the logs.
+    done, _, kept = in_tmpfs(tmp_path, "size=150k", "test", "local", "--schemes", "cubic", "--run-times", "1",
+                             "--runtime", "3", "--no-analyze")
+    assert done.stdout.strip() == "exit 1", (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    why = json.loads((kept / "cubic" / "run1" / "run.json").read_text())["failures"]
+    assert len(why) == 1 and why[0].startswith("cut short: the "), why
+    assert "log could not be written completely: No space left on device" in why[0], why
+
+
+@needs_mounts
+def test_an_analysis_on_a_full_or_read_only_out_dir_leaves_the_earlier_outputs_whole(tmp_path: Path) -> None:
+    data, mount, kept = data_dir(tmp_path / "data"), tmp_path / "disk", tmp_path / "kept"
+    mount.mkdir()
+    kept.mkdir()
+    analyze = f"{PANTHEON} analyze {data} --out {mount}/out --quiet"
+    script = (f"mount -t tmpfs -o size=8m pantheon-test {mount} || exit 99; {analyze} || exit 98; "
+              f"cp -r {mount}/out {kept}/before; dd if=/dev/zero of={mount}/fill bs=64k 2>/dev/null; "
+              f"{analyze} 2>{kept}/full.err; echo full $?; rm {mount}/fill; mount -o remount,ro {mount}; "
+              f"{analyze} 2>{kept}/ro.err; echo ro $?; cp -r {mount}/out {kept}/after")
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["full", "2", "ro", "2"], (done.stdout, done.stderr)
+    full = one_line((kept / "full.err").read_text())
+    assert full.startswith(f"pantheon: cannot write the analysis into {mount}/out") and "No space left on device" in full, full
+    assert full.endswith("the outputs of an earlier analysis are as they were")
+    read_only = one_line((kept / "ro.err").read_text())
+    assert read_only == f"pantheon: --out {mount}/out is not writable: Read-only file system"
+    before = {p.name: p.read_bytes() for p in (kept / "before").iterdir()}
+    assert {"perf.json", "report.html", "report.pdf", "summary_means.png"} <= set(before)
+    assert {p.name: p.read_bytes() for p in (kept / "after").iterdir()} == before, "no output is cut short or left over"

@@ -19,6 +19,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 from pantheon import presets, schemes_cli, userns
 from pantheon.analysis import cli as analysis_cli
@@ -52,8 +53,17 @@ def _emulate(argv: list[str]) -> int:
     return 0  # not reached
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A command line that does not parse is a user's mistake: one line (argparse's own prints the
+    usage first, 10-15 lines), with where to look. Subcommands' parsers are of this class too
+    (argparse makes them of their parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="pantheon",
         description="Pantheon: a training ground for Internet congestion-control research.",
     )

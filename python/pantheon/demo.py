@@ -5,21 +5,19 @@ percentile one-way delay (the paper's Figure 2 view, Yan et al., ATC 2018) in re
 report.pdf in the data dir."""
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from pathlib import Path
 
-from pantheon.errors import PantheonError
 from pantheon.experiment import Experiment
 from pantheon.harness.local import run_local
+from pantheon.harness.plan import check_runtime
 
 PATH_OPTIONS = ("--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
                 "--uplink-queue-bytes", "60000", "--downlink-queue-bytes", "60000")
 
 
 def run_demo(runtime_s: float, schemes: str | None, data_dir: Path | None) -> int:
-    if not math.isfinite(runtime_s) or runtime_s <= 0:
-        raise PantheonError(f"--runtime must be a positive, finite number of seconds, got {runtime_s:g}")
+    check_runtime(runtime_s, "--runtime")
     data_dir = data_dir or Path("data") / datetime.now().strftime("demo-%Y%m%d-%H%M%S")
     names = tuple(s for s in (schemes or "").split(",") if s)
     print(f"pantheon demo: {'the schemes ' + schemes if schemes else 'every scheme that can run here'}, "

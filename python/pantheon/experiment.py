@@ -160,7 +160,8 @@ class Experiment:
                skip_line: str, expected_skip: Callable[[str], bool]) -> Selection:
         """The runs' plans. `every` is what --all means, `problem(name)` why a scheme cannot `verb`
         here (or None); each skipped scheme is reported with `skip_line` (a format of name and why)
-        on stderr, and a PantheonError ends it when nothing is left to run."""
+        on stderr, and a PantheonError ends it, in one line saying why of each, when nothing is left
+        to run."""
         if self.scenario:
             plan = plans.scenario(self.scenario)
             if problems := [f"{name}: {why}" for name in plan.schemes if (why := problem(name))]:
@@ -168,11 +169,11 @@ class Experiment:
             return Selection([plan], {}, [])
         asked = every if self.all_schemes else list(dict.fromkeys(self.schemes))
         skipped = {name: why for name in asked if (why := problem(name))}
-        for name, why in skipped.items():
-            print(skip_line.format(name=name, why=why), file=sys.stderr)
         wanted = [name for name in asked if name not in skipped]
         if not wanted:
-            raise PantheonError(f"no scheme can {verb} (see the lines above)")
+            raise PantheonError(f"no scheme can {verb}: {'; '.join(f'{name}: {why}' for name, why in skipped.items())}")
+        for name, why in skipped.items():
+            print(skip_line.format(name=name, why=why), file=sys.stderr)
         not_run = [name for name in skipped if not (self.all_schemes and expected_skip(name))]
         return Selection([plans.uniform(name, self.flows, self.interval_s, self.runtime_s) for name in wanted],
                          skipped, not_run)

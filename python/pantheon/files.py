@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,9 +30,6 @@ from pantheon.errors import PantheonError
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 FULL_TEXTS = tuple(os.strerror(e) for e in FULL_ERRNOS)
 """How a child program (Rust's io::Error, a C program's perror) says the disk is full."""
-FULL_MARGIN_BYTES = 256 << 10
-"""Free space under which a failed run counts as cut short by the full disk: about what a second
-of one flow writes (measured at 12 Mbit/s: ~120 kB in pantheon sim, ~370 kB in test local)."""
 
 
 @contextlib.contextmanager
@@ -61,6 +59,25 @@ def write_atomic(path: Path, text: str) -> None:
         tmp.write_text(text)
 
 
+def read_small_text(path: Path, limit_bytes: int) -> str:
+    """The text of an input file meant to be small (a scenario): OSError if it cannot be read,
+    ValueError saying why it is not such a file — not a regular file (/dev/zero, a FIFO: read
+    until memory ran out), over `limit_bytes`, or not UTF-8."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("not a regular file")
+    if info.st_size > limit_bytes:
+        raise ValueError(f"{info.st_size} bytes, more than the {limit_bytes} such a file may have")
+    with open(path, "rb") as f:
+        data = f.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        raise ValueError(f"more than the {limit_bytes} bytes such a file may have")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not text (a byte that is not UTF-8 at offset {e.start})") from None
+
+
 def writable_dir(path: Path, option: str) -> None:
     """Creates `path` if missing and checks that files can be created in it: a PantheonError
     naming `option` otherwise, before any run starts (a read-only disk, no permission)."""
@@ -81,17 +98,11 @@ def out_of_space(error: BaseException | str) -> bool:
     return any(text in str(error) for text in FULL_TEXTS)
 
 
-def full_disk_failure(failures: list[str], directory: Path) -> str | None:
-    """Why a run with these failures was cut short by a full disk, or None if it was not: one of
-    its failures says so, or it failed with less than FULL_MARGIN_BYTES left on `directory`'s file
-    system (a program whose log was cut short may not say why: a truncated log's parse error)."""
-    if said := next((f for f in failures if out_of_space(f)), None):
-        return said
-    if failures:
-        disk = os.statvfs(directory)
-        if disk.f_bavail * disk.f_frsize < FULL_MARGIN_BYTES:
-            return f"{os.strerror(errno.ENOSPC)} (less than {FULL_MARGIN_BYTES >> 10} KiB free): {failures[0]}"
-    return None
+def full_disk_failure(failures: list[str]) -> str | None:
+    """Why a run with these failures was cut short by a full disk, or None if it was not: the
+    failure that says so. Every program of a run says so when it cannot write a file: the
+    emulator and the tunnel exit non-zero naming the log they could not write completely."""
+    return next((f for f in failures if out_of_space(f)), None)
 
 
 def cut_short(run_dir: Path, run_json: dict) -> bool:

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use pantheon_cli::usage;
 use pantheon_emu::args::EmulateArgs;
 use pantheon_emu::netns;
-use pantheon_emu::relay::{Direction, Totals};
+use pantheon_emu::relay::{Direction, Failure, Totals};
 use pantheon_format::link_log::{describe, queue_text, MahimahiLog, NativeLog};
 use pantheon_link::{Path, PathConfig};
 use pantheon_sys::child;
@@ -140,19 +140,30 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
 
     stop.raise();
     let mut problems = Vec::new();
-    for (name, relay) in ["uplink", "downlink"].iter().zip(relays) {
+    let mut failures = Vec::new();
+    for (spec, relay) in [&up, &down].into_iter().zip(relays) {
+        let name = spec.name;
         match relay.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "panicked".to_string())) {
             Ok(Ok(Totals { write_errors, .. })) if write_errors > 0 => {
                 problems.push(format!("{name}: {write_errors} datagrams could not be written"))
             }
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => problems.push(format!("{name} relay failed: {e}")),
-            Err(e) => problems.push(format!("{name} relay: {e}")),
+            Ok(Err(Failure::Log(e))) => {
+                let files: Vec<String> =
+                    spec.log.into_iter().chain(spec.mm_log).map(|f| f.display().to_string()).collect();
+                failures.push(format!("the {name} log ({}) could not be written completely: {e}", files.join(", ")))
+            }
+            Ok(Err(Failure::Relay(e))) => failures.push(format!("the {name} relay failed: {e}")),
+            Err(e) => failures.push(format!("the {name} relay: {e}")),
         }
     }
     drop(ends);
     for problem in &problems {
         eprintln!("{NAME}: warning: {problem}");
     }
-    outcome
+    // A run whose log is cut short, or whose link stopped, failed whatever its command said.
+    match (outcome, failures.is_empty()) {
+        (Ok(_), false) => Err(failures.join("; ")),
+        (outcome, _) => outcome,
+    }
 }

@@ -82,6 +82,15 @@ impl Pool {
     }
 }
 
+/// Why a direction failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Reading or waiting on a TUN device failed: the direction stopped relaying.
+    Relay(io::Error),
+    /// A log file could not be written completely (a full disk: ENOSPC); the log is cut short.
+    Log(io::Error),
+}
+
 /// What a direction reports when it stops.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Totals {
@@ -108,22 +117,22 @@ pub struct Direction {
 impl Direction {
     /// Relays until `stop` is raised; returns the counters. The logs are flushed however
     /// the relay ends, so an I/O error loses nothing already logged.
-    pub fn run(mut self) -> io::Result<Totals> {
+    pub fn run(mut self) -> Result<Totals, Failure> {
         let mut totals = Totals::default();
         let relayed = self.relay(&mut totals);
         let logs = [self.log.take().map(NativeLog::finish), self.mm_log.take().map(MahimahiLog::finish)];
         relayed?;
-        logs.into_iter().flatten().collect::<io::Result<()>>()?;
+        logs.into_iter().flatten().collect::<io::Result<()>>().map_err(Failure::Log)?;
         Ok(totals)
     }
 
-    fn relay(&mut self, totals: &mut Totals) -> io::Result<()> {
+    fn relay(&mut self, totals: &mut Totals) -> Result<(), Failure> {
         tighten_timer_slack();
         let mut pool = Pool::default();
         let mut next_uid = 0u64;
         loop {
             let now_us = monotonic_us() - self.base_us;
-            self.deliver_due(now_us, &mut pool, totals)?;
+            self.deliver_due(now_us, &mut pool, totals).map_err(Failure::Log)?;
 
             let mut read_any = false;
             for _ in 0..READ_BATCH {
@@ -137,7 +146,7 @@ impl Direction {
                     if n == 0 || err.kind() == io::ErrorKind::WouldBlock || err.kind() == io::ErrorKind::Interrupted {
                         break;
                     }
-                    return Err(err);
+                    return Err(Failure::Relay(err));
                 }
                 let t_us = monotonic_us() - self.base_us;
                 slot.len = n as u32;
@@ -158,7 +167,7 @@ impl Direction {
             let idle = now_us.saturating_sub(self.last_read_us.load(Ordering::Relaxed)) > IDLE_AFTER_US;
             match sleep_for(self.path.next_wakeup_us().map(|t| t.saturating_sub(now_us)), idle) {
                 Some(timeout_us) => {
-                    if wait(self.source, false, self.stop.fd(), Some(timeout_us * 1000))?.stop {
+                    if wait(self.source, false, self.stop.fd(), Some(timeout_us * 1000)).map_err(Failure::Relay)?.stop {
                         break;
                     }
                 }
@@ -171,10 +180,11 @@ impl Direction {
         }
         // Log (and deliver) what the model did up to the end, idle opportunities included.
         let end_us = monotonic_us() - self.base_us;
-        self.deliver_due(end_us, &mut pool, totals)
+        self.deliver_due(end_us, &mut pool, totals).map_err(Failure::Log)
     }
 
-    /// Runs the model up to `now_us`, writing departures and logging everything.
+    /// Runs the model up to `now_us`, writing departures and logging everything; an error is the
+    /// logs' (a refused departure is counted in `totals`).
     fn deliver_due(&mut self, now_us: u64, pool: &mut Pool, totals: &mut Totals) -> io::Result<()> {
         let Direction { path, sink, base_us, log, mm_log, .. } = self;
         let mut result = Ok(());

@@ -1,7 +1,8 @@
 //! The tunnel's log files: each endpoint can keep an ingress and an egress log of every datagram,
 //! each in the native form, the original's text form, or both, and a log of its clock exchanges. The formats themselves
 //! (`pantheon_format::tunnel_log`, docs/tunnel.md) are shared with the simulator; this module
-//! owns the files, and keeps the tunnel running when one of them fails.
+//! owns the files, and keeps the tunnel running when one of them fails (the endpoint then exits
+//! non-zero at the end: its logs are incomplete).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

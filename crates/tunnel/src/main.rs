@@ -227,13 +227,20 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
 
     stop.raise();
     let mut problems = Vec::new();
+    let mut log_failures = Vec::new();
     if let Some((totals, log)) = join("outbound relay", outbound_thread, &mut problems) {
-        outbound_problems(totals, log, &mut problems);
+        if let Err(e) = log {
+            log_failures.push(format!("the ingress log could not be written completely: {e}"));
+        }
+        outbound_problems(totals, &mut problems);
     }
     let mut dropped = DropCounts::default();
     if let Some((totals, log)) = join("inbound relay", inbound_thread, &mut problems) {
+        if let Err(e) = log {
+            log_failures.push(format!("the egress or clock log could not be written completely: {e}"));
+        }
         dropped = totals.dropped;
-        inbound_problems(totals, log, &mut problems);
+        inbound_problems(totals, &mut problems);
     }
     if let Some(thread) = prober_thread {
         join("clock prober", thread, &mut problems);
@@ -244,7 +251,11 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     for problem in &problems {
         eprintln!("{NAME}: warning: {problem}");
     }
-    outcome
+    // A run whose log is cut short failed whatever its command said.
+    match (outcome, log_failures.is_empty()) {
+        (Ok(_), false) => Err(log_failures.join("; ")),
+        (outcome, _) => outcome,
+    }
 }
 
 /// What a thread returned; its failure, if it failed, goes into `problems`.
@@ -266,10 +277,7 @@ fn join<T>(
     }
 }
 
-fn outbound_problems(totals: OutboundTotals, log: std::io::Result<()>, problems: &mut Vec<String>) {
-    if let Err(e) = log {
-        problems.push(format!("ingress log incomplete: {e}"));
-    }
+fn outbound_problems(totals: OutboundTotals, problems: &mut Vec<String>) {
     if totals.refused > 0 {
         problems
             .push(format!("{} datagrams were logged at ingress but the kernel refused to send them", totals.refused));
@@ -288,10 +296,7 @@ fn outbound_problems(totals: OutboundTotals, log: std::io::Result<()>, problems:
     }
 }
 
-fn inbound_problems(totals: InboundTotals, log: std::io::Result<()>, problems: &mut Vec<String>) {
-    if let Err(e) = log {
-        problems.push(format!("egress log incomplete: {e}"));
-    }
+fn inbound_problems(totals: InboundTotals, problems: &mut Vec<String>) {
     if totals.write_errors > 0 {
         problems
             .push(format!("{} datagrams were logged at egress but the TUN device refused them", totals.write_errors));

@@ -17,3 +17,6 @@ docs/analysis.md states every definition.
 DEFAULT_BIN_MS = 500.0
 """The time bin of the series and plots over time, ms: the original Pantheon's. Here, not in
 series.py, so that the command line can name it without importing numpy."""
+MIN_BIN_MS, MAX_BIN_MS = 1.0, 3_600_000.0
+"""The bins a reader can use: below 1 ms a run of one day has more bins than memory holds (a
+bin of 1e-300 ms ended in a MemoryError), above an hour every plot is one bar."""

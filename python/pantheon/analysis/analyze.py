@@ -13,13 +13,15 @@ printed as one warning line per kind of problem and kept in perf.json.
 """
 from __future__ import annotations
 
+import errno
+import math
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pantheon import __version__
-from pantheon.analysis import logs, perf, plots, report
+from pantheon import __version__, files
+from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, logs, perf, plots, report
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, bound_text, delivery_flags, length_flags, run_metrics, scheme_summary
@@ -163,11 +165,24 @@ def no_valid_run(results: list[RunResult]) -> dict[str, str]:
 def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_BIN_MS, draw: bool = True,
             reports: bool = True, quiet: bool = False) -> Analysis:
     """Analyses every run of a data dir and writes the outputs; returns what it wrote."""
-    if bin_ms <= 0:
-        raise PantheonError(f"--bin-ms must be positive, got {bin_ms:g}")
+    # NaN compares false with everything: "<= 0" alone let it through, to a traceback.
+    if not (math.isfinite(bin_ms) and MIN_BIN_MS <= bin_ms <= MAX_BIN_MS):
+        raise PantheonError(f"--bin-ms must be from {MIN_BIN_MS:g} to {MAX_BIN_MS:g} ms (one hour), got {bin_ms:g}")
     data = open_data_dir(data_dir)
+    option = "--out" if out else "the data dir"
     out = Path(out) if out else data.path
-    out.mkdir(parents=True, exist_ok=True)
+    files.writable_dir(out, option)
+    try:
+        return _analyze(data, out, bin_ms, draw, reports, quiet)
+    except OSError as e:
+        # Every output is written atomically: what an earlier analysis wrote is still whole.
+        if not (files.out_of_space(e) or e.errno in (errno.EROFS, errno.EACCES)):
+            raise
+        raise PantheonError(f"cannot write the analysis into {e.filename or out}: {e.strerror or e}; "
+                            "the outputs of an earlier analysis are as they were") from None
+
+
+def _analyze(data: DataDir, out: Path, bin_ms: float, draw: bool, reports: bool, quiet: bool) -> Analysis:
     results = []
     for i, source in enumerate(data.runs):
         if not quiet:
@@ -187,7 +202,7 @@ def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_
     document = perf.perf_document(by_label, summaries, displays,
                                   {(r.source.label, r.source.number): r.warnings for r in results},
                                   {(r.source.label, r.source.number): r.acks for r in results}, meta)
-    files = [perf.write_perf_json(document, out / "perf.json"), *perf.write_table(perf.flat_table(by_label, displays), out)]
+    written = [perf.write_perf_json(document, out / "perf.json"), *perf.write_table(perf.flat_table(by_label, displays), out)]
     figures: dict[str, Path] = {}
     points = [plots.RunPoint(r.source.label, r.source.number, r.metrics.all.delay_p95_ms, r.metrics.all.throughput_mbps)
               for r in results if r.metrics.valid and r.metrics.all.delay_p95_ms]
@@ -195,8 +210,8 @@ def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_
     if draw:
         figures["runs"] = plots.save(plots.runs_figure(points, data.looks, missing), out / "summary_runs.png")
         figures["means"] = plots.save(plots.means_figure(points, data.looks, missing), out / "summary_means.png")
-    files += list(figures.values()) + [p for r in results for p in r.figures.values()]
-    analysis = Analysis(data, results, summaries, files, figures, out)
+    written += list(figures.values()) + [p for r in results for p in r.figures.values()]
+    analysis = Analysis(data, results, summaries, written, figures, out)
     if draw and reports:
-        files += report.write_reports(analysis, out, lambda scheme: display_name(data, scheme))
+        written += report.write_reports(analysis, out, lambda scheme: display_name(data, scheme))
     return analysis

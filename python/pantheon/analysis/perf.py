@@ -6,7 +6,6 @@ bound on each of their one-way delays; it is null where one clock timed both end
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 from pathlib import Path
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from pantheon import files
 from pantheon.analysis.metrics import RunMetrics, as_dict
 
 TABLE_COLUMNS = ("scheme", "display", "run", "flow", "flow_scheme", "valid", "flags", "capacity_mbps", "utilization",
@@ -46,7 +46,7 @@ def perf_document(results: dict[str, dict[int, RunMetrics]], summaries: dict[str
 
 
 def write_perf_json(document: dict, path: Path) -> Path:
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    files.write_atomic(path, files.json_text(document))
     return path
 
 
@@ -69,6 +69,8 @@ def flat_table(results: dict[str, dict[int, RunMetrics]], displays: dict[str, st
 
 def write_table(table: pa.Table, directory: Path) -> list[Path]:
     csv_path, parquet_path = directory / "perf.csv", directory / "perf.parquet"
-    pcsv.write_csv(table, csv_path)
-    pq.write_table(table, parquet_path)
+    with files.atomic_path(csv_path) as tmp:
+        pcsv.write_csv(table, tmp)
+    with files.atomic_path(parquet_path) as tmp:
+        pq.write_table(table, tmp)
     return [csv_path, parquet_path]

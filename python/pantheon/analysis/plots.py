@@ -26,6 +26,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
+from pantheon import files  # noqa: E402
 from pantheon.analysis.events import LinkEvents  # noqa: E402
 from pantheon.analysis.metrics import RunMetrics  # noqa: E402
 from pantheon.analysis.series import Series  # noqa: E402
@@ -303,6 +304,10 @@ def means_figure(points: list[RunPoint], looks: dict, missing: Sequence[str] = (
 
 
 def save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path)
-    plt.close(fig)
+    """Writes the figure atomically (files.atomic_path), in the format its name's suffix says."""
+    try:
+        with files.atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix.removeprefix("."))
+    finally:
+        plt.close(fig)
     return path

@@ -26,7 +26,7 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from pantheon import __version__  # noqa: E402
+from pantheon import __version__, files  # noqa: E402
 from pantheon.analysis.metrics import FlowMetrics, RunMetrics, bound_text  # noqa: E402
 
 SCHEME_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)", "Loss\n(%)")
@@ -341,9 +341,14 @@ class PdfPagesWriter:
 
 
 def pdf_report(analysis, display, path: Path) -> Path:
+    with files.atomic_path(path) as tmp:
+        _pdf_pages(analysis, display, PdfPagesWriter(tmp))
+    return path
+
+
+def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
     title, sub = _title(analysis)
     looks = analysis.data.looks
-    pages = PdfPagesWriter(path)
     pages.text(title, size=20, weight="bold")
     pages.text(sub, size=9, color="#666666", gap=0.012)
     pages.heading("Setup")
@@ -393,11 +398,10 @@ def pdf_report(analysis, display, path: Path) -> Path:
     for i, definition in enumerate(_definitions(analysis), 1):
         pages.text(f"{i}. {definition}", size=8.5, wrap=115, gap=0.003)
     pages.close()
-    return path
 
 
 def write_reports(analysis, out: Path, display) -> list[Path]:
     """report.html and report.pdf; display(scheme) names a scheme for readers."""
     html_path = out / "report.html"
-    html_path.write_text(html_report(analysis, display))
+    files.write_atomic(html_path, html_report(analysis, display))
     return [html_path, pdf_report(analysis, display, out / "report.pdf")]

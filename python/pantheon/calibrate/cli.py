@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -59,9 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
-def _stand_ins(data: targets.Data, asked: bool) -> dict[str, standins.StandIn]:
+def _stand_ins(data: targets.Data, asked: bool, quiet: bool) -> dict[str, standins.StandIn]:
     """Each scheme's simulated controller; a scheme without one is an error when asked for by
-    name, and its settings are left out (with a line) otherwise."""
+    name, and its settings are left out (with a line) otherwise. Which twin stands in for which
+    scheme is said unless `quiet`."""
     known = schemes.registry()
     found: dict[str, standins.StandIn] = {}
     for scheme in dict.fromkeys(f.scheme for t in data.targets for f in t.setting.flows):
@@ -72,7 +74,7 @@ def _stand_ins(data: targets.Data, asked: bool) -> dict[str, standins.StandIn]:
             print(f"pantheon calibrate: leaving out {scheme}: {stand_in}", file=sys.stderr)
             continue
         found[scheme] = stand_in
-        if stand_in.scheme != scheme:
+        if stand_in.scheme != scheme and not quiet:
             print(f"pantheon calibrate: {scheme} is simulated as its userspace twin {stand_in.scheme}", file=sys.stderr)
     data.targets = [t for t in data.targets if all(f.scheme in found for f in t.setting.flows)]
     if len({t.setting.label for t in data.targets}) < 2:
@@ -118,13 +120,13 @@ def _num(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.trials < 1 or args.sim_runs < 1 or args.confirm < 0:
         raise CalibrationError("--trials and --sim-runs must be at least 1, --confirm at least 0")
-    if args.minutes is not None and args.minutes <= 0:
-        raise CalibrationError(f"--minutes must be positive, got {args.minutes:g}")
+    if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
+        raise CalibrationError(f"--minutes must be positive and finite, got {args.minutes:g}")
     asked = [s for s in (args.schemes or "").split(",") if s]
     data = targets.read(args.data_dir, asked or None)
     for run_name, why in data.left_out.items():
         print(f"pantheon calibrate: leaving out {run_name}: {why}", file=sys.stderr)
-    found = _stand_ins(data, bool(asked))
+    found = _stand_ins(data, bool(asked), args.quiet)
     held = [t for t in data.targets if t.setting.label == args.hold_out]
     if args.hold_out and not held:
         raise CalibrationError(f"--hold-out {args.hold_out}: no valid runs of it to hold out")

@@ -27,6 +27,9 @@ from dataclasses import asdict, dataclass
 from pantheon import presets
 from pantheon.calibrate.targets import CalibrationError, Observed
 
+MIN_RATE_MBPS, MAX_RATE_MBPS = 0.001, 1_000_000.0
+"""The rates the link model accepts (crates/link/src/bounds.rs): a derived bound is clamped into
+them (a run that moved nothing has throughput 0), a user's bound outside them is refused."""
 PACKET_BYTES = 1500
 """One full packet on the path: the smallest useful buffer."""
 MIN_LOSS_BOUND = 0.01
@@ -78,7 +81,7 @@ def bounds(observed: Observed, *, rate_mbps: Range | None = None, delay_ms: Rang
     """The data's bounds, each replaced by the user's where given; a CalibrationError when a
     user's bound leaves out what the data shows."""
     derived = Bounds(
-        rate_mbps=Range(observed.min_throughput_mbps, 2 * observed.max_throughput_mbps),
+        rate_mbps=Range(max(MIN_RATE_MBPS, observed.min_throughput_mbps), max(MIN_RATE_MBPS, 2 * observed.max_throughput_mbps)),
         delay_ms=Range(0.0, observed.min_median_delay_ms),
         buffer_bytes=Range(PACKET_BYTES, max(2.0 * PACKET_BYTES, 2 * observed.max_p95_delay_ms / 1e3
                                              * 2 * observed.max_throughput_mbps * 1e6 / 8)),
@@ -87,8 +90,9 @@ def bounds(observed: Observed, *, rate_mbps: Range | None = None, delay_ms: Rang
     if rate_mbps and rate_mbps.high < observed.max_mean_throughput_mbps:
         raise CalibrationError(f"--rate-mbps {rate_mbps} leaves out the data: a scheme's mean throughput is "
                                f"{observed.max_mean_throughput_mbps:.3g} Mbit/s, so the rate is at least that")
-    if rate_mbps and rate_mbps.low <= 0:
-        raise CalibrationError(f"--rate-mbps {rate_mbps}: a rate must be positive")
+    if rate_mbps and not MIN_RATE_MBPS <= rate_mbps.low <= rate_mbps.high <= MAX_RATE_MBPS:
+        raise CalibrationError(f"--rate-mbps {rate_mbps}: the link model's rates are from {MIN_RATE_MBPS:g} to "
+                               f"{MAX_RATE_MBPS:g} Mbit/s")
     if delay_ms and delay_ms.low > observed.min_median_delay_ms:
         raise CalibrationError(f"--delay-ms {delay_ms} leaves out the data: a run's median one-way delay is "
                                f"{observed.min_median_delay_ms:.3g} ms, so the propagation delay is below that")

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from pantheon.harness.run import last_line
 from pantheon.processes import cut
 
 POLL_S = 0.02
@@ -47,14 +48,27 @@ def main(argv: list[str]) -> int:
         if stopping or (control / "agent.stop").exists() or cut(harness):
             break
         time.sleep(POLL_S)
-    for sig, wait_s in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):
+    # Told to stop by the harness, the clients' launchers were told too: they get a grace to end on
+    # their own, so that the status each exits with is its own.
+    told = (control / "agent.stop").exists()
+    signalled = set()
+    for sig in ((None,) if told else ()) + (signal.SIGTERM, signal.SIGKILL):
         for child in children:
-            if child.poll() is None:
+            if sig is not None and child.poll() is None:
                 os.killpg(child.pid, sig)
-        deadline = time.monotonic() + (wait_s or GRACE_S)
+                signalled.add(child.pid)
+        deadline = time.monotonic() + GRACE_S
         while any(c.poll() is None for c in children) and time.monotonic() < deadline:
             time.sleep(POLL_S)
-    return 0
+    # A tunnel client that ended with a status of its own (a log it could not write) or by a signal
+    # not of the agent's failed: the agent's status, and so the emulator's, says so, and its line
+    # ends the emulator's output.
+    failed = [(entry, child.returncode) for entry, child in zip(plan, children, strict=True)
+              if child.pid not in signalled and child.returncode]
+    for entry, status in failed:
+        how = f"status {status}" if status > 0 else f"killed by {signal.Signals(-status).name}"
+        print(f"the tunnel client of {entry['name']} failed ({how}): {last_line(Path(entry['stdout']))}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -193,7 +193,7 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
                     raise
                 failures = [str(e)]
             failed += bool(failures)
-            if full := files.full_disk_failure(failures, data_dir):
+            if full := files.full_disk_failure(failures):
                 _cut_short(trial, run_dir, run_seed, full, progress, name, data_dir)
                 return failed
             progress.ended(f"{name} {f'FAILED: {failures[0]}' if failures else 'ok'}")
@@ -224,6 +224,8 @@ def _run(trial: Trial, run_seed: int, run_dir: Path, schemes: dict[str, Scheme],
         raise Interrupted(f"interrupted ({how}); finished runs are in {data_dir}", 128 + signal.SIGTERM if sigterm else 130) from None
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
+    if files.full_disk_failure(outcome.failures):
+        return outcome.failures  # its logs are incomplete and its files about to be freed (cut_short)
     clock = _merge(run_dir, trial.plan, outcome.t0_epoch_s, outcome, mode) if outcome.t0_epoch_s is not None else {}
     files.write_atomic(run_dir / "run.json", files.json_text({
         **_run_keys(trial, run_seed), "ok": outcome.ok, "failures": outcome.failures,

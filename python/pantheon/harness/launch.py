@@ -8,6 +8,9 @@ whether the scheme had exited on its own before it was told to stop, which count
 and whether it ignored SIGTERM for STOP_GRACE_S and had to be killed). The scheme's standard
 error goes to `NAME.stderr`. A daemon the scheme started with setsid escapes the process group but
 not the tunnel endpoint's PID namespace, which the kernel ends with the endpoint (docs/tunnel.md).
+`NAME.started` and `NAME.exit` are written atomically (pantheon.files): on a full disk the harness
+finds a whole report or none (an empty one was a traceback in the harness), and the launcher's
+own failure ends the tunnel endpoint, whose exit status the harness reports.
 `{local}` and `{peer}` in the command become the tunnel's addresses
 ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only the tunnel knows.
 
@@ -24,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from pantheon import files
 from pantheon.processes import cut
 
 POLL_S = 0.005
@@ -56,9 +60,9 @@ def main(argv: list[str]) -> int:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
         except OSError as e:
             stderr.write(f"cannot start {command[0]}: {e}\n".encode())
-            (control / f"{name}.exit").write_text(json.dumps({"status": 127, "exited_early": True}))
+            files.write_atomic(control / f"{name}.exit", json.dumps({"status": 127, "exited_early": True}))
             return 0
-        (control / f"{name}.started").write_text(f"{time.time():.6f}\n")
+        files.write_atomic(control / f"{name}.started", f"{time.time():.6f}\n")
         while child.poll() is None and not told_to_stop():
             time.sleep(POLL_S)
         exited_early = child.poll() is not None
@@ -73,7 +77,7 @@ def main(argv: list[str]) -> int:
                 child.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)  # anything the scheme left in its group
-    (control / f"{name}.exit").write_text(json.dumps({"status": child.returncode, "exited_early": exited_early,
+    files.write_atomic(control / f"{name}.exit", json.dumps({"status": child.returncode, "exited_early": exited_early,
                                                        "needed_sigkill": needed_sigkill}))
     return 0
 

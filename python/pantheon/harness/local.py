@@ -78,12 +78,13 @@ class EmulatedPath:
     def check(self) -> None:
         self.processes.check(self.dir)
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
         self.signal([f"{name}.stop" for name in self.names] + ["agent.stop"])
-        self.processes.end()
+        failures = self.processes.end()
         leftovers.remove_namespace(self.namespace)
         if self.keys:
             self.keys.remove()
+        return failures
 
 
 class Emulated:

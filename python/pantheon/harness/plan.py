@@ -23,6 +23,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon import files
 from pantheon.errors import PantheonError
 
 MAX_RUNTIME_S = 86_400.0
@@ -33,6 +34,8 @@ MAX_FLOWS = 100
 scheme's sender and receiver through its own tunnel pair: setting one up took 0.36 s on a 2-core
 machine (issue 18: `--flows 1000` spent minutes before the first packet), and 50 flows there
 already started seconds late."""
+MAX_SCENARIO_BYTES = 1 << 20
+"""A scenario of MAX_FLOWS flows is a few kB; a bigger file is not one (it was read whole)."""
 
 
 class PlanError(PantheonError):
@@ -62,11 +65,17 @@ class Plan:
         return sorted({f.scheme for f in self.flows})
 
 
-def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
+def check_runtime(runtime_s: float, name: str) -> None:
+    """PlanError unless `runtime_s` (the value of `name`) is a run's length: positive, finite, at
+    most MAX_RUNTIME_S."""
     # NaN compares false with everything, so "<= 0" alone would let it through (and into JSON).
     if not math.isfinite(runtime_s) or not 0 < runtime_s <= MAX_RUNTIME_S:
-        raise PlanError(f"--runtime must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} (one day), "
+        raise PlanError(f"{name} must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} (one day), "
                         f"got {runtime_s:g}")
+
+
+def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
+    check_runtime(runtime_s, "--runtime")
     if not 1 <= flows <= MAX_FLOWS:
         raise PlanError(f"--flows must be from 1 to {MAX_FLOWS}, got {flows}")
     if not math.isfinite(interval_s) or interval_s < 0:
@@ -89,11 +98,13 @@ def _seconds(value: object) -> float:
 def scenario(path: Path) -> Plan:
     """Reads a scenario file; a PlanError names the file and what is wrong."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(files.read_small_text(path, MAX_SCENARIO_BYTES))
     except OSError as e:
         raise PlanError(f"{path}: cannot read the scenario: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{path}: not valid TOML: {e}") from None
+    except ValueError as e:
+        raise PlanError(f"{path}: cannot read the scenario: {e}") from None
     raw = data.get("flow")
     if not isinstance(raw, list) or not raw:
         raise PlanError(f"{path}: no [[flow]] entries; each needs scheme, start_s and duration_s")
@@ -110,9 +121,7 @@ def scenario(path: Path) -> Plan:
         runtime_s = _seconds(data.get("runtime_s", max(f.end_s for f in flows)))
     except (TypeError, ValueError) as e:
         raise PlanError(f"{path}: runtime_s must be a number of seconds ({e})") from None
-    if not math.isfinite(runtime_s) or not 0 < runtime_s <= MAX_RUNTIME_S:
-        raise PlanError(f"{path}: runtime_s must be a positive, finite number of seconds up to {MAX_RUNTIME_S:g} "
-                        f"(one day), got {runtime_s:g}")
+    check_runtime(runtime_s, f"{path}: runtime_s")
     if len(flows) > MAX_FLOWS:
         raise PlanError(f"{path}: {len(flows)} flows, more than the {MAX_FLOWS} a run may have")
     if any(f.start_s >= runtime_s for f in flows):

@@ -161,7 +161,7 @@ class RealPath:
             raise RunFailed(str(self.channel.lost()))
         self.processes.check(self.dir)
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
         for name in self.names:
             (self.control / f"{name}.stop").touch()
         try:
@@ -170,9 +170,10 @@ class RealPath:
         except ChannelError as e:
             print(f"pantheon: on {self.setup.destination}: {e}", file=sys.stderr)
         finally:
-            self.processes.end()
+            failures = self.processes.end()
             if self.keys:
                 self.keys.remove()
+        return failures
 
 
 class Remote:

@@ -52,7 +52,6 @@ from pantheon.harness.run import (
     SCHEME_PORT,
     Processes,
     RunFailed,
-    last_line,
     launcher,
     side_name,
     wait_for_connect_line,
@@ -82,8 +81,6 @@ class Agent:
         """The scheme sides of the run that run here (flowI.sender or flowI.receiver)."""
         self.sent: set[str] = set()
         """The reports already sent, by path under the run directory."""
-        self.outputs: dict[str, Path] = {}
-        """Each endpoint's output file, by the name Processes knows it by."""
         self.exit_told = False
         """Whether the harness was told an endpoint ended (once a run: the run ends there)."""
         self.channel_open = True
@@ -137,7 +134,7 @@ class Agent:
         self.control = self.run_dir / "control"
         (self.run_dir / "keys").mkdir(parents=True, mode=0o700)
         self.control.mkdir()
-        self.processes, self.names, self.sent, self.outputs, self.exit_told = Processes(self.control), [], set(), {}, False
+        self.processes, self.names, self.sent, self.exit_told = Processes(self.control), [], set(), False
 
     def endpoint(self, message: dict) -> dict:
         i, side, role = int(message["flow"]), message["side"], message["role"]
@@ -152,7 +149,6 @@ class Agent:
         out = self.run_dir / f"flow{i}.tunnel-{role}.out"
         what = f"tunnel {role} of flow {i}"
         self.names.append(name)
-        self.outputs[what] = out
         if role == "server":
             server = self.processes.spawn(what, tunnel.server_command(logs, key, command), out, name)
             self.state.started(server.pid)
@@ -182,8 +178,8 @@ class Agent:
                 self.send({"op": "state", "path": path, "text": text})
                 self.sent.add(path)
         if not self.exit_told and (ended := self.processes.exited()):
-            what, status = ended
-            self.send({"op": "exited", "what": what, "status": status, "output": last_line(self.outputs[what])})
+            what, status, output = ended
+            self.send({"op": "exited", "what": what, "status": status, "output": output})
             self.exit_told = True
 
     def end_run(self) -> None:

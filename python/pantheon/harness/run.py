@@ -99,6 +99,11 @@ class Processes:
         self.control = control
         self.started: list[tuple[str, str | None, subprocess.Popen]] = []
         """(what, the scheme side it serves or None, the process)."""
+        self.outputs: dict[int, Path] = {}
+        """Each process's output file, by process id."""
+        self.accounted: set[int] = set()
+        """Processes whose status is no failure to report, by process id: `check` reported their
+        early exit, or `end` signalled them (a tunnel reports 143 after a SIGTERM)."""
 
     def spawn(self, what: str, argv: list[str], out: Path, side: str | None = None) -> subprocess.Popen:
         """Starts argv, its output in `out`; `side` (flowI.sender, ...) is the scheme side whose
@@ -108,27 +113,39 @@ class Processes:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
                                     pass_fds=(lifeline(),))
         self.started.append((what, side, proc))
+        self.outputs[proc.pid] = out
         return proc
 
-    def exited(self) -> tuple[str, int] | None:
-        """(what, status) of the first process that ended before it was told to, or None."""
+    def exited(self) -> tuple[str, int, str] | None:
+        """(what, status, its output's last line) of the first process that ended before it was
+        told to, or None."""
         for what, side, proc in self.started:
             if proc.poll() is not None and not (side and any((self.control / f"{side}{s}").exists() for s in (".stop", ".exit"))):
-                return what, proc.returncode
+                self.accounted.add(proc.pid)
+                return what, proc.returncode, last_line(self.outputs[proc.pid])
         return None
 
     def check(self, where: Path) -> None:
         if ended := self.exited():
-            raise RunFailed(f"the {ended[0]} exited early (status {ended[1]}); see its output in {where}")
+            said = f": {ended[2]}" if ended[2] else f"; see its output in {where}"
+            raise RunFailed(f"the {ended[0]} exited early (status {ended[1]}){said}")
 
-    def end(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    def end(self, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
         """Waits up to `timeout_s` for them to end on their own (they were told to), then ends
-        whichever has not."""
+        whichever has not. Returns a failure line for each that exited with a status of its own
+        (not a signal of ours) that `check` has not reported: the emulator and the tunnel exit
+        non-zero when a log of theirs could not be written completely (a full disk)."""
+        self._end(timeout_s)
+        return [f"the {what} failed (status {proc.returncode}): {last_line(self.outputs[proc.pid])}"
+                for what, _, proc in self.started if proc.returncode > 0 and proc.pid not in self.accounted]
+
+    def _end(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         for _, _, proc in self.started:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                self.accounted.add(proc.pid)
                 proc.terminate()
                 try:
                     proc.wait(timeout=KILL_GRACE_S)
@@ -165,9 +182,10 @@ class Endpoints(Protocol):
     def check(self) -> None:
         """RunFailed if one of the run's processes (not a scheme: the launchers report those) ended."""
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
         """Tells every side to stop, ends what is left and removes what the run created; the logs
-        are in the run's directory when it returns."""
+        are in the run's directory when it returns. Returns the failures of the run's own
+        processes that only their exit status told (Processes.end)."""
 
 
 class Run:
@@ -189,7 +207,7 @@ class Run:
         except RunFailed as e:
             outcome.failures.append(str(e))
         finally:
-            self.endpoints.stop()
+            outcome.failures += self.endpoints.stop()
             outcome.ended_epoch_s = time.time()
         outcome.failures += self._scheme_failures(outcome)
         return outcome

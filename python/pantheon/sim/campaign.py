@@ -98,7 +98,7 @@ def simulate(run: SimRun) -> RunResult:
         if not files.out_of_space(e):
             raise
         result.failures.append(str(e))
-    if full := files.full_disk_failure(result.failures, run.run_dir.parent.parent):
+    if full := files.full_disk_failure(result.failures):
         result.failures, result.cut_short = [f"cut short: {full}"], True
         files.cut_short(run.run_dir, run_json(run, result))
     return result
