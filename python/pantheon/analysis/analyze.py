@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon import __version__, files
-from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, logs, perf, plots, report
+from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, logs, perf
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, bound_text, delivery_flags, length_flags, run_metrics, scheme_summary
@@ -136,6 +136,9 @@ def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool) -> 
     events, metrics, warnings, flow_schemes = judge_run(data, source)
     result = RunResult(source, metrics, warnings, _ack_summary(source))
     if draw and events.send_t_us.size:
+        # Imported where drawn: matplotlib takes ~0.4 s to import, which every command that only
+        # judges runs (the harness's verdict, the archive's upload check, `pantheon --help`) would pay.
+        from pantheon.analysis import plots
         names = {flow: display_name(data, scheme) for flow, scheme in flow_schemes.items()}
         series = binned(events, bin_ms)
         end_s = max(t for t in (metrics.all.last_delivery_s, metrics.all.last_send_s) if t is not None)
@@ -183,6 +186,7 @@ def analyze(data_dir: Path, *, out: Path | None = None, bin_ms: float = DEFAULT_
 
 
 def _analyze(data: DataDir, out: Path, bin_ms: float, draw: bool, reports: bool, quiet: bool) -> Analysis:
+    from pantheon.analysis import plots, report  # where drawn, as in analyse_run
     results = []
     for i, source in enumerate(data.runs):
         if not quiet:

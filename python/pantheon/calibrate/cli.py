@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from pantheon import presets, schemes
-from pantheon.calibrate import ablation, confirm, evaluate, replication, report, search, space, standins, targets
+from pantheon.calibrate import ablation, confirm, evaluate, replication, search, space, standins, targets
 from pantheon.calibrate.targets import CalibrationError
 
 STUDY_DIR = "calibration"
@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
                      for t, r, f in zip(problem.targets, problem.real, figures)],
     }
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    from pantheon.calibrate import report  # matplotlib, imported where drawn (see analysis/analyze.py)
     report.replication_figure(problem.targets, problem.real, figures, errors, out.with_suffix(".png"))
     report.convergence_figure(phases, floor.overall_pct if floor else None, out.with_name(f"{out.stem}.convergence.png"))
     print(f"path: {candidate.describe()}")
