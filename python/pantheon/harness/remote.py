@@ -162,18 +162,21 @@ class RealPath:
         self.processes.check(self.dir)
 
     def stop(self) -> list[str]:
+        """Both hosts' endpoint failures: the far host's come in the agent's answer to "stop"."""
+        far: list[str] = []
         for name in self.names:
             (self.control / f"{name}.stop").touch()
         try:
             if self.channel.open:
-                self.channel.request({"op": "stop"}, STOP_ANSWER_TIMEOUT_S)
+                answer = self.channel.request({"op": "stop"}, STOP_ANSWER_TIMEOUT_S)
+                far = [f"on {self.setup.destination}: {failure}" for failure in answer.get("failures", [])]
         except ChannelError as e:
             print(f"pantheon: on {self.setup.destination}: {e}", file=sys.stderr)
         finally:
             failures = self.processes.end()
             if self.keys:
                 self.keys.remove()
-        return failures
+        return failures + far
 
 
 class Remote:

@@ -17,7 +17,8 @@ Requests (the harness's, each with an "id"), each answered by one {"op": "ok", "
                                 with this agent as its harness
     signal {files}              creates control files (NAME.go, NAME.stop); no answer, it is on the
                                 run's schedule
-    stop {}                     ends the run's endpoints, sends their logs, removes the run's files
+    stop {}                     ends the run's endpoints, sends their logs, removes the run's files;
+                                answered with {failures}: its endpoints' failures (a log cut short)
     bye {}                      ends the agent
 Reports, unasked:
     state {path, text}          a launcher's report (control/NAME.ready, .started, .exit and, with
@@ -111,8 +112,7 @@ class Agent:
             elif op == "endpoint":
                 answer = {"op": "ok", **self.endpoint(message)}
             elif op == "stop":
-                self.end_run()
-                answer = {"op": "ok"}
+                answer = {"op": "ok", "failures": self.end_run()}
             else:
                 answer = {"op": "error", "message": f"unknown request {op!r}"}
         except RunFailed as e:
@@ -182,12 +182,13 @@ class Agent:
             self.send({"op": "exited", "what": what, "status": status, "output": output})
             self.exit_told = True
 
-    def end_run(self) -> None:
-        """Stops the run's sides and endpoints, sends their reports and logs, removes the run's files."""
+    def end_run(self) -> list[str]:
+        """Stops the run's sides and endpoints, sends their reports and logs, removes the run's
+        files; returns the endpoints' failures (a log cut short by a full disk, Processes.end)."""
         if self.run_dir == self.private:
-            return  # no run
+            return []  # no run
         self.exit_told = True  # they are told to end now
-        self._end_processes()
+        failures = self._end_processes()
         self.poll()
         shutil.rmtree(self.run_dir / "keys", ignore_errors=True)
         for path in sorted(p for p in self.run_dir.rglob("*") if p.is_file()):
@@ -195,12 +196,13 @@ class Agent:
         shutil.rmtree(self.run_dir, ignore_errors=True)
         self.run_dir = self.control = self.private
         self.names = []
+        return failures
 
-    def _end_processes(self) -> None:
+    def _end_processes(self) -> list[str]:
         for name in self.names:
             with contextlib.suppress(OSError):
                 (self.control / f"{name}.stop").touch()
-        self.processes.end()
+        return self.processes.end()
 
     def send_file(self, path: Path) -> None:
         relative = str(path.relative_to(self.run_dir))
