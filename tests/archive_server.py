@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gzip
+import hashlib
 import json
 import os
 import pwd
@@ -25,8 +27,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import tarfile
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 
 REPO = Path(__file__).resolve().parent.parent
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
@@ -252,8 +257,17 @@ def archive_server(db: str, root: Path) -> Iterator[ArchiveServer]:
             server.stop()
 
 
-def sqlite_url(root: Path) -> str:
-    return f"sqlite:///{root / 'archive.db'}"
+DATABASES = ["sqlite", "postgresql"]
+"""The kinds of database the archive's tests run against (a test parametrised over them)."""
+
+
+def new_database(request: pytest.FixtureRequest, kind: str, root: Path) -> str:
+    """A fresh empty database's --db URL: a SQLite file under `root`, or a new database in the session's
+    PostgreSQL cluster (started only when a test asks for one)."""
+    if kind == "sqlite":
+        return f"sqlite:///{root / 'archive.db'}"
+    postgres: Postgres = request.getfixturevalue("postgres")
+    return postgres.new_database()
 
 
 # --- data dirs ----------------------------------------------------------------------------------
@@ -310,3 +324,68 @@ def copy_with_start_time(source: Path, dest: Path, minutes_later: int) -> Path:
     meta["start_time"] = start.isoformat(timespec="seconds")
     meta_path.write_text(json.dumps(meta, indent=2))
     return dest
+
+
+# --- uploads by hand ----------------------------------------------------------------------------
+# The contract's upload format written here from its description (docs/archive.md), not with the
+# client under test: a gzip-compressed tar of the data dir's files by relative path, and
+# MANIFEST.json at the top {"files": {RELPATH: SHA256HEX}} covering every other member. The hostile
+# uploads are this list with a member changed.
+
+Member = tuple[tarfile.TarInfo, bytes]
+
+
+def regular(name: str, data: bytes) -> Member:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    return info, data
+
+
+def manifest_member(files: list[Member]) -> Member:
+    hashes = {info.name: hashlib.sha256(data).hexdigest() for info, data in files if info.isreg()}
+    return regular("MANIFEST.json", json.dumps({"files": hashes}).encode())
+
+
+def data_dir_members(data_dir: Path) -> list[Member]:
+    """Every file of `data_dir` as a member, and a manifest of them first."""
+    files = [regular(p.relative_to(data_dir).as_posix(), p.read_bytes())
+             for p in sorted(data_dir.rglob("*")) if p.is_file()]
+    return [manifest_member(files), *files]
+
+
+def tar_member(info: tarfile.TarInfo, data: bytes) -> bytes:
+    """One member as a tar stream holds it: header blocks, then the contents padded to a block."""
+    return info.tobuf(tarfile.PAX_FORMAT) + data + b"\0" * (-len(data) % tarfile.BLOCKSIZE)
+
+
+def pack(members: list[Member]) -> bytes:
+    """The members as a gzip-compressed tar, in order (two zero blocks end a tar)."""
+    tar = b"".join(tar_member(info, data) for info, data in members) + b"\0" * (2 * tarfile.BLOCKSIZE)
+    return gzip.compress(tar, compresslevel=1, mtime=0)
+
+
+def post_upload(server_url: str, body: bytes, token: str | None, timeout: float = 120) -> tuple[int, dict]:
+    """POST /api/uploads; the status and the JSON answer (errors included)."""
+    headers = {"Content-Type": "application/gzip"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(server_url + "api/uploads", data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, json.loads(e.read())
+
+
+def row_counts(db: str) -> dict[str, int]:
+    """Rows in every table of the archive's database, read directly (not through the server): what a
+    refused or interrupted upload must leave unchanged."""
+    engine = sqlalchemy.create_engine(db.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as connection:
+            return {table: connection.execute(sqlalchemy.text(f'SELECT count(*) FROM "{table}"')).scalar_one()
+                    for table in sqlalchemy.inspect(connection).get_table_names()}
+    finally:
+        engine.dispose()

@@ -1,5 +1,6 @@
 """Shared fixtures: every test that moves packets runs inside a private network namespace it
-creates and deletes, so the host's network is never touched. These tests need root (CI is root)."""
+creates and deletes, so the host's network is never touched. These tests need root (CI is root).
+The archive's tests share one throwaway PostgreSQL cluster and a few simulated data dirs."""
 from __future__ import annotations
 
 import itertools
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from archive_server import Experiment, Postgres, make_experiments, postgres_cluster
 from pantheon.netns import private_netns
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,3 +58,16 @@ def links_in(netns: str) -> list[str]:
 def in_ns(netns: str, argv: list[str]) -> list[str]:
     """argv prefixed to run inside `netns`."""
     return ["ip", "netns", "exec", netns, *argv]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL cluster that the archive's tests share (tests/archive_server.py)."""
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def experiments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Experiment]:
+    """Small real data dirs (pantheon sim) that the archive's tests upload, by name."""
+    return make_experiments(tmp_path_factory.mktemp("experiments"))
