@@ -101,6 +101,13 @@ class Postgres:
             raise RuntimeError(f"psql {sql!r}: {done.stderr.strip()}")
         return done.stdout.strip()
 
+    def tool(self, program: str, *args: str) -> None:
+        """Run one of PostgreSQL's client programs (pg_dump, pg_restore, ...) against this cluster."""
+        done = subprocess.run([str(PG_BIN / program), "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres",
+                               *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} {' '.join(args)}: {done.stderr.strip()}")
+
     def new_database(self) -> str:
         """A fresh empty database's URL."""
         name = f"archive{next(self._names)}"

@@ -244,11 +244,12 @@ def changed_after_manifest(files: list[Member]) -> list[Member]:
 
 
 ZEROS_MIB = 64
-BOMB_BYTES = 4 << 30
+BOMB_BYTES = 8 << 30
+"""Twice the server's default unpacked limit (--max-unpacked-mb 4096)."""
 
 
 def bomb(files: list[Member]) -> bytes:
-    """A body of ~4 MB that unpacks to BOMB_BYTES: after the data dir, a member declaring that size
+    """A body of ~8 MB that unpacks to BOMB_BYTES: after the data dir, a member declaring that size
     whose contents are gzip members of zeros concatenated (a gzip stream may hold several members)."""
     big = tarfile.TarInfo("bomb.bin")
     big.size = BOMB_BYTES

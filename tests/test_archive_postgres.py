@@ -14,8 +14,10 @@ import json
 import math
 import shutil
 import signal
+import sqlite3
 import tarfile
 import urllib.error
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,3 +240,29 @@ def test_results_outlive_a_restart(archive: Archive) -> None:
     assert server.results() == before
     plot = next(f for f in detail["files"] if f["role"] == "plot")
     assert sha256(get_bytes(plot["url"])) == plot["sha256"]
+
+
+def test_a_backup_as_docs_archive_md_says_restores_the_archive(
+        archive: Archive, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The database first, the files second (docs/archive.md, "Backups"), restored beside the running
+    archive into a fresh database and file store: the restored archive serves the same results."""
+    server = archive.server
+    restored = tmp_path / "restored"
+    if server.db.startswith("sqlite:///"):
+        db = f"sqlite:///{tmp_path / 'backup.db'}"
+        with sqlite3.connect(server.db.removeprefix("sqlite:///")) as live, \
+                sqlite3.connect(db.removeprefix("sqlite:///")) as backup:
+            live.backup(backup)
+    else:
+        postgres = request.getfixturevalue("postgres")
+        dump = tmp_path / "archive.dump"
+        postgres.tool("pg_dump", "-Fc", "-f", str(dump), "-d", urllib.parse.urlsplit(server.db).path[1:])
+        db = postgres.new_database()
+        postgres.tool("pg_restore", "-d", urllib.parse.urlsplit(db).path[1:], str(dump))
+    shutil.copytree(server.files / "sha256", restored / "files" / "sha256")
+    with archive_server(db, restored) as copy:
+        assert copy.results()["total"] == server.results()["total"] == len(archive.ids)
+        for result_id in archive.ids.values():
+            detail = get_json(f"{copy.url}api/results/{result_id}")
+            for file in detail["files"]:
+                assert sha256(get_bytes(file["url"])) == file["sha256"]
