@@ -10,6 +10,7 @@
     pantheon calibrate DATA_DIR             fit an emulator preset to a data dir's results
     pantheon schemes list|setup|check       the scheme registry: status, set-up, a check run of each
     pantheon demo                           every scheme over an emulated 12 Mbit/s, 20 ms path, and a report
+    pantheon archive serve|token|upload     the results archive: its website and API, upload tokens, uploads
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from pantheon import presets, schemes_cli
 from pantheon.analysis import cli as analysis_cli
+from pantheon.archive import cli as archive_cli
 from pantheon.binaries import binary
 from pantheon.calibrate import cli as calibrate_cli
 from pantheon.demo import run_demo
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     analysis_cli.add_parser(sub)
     calibrate_cli.add_parser(sub)
     schemes_cli.add_parser(sub)
+    archive_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="every scheme that can run here over an emulated 12 Mbit/s, 20 ms path; a report")
     demo.add_argument("--runtime", type=float, default=10.0, help="seconds each scheme runs (default 10)")
     demo.add_argument("--schemes", help="comma-separated scheme names (default: all that can run here)")
@@ -108,6 +111,8 @@ def _command(argv: list[str]) -> int:
         return calibrate_cli.run(args)
     if args.command == "schemes":
         return schemes_cli.run(args)
+    if args.command == "archive":
+        return archive_cli.run(args)
     if args.command == "emulators":
         print(presets.table())
         return 0

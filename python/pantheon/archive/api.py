@@ -1,0 +1,235 @@
+"""The JSON API (everything the pages show), the uploads, the downloads and the bulk export.
+
+    GET  /api/health                     {"ok": true}
+    GET  /api/token                      the name a bearer token belongs to, or 401 (the client's first step)
+    POST /api/uploads                    a data dir as gzip-compressed tar with MANIFEST.json (staging.py)
+    GET  /api/results?FILTERS            one page of results (queries.py names the filters)
+    GET  /api/filters                    the values each filter can take
+    GET  /api/results/{id}               a result: metadata, hosts, versions, clock bounds, per-scheme stats, files
+    GET  /api/results/{id}/runs          its runs, each with its flows' metrics
+    GET  /api/summary                    experiments × schemes scores
+    GET  /api/schemes/{name}             one scheme across every experiment
+    GET  /api/export.csv, export.parquet every flow of every run of the archive, one row each
+    GET  /results/{id}/files/PATH        a file of the data dir
+    GET  /results/{id}/archive.tar.gz    the whole data dir, as uploaded
+
+Uploaded files are served with a sandboxing Content-Security-Policy: a report.html or an SVG
+from an uploader runs no script in the archive's origin.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import mimetypes
+import shutil
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import FileResponse, JSONResponse, Response
+
+from pantheon.archive import staging, tokens, upload, views
+from pantheon.archive.models import File, Flow, Result, Run
+from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find
+from pantheon.archive.staging import Refused
+
+UNTRUSTED_HEADERS = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
+
+
+def base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status)
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _holder(request: Request) -> Any:
+    presented = _bearer(request)
+    if presented is None:
+        return None
+    with request.app.state.sessions() as session:
+        token = tokens.holder(session, presented)
+        return (token.id, token.name) if token else None
+
+
+async def token(request: Request) -> Response:
+    holder = await run_in_threadpool(_holder, request)
+    if holder is None:
+        return error(401, "no token, or a token this archive does not know or has revoked (Authorization: Bearer TOKEN)")
+    return JSONResponse({"name": holder[1]})
+
+
+async def receive(request: Request, body_path, limit_bytes: int) -> str:
+    """Streams the request body to a file, refusing it past limit_bytes; its sha256."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit_bytes:
+        raise Refused(f"the upload is {int(declared):,} bytes, over this archive's limit of {limit_bytes:,}", 413)
+    digest, received = hashlib.sha256(), 0
+    with body_path.open("wb") as out:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > limit_bytes:
+                raise Refused(f"the upload is over this archive's limit of {limit_bytes:,} bytes", 413)
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest()
+
+
+async def uploads(request: Request) -> Response:
+    state = request.app.state
+    holder = await run_in_threadpool(_holder, request)
+    if holder is None:
+        return error(401, "no token, or a token this archive does not know or has revoked (Authorization: Bearer TOKEN)")
+    told = upload.Description(**{name: request.query_params.get(name)
+                                 for name in ("title", "description", "kind", "node", "peer", "link")})
+    stage = state.store.stage_dir()
+    try:
+        body = stage / "body.tar.gz"
+        body_sha256 = await receive(request, body, state.limits.upload_bytes)
+        unpacked = await run_in_threadpool(staging.unpack, body, stage, state.limits)
+        result_id, created = await run_in_threadpool(upload.ingest, state.sessions, state.store, unpacked, body,
+                                                     body_sha256, holder[0], told)
+    except Refused as e:
+        return error(e.status, str(e))
+    except ClientDisconnect:
+        return error(400, "the upload was cut off before its end")
+    finally:
+        await run_in_threadpool(shutil.rmtree, stage, True)
+    return JSONResponse({"id": result_id, "url": views.result_url(base_url(request), result_id), "created": created},
+                        201 if created else 200)
+
+
+def _filters(request: Request) -> Filters:
+    return Filters.parse(dict(request.query_params))
+
+
+async def results(request: Request) -> Response:
+    try:
+        filters = _filters(request)
+    except FilterError as e:
+        return error(400, str(e))
+
+    def page() -> dict:
+        with request.app.state.sessions() as session:
+            found, total = find(session, filters)
+            return {"results": [views.listing(r, base_url(request)) for r in found], "total": total,
+                    "page": filters.page, "per_page": PER_PAGE}
+    return JSONResponse(await run_in_threadpool(page))
+
+
+async def filters(request: Request) -> Response:
+    def values() -> dict:
+        with request.app.state.sessions() as session:
+            return choices(session)
+    return JSONResponse(await run_in_threadpool(values))
+
+
+def _result_id(request: Request) -> int | None:
+    text = request.path_params["id"]
+    return int(text) if str(text).isdigit() else None
+
+
+async def result(request: Request) -> Response:
+    def one() -> dict | None:
+        with request.app.state.sessions() as session:
+            found = views.loaded(session, _result_id(request) or 0)
+            return views.detail(found, base_url(request)) if found else None
+    body = await run_in_threadpool(one)
+    return JSONResponse(body) if body else error(404, "no such result")
+
+
+async def result_runs(request: Request) -> Response:
+    def all_runs() -> list | None:
+        with request.app.state.sessions() as session:
+            found = views.loaded(session, _result_id(request) or 0)
+            return views.runs(found) if found else None
+    body = await run_in_threadpool(all_runs)
+    return JSONResponse({"runs": body}) if body is not None else error(404, "no such result")
+
+
+async def summary(request: Request) -> Response:
+    def table() -> dict:
+        with request.app.state.sessions() as session:
+            return views.summary(session, base_url(request))
+    return JSONResponse(await run_in_threadpool(table))
+
+
+async def scheme(request: Request) -> Response:
+    def history() -> dict:
+        with request.app.state.sessions() as session:
+            return views.scheme_history(session, base_url(request), request.path_params["name"])
+    return JSONResponse(await run_in_threadpool(history))
+
+
+EXPORT_RESULT_COLUMNS = ("id", "title", "kind", "preset", "node", "peer", "direction", "link", "started_at")
+
+
+def export_table(request: Request) -> pa.Table:
+    """Every flow of every run (flow "all" included), one row each, with its run's and result's columns."""
+    columns = ([getattr(Result, c).label("result_id" if c == "id" else c) for c in EXPORT_RESULT_COLUMNS]
+               + [getattr(Run, c).label("run" if c == "number" else c) for c in views.RUN_COLUMNS]
+               + [Run.flags]
+               + [getattr(Flow, c).label("flow_scheme" if c == "scheme" else c) for c in views.FLOW_COLUMNS])
+    query = (select(*columns).join(Run, Run.result_id == Result.id).join(Flow, Flow.run_id == Run.id)
+             .order_by(Result.id, Run.position, Flow.position))
+    with request.app.state.sessions() as session:
+        rows = [dict(row._mapping) for row in session.execute(query)]
+    if not rows:
+        return pa.table({c: pa.array([], pa.string()) for c in ("result_id", "scheme", "run", "flow")})
+    return pa.Table.from_pylist(rows)
+
+
+async def export_csv(request: Request) -> Response:
+    def write() -> bytes:
+        out = io.BytesIO()
+        pcsv.write_csv(export_table(request), out)
+        return out.getvalue()
+    return Response(await run_in_threadpool(write), media_type="text/csv",
+                    headers={"Content-Disposition": 'attachment; filename="pantheon-archive.csv"'})
+
+
+async def export_parquet(request: Request) -> Response:
+    def write() -> bytes:
+        out = io.BytesIO()
+        pq.write_table(export_table(request), out)
+        return out.getvalue()
+    return Response(await run_in_threadpool(write), media_type="application/vnd.apache.parquet",
+                    headers={"Content-Disposition": 'attachment; filename="pantheon-archive.parquet"'})
+
+
+async def file(request: Request) -> Response:
+    path = request.path_params["path"]
+
+    def lookup() -> str | None:
+        with request.app.state.sessions() as session:
+            return session.scalar(select(File.sha256).where(File.result_id == (_result_id(request) or 0), File.path == path))
+    digest = await run_in_threadpool(lookup)
+    if digest is None:
+        return error(404, "no such file in this result")
+    media = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    return FileResponse(request.app.state.store.path(digest), media_type=media, headers=UNTRUSTED_HEADERS)
+
+
+async def archive(request: Request) -> Response:
+    def lookup() -> str | None:
+        with request.app.state.sessions() as session:
+            return session.scalar(select(Result.archive_sha256).where(Result.id == (_result_id(request) or 0)))
+    digest = await run_in_threadpool(lookup)
+    if digest is None:
+        return error(404, "no such result")
+    return FileResponse(request.app.state.store.path(digest), media_type="application/gzip",
+                        filename=f"pantheon-result-{request.path_params['id']}.tar.gz", headers=UNTRUSTED_HEADERS)
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"ok": True})

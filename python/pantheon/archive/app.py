@@ -1,0 +1,59 @@
+"""The archive as an ASGI application (Starlette): the routes of api.py and pages.py over one
+database and one file store. make_app migrates the database to the newest schema and empties the
+staging directory (what a server stopped mid-upload left) before the first request.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.orm import sessionmaker
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from pantheon.archive import api, pages, schema
+from pantheon.archive.db import engine_for
+from pantheon.archive.staging import Limits
+from pantheon.archive.store import Store
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str
+    files: Path
+    limits: Limits
+
+
+ROUTES = [
+    Route("/", pages.find_page),
+    Route("/results/{id}", pages.result_page),
+    Route("/results/{id}/files/{path:path}", api.file),
+    Route("/results/{id}/archive.tar.gz", api.archive),
+    Route("/summary", pages.summary_page),
+    Route("/schemes/{name}", pages.scheme_page),
+    Route("/compare", pages.compare_page),
+    Route("/faq", pages.faq_page),
+    Route("/api/health", api.health),
+    Route("/api/token", api.token),
+    Route("/api/uploads", api.uploads, methods=["POST"]),
+    Route("/api/results", api.results),
+    Route("/api/filters", api.filters),
+    Route("/api/results/{id}", api.result),
+    Route("/api/results/{id}/runs", api.result_runs),
+    Route("/api/summary", api.summary),
+    Route("/api/schemes/{name}", api.scheme),
+    Route("/api/export.csv", api.export_csv),
+    Route("/api/export.parquet", api.export_parquet),
+]
+
+
+def make_app(settings: Settings) -> Starlette:
+    engine = engine_for(settings.db_url)
+    schema.upgrade(engine)
+    store = Store(settings.files)
+    store.open()
+    app = Starlette(routes=ROUTES)
+    app.state.sessions = sessionmaker(engine, expire_on_commit=False)
+    app.state.store = store
+    app.state.limits = settings.limits
+    return app

@@ -1,0 +1,133 @@
+"""`pantheon archive`: serve the archive, manage its upload tokens, upload a data dir.
+
+    pantheon archive serve [--db URL] [--files DIR] [--host H] [--port P]
+    pantheon archive token create NAME [--db URL]      prints the token once, as its last word
+    pantheon archive token revoke NAME [--db URL]
+    pantheon archive upload DATA_DIR --to URL [--token T]   (or PANTHEON_ARCHIVE_TOKEN)
+
+serve prints one line, `pantheon archive: serving http://HOST:PORT/`, once it listens, and stops
+cleanly (exit 0) on SIGINT or SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from pantheon.archive.db import DEFAULT_URL
+from pantheon.archive.staging import Limits
+
+DEFAULT_FILES = Path("archive/files")
+MB = 1 << 20
+UPLOAD_REFUSED = 1
+"""Exit status of an upload that did not land (the archive refused it, or could not be reached)."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    archive = sub.add_parser("archive", help="the results archive: serve it, manage upload tokens, upload a data dir")
+    commands = archive.add_subparsers(dest="archive_command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser("serve", help="run the archive's website and API")
+    serve.add_argument("--db", default=DEFAULT_URL, help=f"database URL: sqlite:///FILE or postgresql://USER@HOST/DB (default {DEFAULT_URL})")
+    serve.add_argument("--files", type=Path, default=DEFAULT_FILES, help=f"directory of the file store (default {DEFAULT_FILES})")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default 8080)")
+    serve.add_argument("--max-upload-mb", type=float, default=1024, help="largest upload accepted, compressed, MiB (default 1024)")
+    serve.add_argument("--max-unpacked-mb", type=float, default=4096,
+                       help="most an upload may unpack to, MiB (default 4096; a larger one is refused as a decompression bomb)")
+    serve.add_argument("--max-files", type=int, default=100_000, help="most files in one upload (default 100000)")
+
+    token = commands.add_parser("token", help="create or revoke an upload token")
+    actions = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
+    for action, what in (("create", "make a token for NAME and print it (once; only its hash is kept)"),
+                         ("revoke", "revoke NAME's token: its uploads are refused from now on")):
+        parser = actions.add_parser(action, help=what)
+        parser.add_argument("name", metavar="NAME", help="who holds the token (a person, a lab, a CI job)")
+        parser.add_argument("--db", default=DEFAULT_URL, help=f"database URL (default {DEFAULT_URL})")
+
+    upload = commands.add_parser("upload", help="upload a data dir (pantheon test, sim or demo; analysed) to an archive")
+    upload.add_argument("data_dir", type=Path, metavar="DATA_DIR")
+    upload.add_argument("--to", required=True, metavar="URL", help="the archive, e.g. http://127.0.0.1:8080/")
+    upload.add_argument("--token", help="upload token (default: $PANTHEON_ARCHIVE_TOKEN)")
+    upload.add_argument("--title", help="the result's title (default: made from the path and the schemes)")
+    upload.add_argument("--description", help="a paragraph on the experiment, shown on its page")
+    upload.add_argument("--kind", choices=["emulation", "simulation", "node-cloud", "cloud-cloud"],
+                        help="what the path was (default: from the data dir; a real path is node-cloud unless told)")
+    upload.add_argument("--node", help="the host the experiment ran from (default: --local-desc of pantheon test remote)")
+    upload.add_argument("--peer", help="the far host (default: --remote-desc of pantheon test remote)")
+    upload.add_argument("--link", help="the node's link type: ethernet, wifi, cellular, ...")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from pantheon.archive.app import Settings, make_app
+
+    limits = Limits(upload_bytes=int(args.max_upload_mb * MB), unpacked_bytes=int(args.max_unpacked_mb * MB), files=args.max_files)
+    app = make_app(Settings(args.db, args.files, limits))
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                port = self.servers[0].sockets[0].getsockname()[1]
+                print(f"pantheon archive: serving http://{args.host}:{port}/", flush=True)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """SIGINT and SIGTERM end the serving loop and the process exits 0 (uvicorn's own
+            handler would raise the signal again once stopped)."""
+            previous = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+
+    server = Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", proxy_headers=True,
+                                   timeout_graceful_shutdown=5))
+    server.run()
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from sqlalchemy.orm import Session
+
+    from pantheon.archive import schema, tokens
+    from pantheon.archive.db import engine_for
+
+    engine = engine_for(args.db)
+    schema.upgrade(engine)
+    with Session(engine) as session:
+        if args.token_command == "create":
+            token = tokens.create(session, args.name)
+            print(f"pantheon archive: token for {args.name.strip()} (shown once; keep it secret): {token}")
+        else:
+            tokens.revoke(session, args.name)
+            print(f"pantheon archive: revoked the token of {args.name}")
+    return 0
+
+
+def _upload(args: argparse.Namespace) -> int:
+    from pantheon.archive import client
+
+    told = {name: getattr(args, name) for name in ("title", "description", "kind", "node", "peer", "link")}
+    try:
+        answer = client.upload(args.data_dir, args.to, args.token, told)
+    except client.UploadError as e:
+        print(f"pantheon: {e}", file=sys.stderr)
+        return UPLOAD_REFUSED
+    verb = "uploaded" if answer.get("created") else "already in the archive"
+    print(f"pantheon archive: {args.data_dir} {verb}: {answer['url']}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.archive_command == "serve":
+        return _serve(args)
+    if args.archive_command == "token":
+        return _token(args)
+    return _upload(args)

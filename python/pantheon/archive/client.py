@@ -1,0 +1,127 @@
+"""`pantheon archive upload DATA_DIR --to URL`: the data dir as a gzip-compressed tar with a
+MANIFEST.json of every file's sha256 at its top level (the server checks each), sent to
+POST /api/uploads with the token as a bearer token. The token is checked first (GET /api/token),
+so a bad token costs no upload. The archive is built in a temporary file and streamed from it:
+a data dir of gigabytes never sits in memory. Only regular files are sent; a symbolic link in the
+data dir is an error (the server would refuse it).
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import io
+import json
+import os
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+from pantheon.archive.staging import MANIFEST
+from pantheon.errors import PantheonError
+
+TOKEN_VARIABLE = "PANTHEON_ARCHIVE_TOKEN"
+TIMEOUT_S = 600.0
+"""How long the client waits for the server's answer to one request, s (a large data dir is
+re-analysed before the answer)."""
+CHUNK_BYTES = 1 << 20
+
+
+class UploadError(PantheonError):
+    """An upload that did not land; the message is the archive's, or why it could not be reached."""
+
+
+def data_files(root: Path) -> list[tuple[str, Path]]:
+    """(relative path, path) of every file under root, sorted; an UploadError at a link or special file."""
+    found = []
+    for directory, subdirs, names in os.walk(root):
+        for name in sorted(subdirs + names):
+            path = Path(directory) / name
+            if path.is_symlink():
+                raise UploadError(f"{path} is a symbolic link: the archive takes regular files only (copy what it points to)")
+            if name in names and not path.is_file():
+                raise UploadError(f"{path} is not a regular file")
+        subdirs.sort()
+        found += [(str((Path(directory) / n).relative_to(root)).replace(os.sep, "/"), Path(directory) / n) for n in names]
+    if not found:
+        raise UploadError(f"{root} holds no files")
+    return sorted(found)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def pack(root: Path, out) -> None:
+    """Writes the data dir's tar.gz, MANIFEST.json first, to the binary file `out`."""
+    files = data_files(root)
+    manifest = json.dumps({"files": {rel: sha256_file(path) for rel, path in files}}, indent=1, sort_keys=True).encode()
+    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT, compresslevel=6) as tar:
+        info = tarfile.TarInfo(MANIFEST)
+        info.size, info.mtime, info.mode = len(manifest), int(time.time()), 0o644
+        tar.addfile(info, io.BytesIO(manifest))
+        for rel, path in files:
+            info = tar.gettarinfo(str(path), arcname=rel)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with path.open("rb") as f:
+                tar.addfile(info, f)
+
+
+def _connection(url: str) -> tuple[http.client.HTTPConnection, str]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UploadError(f"--to {url!r} is not an archive's URL (http://HOST:PORT/ or https://HOST/)")
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    return kind(parts.hostname, parts.port, timeout=TIMEOUT_S, blocksize=CHUNK_BYTES), parts.path.rstrip("/")
+
+
+def _answer(response: http.client.HTTPResponse) -> dict:
+    raw = response.read()
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = {"error": raw[:200].decode("utf-8", "replace").strip() or response.reason}
+    if response.status == 401:
+        raise UploadError(f"the archive refused the token: {body.get('error', response.reason)}")
+    if response.status >= 400:
+        raise UploadError(f"the archive refused the upload ({response.status}): {body.get('error', response.reason)}")
+    return body
+
+
+def _request(url: str, method: str, path: str, headers: dict, body=None) -> dict:
+    connection, prefix = _connection(url)
+    try:
+        connection.request(method, prefix + path, body=body, headers=headers)
+        return _answer(connection.getresponse())
+    except (OSError, http.client.HTTPException) as e:
+        raise UploadError(f"could not reach the archive at {url} ({e})") from None
+    finally:
+        connection.close()
+
+
+def upload(data_dir: Path, url: str, token: str | None, description: dict[str, str] | None = None) -> dict:
+    """Uploads a data dir; the server's answer {"id", "url", "created"}."""
+    token = token or os.environ.get(TOKEN_VARIABLE)
+    if not token:
+        raise UploadError(f"no token: give --token TOKEN or set {TOKEN_VARIABLE} (pantheon archive token create NAME makes one)")
+    if not data_dir.is_dir():
+        raise UploadError(f"{data_dir} is not a directory (give a data dir of pantheon test, pantheon sim or pantheon demo)")
+    if not (data_dir / "perf.json").is_file():
+        raise UploadError(f"{data_dir} has no perf.json: run pantheon analyze {data_dir} first")
+    auth = {"Authorization": f"Bearer {token}"}
+    _request(url, "GET", "/api/token", auth)
+    with tempfile.TemporaryFile() as body:
+        pack(data_dir, body)
+        size = body.tell()
+        body.seek(0)
+        print(f"pantheon archive: sending {data_dir} ({size / 1e6:.1f} MB compressed)", file=sys.stderr, flush=True)
+        query = urlencode({k: v for k, v in (description or {}).items() if v is not None})
+        return _request(url, "POST", "/api/uploads" + (f"?{query}" if query else ""),
+                        {**auth, "Content-Type": "application/gzip", "Content-Length": str(size)}, body)

@@ -1,0 +1,1 @@
+"""Alembic's schema history of the archive (env.py, versions/); schema.py applies it."""

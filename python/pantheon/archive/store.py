@@ -1,0 +1,50 @@
+"""The content-addressed file store: a file's bytes live at DIR/ab/cdef... under their sha256, so
+one copy serves every result that holds the same file, and a file is never changed in place.
+Files enter by rename from the staging directory beside them (same file system, so the rename is
+atomic): a crash leaves a whole blob or none. Blobs enter before the rows that name them, so a crash
+between the two leaves an unreferenced blob, never a row without its file.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+
+class Store:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.blobs = self.root / "sha256"
+        self.staging = self.root / "staging"
+        """Where uploads are received and unpacked; emptied at start (what is there is from a
+        server that stopped mid-upload)."""
+
+    def open(self) -> None:
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        if self.staging.exists():
+            shutil.rmtree(self.staging)
+        self.staging.mkdir(parents=True)
+
+    def path(self, sha256: str) -> Path:
+        return self.blobs / sha256[:2] / sha256[2:]
+
+    def has(self, sha256: str) -> bool:
+        return self.path(sha256).is_file()
+
+    def stage_dir(self) -> Path:
+        """A fresh directory for one upload."""
+        path = self.staging / uuid.uuid4().hex
+        path.mkdir()
+        return path
+
+    def put(self, source: Path, sha256: str) -> None:
+        """Moves a verified file (its sha256 already checked) into the store; a blob already there
+        is kept and the source dropped."""
+        target = self.path(sha256)
+        if target.is_file():
+            source.unlink()
+            return
+        target.parent.mkdir(exist_ok=True)
+        os.chmod(source, 0o444)
+        os.replace(source, target)

@@ -1,0 +1,227 @@
+"""An unpacked upload (staging.py) made into a result: the data dir read by the project's own
+analysis (python/pantheon/analysis: open_data_dir, judge_run), every run's metrics derived again
+from its records and checked against the perf.json the uploader's analysis wrote, then the files
+moved into the store and the rows committed in one transaction, in that order (store.py says why).
+
+The archive stores the metrics it derived, not the uploaded numbers: the two agree within
+PERF_RELATIVE_TOLERANCE or the upload is refused, naming the first metric that differs.
+"""
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from pantheon.analysis.analyze import display_name, judge_run
+from pantheon.analysis.datadir import DataDir, open_data_dir, read_json
+from pantheon.analysis.metrics import RunMetrics
+from pantheon.archive.models import File, Flow, Result, ResultScheme, Run
+from pantheon.archive.staging import Refused, Unpacked
+from pantheon.archive.store import Store
+from pantheon.archive.tokens import now_utc
+from pantheon.errors import PantheonError
+
+PERF_RELATIVE_TOLERANCE = 1e-6
+"""perf.json is written with every digit of a float (json's repr), so the same analysis of the same
+records agrees exactly; the tolerance only forgives a different numpy's last-bit rounding."""
+CHECKED_METRICS = ("sent_packets", "delivered_packets", "sent_bytes", "delivered_bytes", "throughput_mbps",
+                   "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
+KINDS = ("emulation", "simulation", "node-cloud", "cloud-cloud")
+DIRECTIONS = ("node-to-peer", "peer-to-node")
+FLOW_FIELDS = ("flow", "scheme", "sent_packets", "sent_bytes", "delivered_packets", "delivered_bytes", "first_send_s",
+               "last_send_s", "first_delivery_s", "last_delivery_s", "duration_s", "throughput_mbps", "ingress_mbps",
+               "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
+
+WRITE_LOCK = threading.Lock()
+"""One writing transaction at a time in this process: SQLite has one writer anyway, and a
+transaction that waits here cannot fail on a lock it would otherwise have to upgrade."""
+
+
+@dataclass(frozen=True)
+class Description:
+    """What the uploader said about the experiment that the data dir cannot say (None: derive it)."""
+    title: str | None = None
+    description: str | None = None
+    kind: str | None = None
+    node: str | None = None
+    peer: str | None = None
+    link: str | None = None
+
+    def check(self) -> Description:
+        if self.kind is not None and self.kind not in KINDS:
+            raise Refused(f"kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        for name, value, most in (("title", self.title, 500), ("node", self.node, 200), ("peer", self.peer, 200),
+                                  ("link", self.link, 50), ("description", self.description, 20_000)):
+            if value is not None and len(value) > most:
+                raise Refused(f"the {name} is longer than {most} characters")
+        return self
+
+
+def _same(a: float | int | None, b: object) -> bool:
+    if a is None or (isinstance(a, float) and not math.isfinite(a)):
+        return b is None
+    return isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=PERF_RELATIVE_TOLERANCE, abs_tol=1e-12)
+
+
+def _check_perf(perf: dict, derived: dict[tuple[str, int], RunMetrics]) -> None:
+    """Refused unless perf.json has exactly the runs of the records, each with the numbers derived here."""
+    claimed = perf.get("schemes")
+    if not isinstance(claimed, dict):
+        raise Refused('perf.json has no "schemes": it is not what pantheon analyze writes')
+    listed = {(label, int(n)) for label, s in claimed.items() if isinstance(s, dict)
+              for n in (s.get("runs") or {}) if str(n).isdigit()}
+    if listed != set(derived):
+        differ = sorted(listed ^ set(derived))[:3]
+        raise Refused(f"perf.json and the records disagree on which runs exist ({', '.join(f'{a} run {b}' for a, b in differ)}); "
+                      "run pantheon analyze DATA_DIR again before uploading")
+    for (label, number), metrics in derived.items():
+        flows = claimed[label]["runs"][str(number)].get("flows") or {}
+        for m in [metrics.all, *metrics.flows]:
+            mine, theirs = asdict(m), flows.get(m.flow) or {}
+            for name in CHECKED_METRICS:
+                if not _same(mine[name], theirs.get(name)):
+                    raise Refused(f"perf.json does not match the records: {label} run {number} flow {m.flow}: {name} is "
+                                  f"{theirs.get(name)!r} there, {mine[name]!r} from the records")
+
+
+def _started(metadata: dict) -> datetime:
+    text = metadata.get("start_time")
+    try:
+        moment = datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        return now_utc()
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _where(data: DataDir, told: Description) -> dict[str, str]:
+    """kind, node, peer, direction, link and preset: from the metadata, the uploader's word first."""
+    metadata = data.metadata
+    remote = metadata.get("remote")
+    preset = str((metadata.get("arguments") or {}).get("emulator") or "")
+    preset = Path(preset).stem if preset.endswith(".toml") else preset
+    if isinstance(remote, dict):
+        machine = (metadata.get("machine") or {}).get("hostname", "")
+        where = {"kind": "node-cloud", "node": remote.get("local_desc") or machine,
+                 "peer": remote.get("remote_desc") or remote.get("host", ""),
+                 "direction": "node-to-peer" if remote.get("sender") == "local" else "peer-to-node", "link": "", "preset": ""}
+    else:
+        simulated = bool(metadata.get("simulated"))
+        where = {"kind": "simulation" if simulated else "emulation", "node": "", "peer": "", "direction": "",
+                 "link": "simulated" if simulated else "emulated", "preset": preset}
+    for name in ("kind", "node", "peer", "link"):
+        if (value := getattr(told, name)) is not None:
+            where[name] = value.strip()
+    return where
+
+
+def _without_seed(options: list[str]) -> list[str]:
+    """Emulator options less "--seed N", which says nothing of the path."""
+    if "--seed" in options:
+        i = options.index("--seed")
+        return options[:i] + options[i + 2:]
+    return options
+
+
+def _title(data: DataDir, where: dict[str, str], flows: int) -> str:
+    schemes = ", ".join(display_name(data, label) for label in data.looks)
+    per_run = f"{flows} flow{'s' if flows != 1 else ''}"
+    if where["kind"] in ("node-cloud", "cloud-cloud"):
+        ends = (where["node"], where["peer"]) if where["direction"] == "node-to-peer" else (where["peer"], where["node"])
+        return f"{ends[0]} → {ends[1]}: {schemes} ({per_run})"
+    options = " ".join(_without_seed([str(o) for o in data.metadata.get("emulator_options", [])]))
+    path = where["preset"] or options or "12 Mbit/s each way, no delay"
+    return f"{where['kind'].capitalize()}, {path}: {schemes} ({per_run})"
+
+
+def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpacked: Unpacked, told: Description) -> Result:
+    metadata = data.metadata
+    where = _where(data, told)
+    flows = max([len(s.flows) for s in data.runs] + [len(m.flows) for m in derived.values()] + [1])
+    started = _started(metadata)
+    remote: dict = metadata["remote"] if isinstance(metadata.get("remote"), dict) else {}
+    bounds = [m.delay_bound_ms for m in derived.values() if m.delay_bound_ms is not None]
+    title = told.title.strip() if told.title and told.title.strip() else _title(data, where, flows)
+    known: dict = metadata["schemes"] if isinstance(metadata.get("schemes"), dict) else {}
+    schemes = [ResultScheme(scheme=label, position=i, display=display_name(data, label),
+                            version=str((known.get(label) or {}).get("versions") or (known.get(label) or {}).get("version") or ""))
+               for i, label in enumerate(data.looks)]
+    runs = []
+    for i, source in enumerate(data.runs):
+        m = derived[(source.label, source.number)]
+        runs.append(Run(position=i, scheme=source.label, number=source.number, valid=m.valid, flags="\n".join(m.flags),
+                        capacity_mbps=m.capacity_mbps, utilization=m.utilization, jain_index=m.jain_index, power=m.power,
+                        delay_bound_ms=m.delay_bound_ms,
+                        flows=[Flow(position=j, **{k: v for k, v in asdict(f).items() if k in FLOW_FIELDS})
+                               for j, f in enumerate([m.all, *m.flows])]))
+    setup = [(what, value) for what, value in data.setup if what != "Data"]
+    description = (told.description or "").strip()
+    search = " ".join([title, description, *where.values(), *(f"{s.scheme} {s.display}" for s in schemes),
+                       *(value for _, value in setup)]).lower()
+    return Result(
+        manifest_sha256=unpacked.manifest_sha256, title=title[:500], description=description, kind=where["kind"],
+        preset=where["preset"], emulator_options=" ".join(metadata.get("emulator_options", [])),
+        node=where["node"][:200], peer=where["peer"][:200], direction=where["direction"], link=where["link"][:50],
+        flows=flows, started_at=started, year=started.year, month=started.month, uploaded_at=now_utc(),
+        layout=data.layout, pantheon_version=str(metadata.get("pantheon_version", "")),
+        git_commit=str(metadata.get("git_commit", "")), remote_pantheon_version=str(remote.get("remote_pantheon_version", "")),
+        remote_git_commit=str(remote.get("remote_git_commit", "")),
+        delay_bound_min_ms=min(bounds) if bounds else None, delay_bound_max_ms=max(bounds) if bounds else None,
+        setup_json=json.dumps(setup), metadata_json=json.dumps(metadata), search_text=search,
+        schemes=schemes, runs=runs,
+        files=[File(path=name, sha256=digest, size_bytes=size) for name, (digest, size) in sorted(unpacked.files.items())],
+    )
+
+
+def derive(unpacked: Unpacked) -> tuple[DataDir, dict[tuple[str, int], RunMetrics]]:
+    """The data dir read and every run judged by the analysis, checked against perf.json."""
+    try:
+        data = open_data_dir(unpacked.root)
+    except PantheonError as e:
+        raise Refused(f"not a data dir: {str(e).replace(str(unpacked.root), 'DATA_DIR')}") from None
+    if "perf.json" not in unpacked.files:
+        raise Refused("the data dir has no perf.json: run pantheon analyze DATA_DIR before uploading")
+    try:
+        perf = read_json(unpacked.root / "perf.json")
+    except PantheonError:
+        raise Refused("perf.json is not a JSON object") from None
+    derived = {(source.label, source.number): judge_run(data, source)[1] for source in data.runs}
+    _check_perf(perf, derived)
+    return data, derived
+
+
+def existing(session: Session, manifest_sha256: str) -> int | None:
+    return session.scalar(select(Result.id).where(Result.manifest_sha256 == manifest_sha256))
+
+
+def ingest(sessions: sessionmaker[Session], store: Store, unpacked: Unpacked, body: Path, body_sha256: str,
+           token_id: int, told: Description) -> tuple[int, bool]:
+    """(result id, whether it is new): the same data dir uploaded again is the result already there."""
+    with sessions() as session:
+        if (found := existing(session, unpacked.manifest_sha256)) is not None:
+            return found, False
+    data, derived = derive(unpacked)
+    result = build_result(data, derived, unpacked, told.check())
+    result.archive_sha256, result.archive_bytes, result.token_id = body_sha256, body.stat().st_size, token_id
+    for name, (digest, _) in unpacked.files.items():
+        store.put(unpacked.root / name, digest)
+    store.put(body, body_sha256)
+    with WRITE_LOCK, sessions() as session:
+        session.add(result)
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            found = existing(session, unpacked.manifest_sha256)
+            if found is None:
+                raise
+            return found, False
+        return result.id, True
