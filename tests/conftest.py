@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from archive_server import Experiment, Postgres, make_experiments, postgres_cluster
+from archive_server import (
+    DATABASES,
+    Archive,
+    Experiment,
+    Postgres,
+    archive_server,
+    make_experiments,
+    new_database,
+    postgres_cluster,
+)
 from pantheon.netns import private_netns
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,3 +80,31 @@ def postgres() -> Iterator[Postgres]:
 def experiments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Experiment]:
     """Small real data dirs (pantheon sim) that the archive's tests upload, by name."""
     return make_experiments(tmp_path_factory.mktemp("experiments"))
+
+
+def published(request: pytest.FixtureRequest, kind: str, tmp_path_factory: pytest.TempPathFactory,
+              experiments: dict[str, Experiment]) -> Iterator[Archive]:
+    """The archive's server over a fresh database of `kind` with the experiments uploaded by
+    `pantheon archive upload`; the API's and the browser's tests read it."""
+    root = tmp_path_factory.mktemp(f"archive-{kind}")
+    with archive_server(new_database(request, kind, root), root) as server:
+        token = server.token("ci")
+        yield Archive(server, token, server.upload_all({name: e.path for name, e in experiments.items()}, token))
+
+
+@pytest.fixture(scope="session")
+def sqlite_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                   experiments: dict[str, Experiment]) -> Iterator[Archive]:
+    yield from published(request, "sqlite", tmp_path_factory, experiments)
+
+
+@pytest.fixture(scope="session")
+def postgresql_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                       experiments: dict[str, Experiment]) -> Iterator[Archive]:
+    yield from published(request, "postgresql", tmp_path_factory, experiments)
+
+
+@pytest.fixture(params=DATABASES)
+def archive(request: pytest.FixtureRequest) -> Archive:
+    """Each of the above in turn (each made once a session)."""
+    return request.getfixturevalue(f"{request.param}_archive")

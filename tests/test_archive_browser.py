@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from archive_server import ArchiveServer, Experiment, archive_server
+from archive_server import Archive, Experiment
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(os.environ.get("PANTHEON_SCREENSHOTS", "/tmp/pantheon-archive-screenshots"))
@@ -23,21 +23,6 @@ SCREENSHOTS = Path(os.environ.get("PANTHEON_SCREENSHOTS", "/tmp/pantheon-archive
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements.lock)")
 pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")
-
-
-@pytest.fixture(scope="module")
-def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-         experiments: dict[str, Experiment]) -> Iterator[tuple[ArchiveServer, dict[str, str]]]:
-    """The server over PostgreSQL with every experiment uploaded by the CLI; their page URLs by name."""
-    root = tmp_path_factory.mktemp("archive-browser")
-    with archive_server(request.getfixturevalue("postgres").new_database(), root) as server:
-        token = server.token("browser")
-        pages = {}
-        for name, experiment in experiments.items():
-            done = server.upload(experiment.path, token)
-            assert done.returncode == 0, done.stderr
-            pages[name] = done.stdout.split()[-1]
-        yield server, pages
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +62,11 @@ def choose(page, name: str, value: str) -> None:
         field.fill(value)
 
 
-def test_find_open_see_plots_and_download(site: tuple[ArchiveServer, dict[str, str]], page, tmp_path: Path,
+def test_find_open_see_plots_and_download(postgresql_archive: Archive, page, tmp_path: Path,
                                           experiments: dict[str, Experiment]) -> None:
-    server, pages = site
+    archive = postgresql_archive
+    server = archive.server
+    pages = {name: f"{server.url}results/{result_id}" for name, result_id in archive.ids.items()}
     experiment = experiments["vegas-2flows"]
     page.goto(server.url)
     assert page.locator("a.result-link").count() == len(pages)
@@ -95,7 +82,7 @@ def test_find_open_see_plots_and_download(site: tuple[ArchiveServer, dict[str, s
     assert page.locator("#filters [name=scheme]").input_value() == "vegas-user"
     links.first.click()
     page.wait_for_load_state("load")
-    assert page.url == pages["vegas-2flows"]
+    assert page.url == f"{server.url}results/{archive.ids['vegas-2flows']}"
     assert page.locator("h1").inner_text().strip()
 
     # Every plot is one of the data dir's images, and the browser decoded it (a broken image is 0 wide).
@@ -110,16 +97,22 @@ def test_find_open_see_plots_and_download(site: tuple[ArchiveServer, dict[str, s
 
     perf_link = page.locator('a.download[href$="perf.json"]')
     assert perf_link.count() == 1
-    perf_bytes = page.request.get(perf_link.get_attribute("href") or "").body()
+    perf_bytes = page.request.get(perf_link.evaluate("a => a.href")).body()
     assert perf_bytes == (experiment.path / "perf.json").read_bytes()
-    with page.expect_download() as report:
-        page.locator('a.download[href$="report.pdf"]').click()
-    assert Path(report.value.path()).read_bytes() == (experiment.path / "report.pdf").read_bytes()
+    # The whole data dir is an attachment: the browser saves it.
     with page.expect_download() as whole:
         page.locator('a.download[href$="archive.tar.gz"]').click()
     with tarfile.open(whole.value.path()) as tar:
         extracted = tar.extractfile("perf.json")
         assert extracted is not None and extracted.read() == perf_bytes
+    # The report opens in chromium's PDF viewer (which hands the page an HTML wrapper of its own),
+    # so its bytes are fetched through the browser's context, as the viewer's download button would.
+    report_link = page.locator('a.download[href$="report.pdf"]')
+    report_url = report_link.evaluate("a => a.href")
+    report_link.click()
+    page.wait_for_url(report_url)
+    screenshot(page, tmp_path, "report")
+    assert page.request.get(report_url).body() == (experiment.path / "report.pdf").read_bytes()
 
 
 def rgb(colour: str) -> tuple[float, ...]:
@@ -128,9 +121,10 @@ def rgb(colour: str) -> tuple[float, ...]:
     return tuple(float(part) for part in inside.split(",")[:3])
 
 
-def test_summary_colours_order_by_score(site: tuple[ArchiveServer, dict[str, str]], page, tmp_path: Path,
+def test_summary_colours_order_by_score(postgresql_archive: Archive, page, tmp_path: Path,
                                         experiments: dict[str, Experiment]) -> None:
-    server, _ = site
+    archive = postgresql_archive
+    server = archive.server
     page.goto(server.url + "summary")
     rows = page.locator("#summary tr").evaluate_all("""rows => rows.map(row => Array.from(row.querySelectorAll('td.score'))
         .map(cell => [parseFloat(cell.dataset.score), getComputedStyle(cell).backgroundColor, cell.title]))""")
@@ -153,9 +147,10 @@ def test_summary_colours_order_by_score(site: tuple[ArchiveServer, dict[str, str
         assert all(title.strip() for _, _, title in cells), cells
 
 
-def test_every_page_answers(site: tuple[ArchiveServer, dict[str, str]], page, tmp_path: Path) -> None:
-    server, pages = site
-    ids = ",".join(url.rsplit("/", 1)[1] for url in pages.values())
+def test_every_page_answers(postgresql_archive: Archive, page, tmp_path: Path) -> None:
+    archive = postgresql_archive
+    server = archive.server
+    ids = ",".join(map(str, archive.ids.values()))
     for name, path in (("scheme", "schemes/copa"), ("compare", f"compare?ids={ids}"), ("faq", "faq")):
         response = page.goto(server.url + path)
         assert response is not None and response.status == 200, path

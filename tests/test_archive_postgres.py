@@ -15,53 +15,28 @@ import math
 import shutil
 import signal
 import sqlite3
+import subprocess
 import tarfile
 import urllib.error
 import urllib.parse
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from archive_server import (
-    DATABASES,
-    ArchiveServer,
+    Archive,
     Experiment,
     archive_server,
+    data_dir_members,
     get_bytes,
     get_json,
-    new_database,
+    pack,
     pantheon,
+    post_upload,
 )
 
 # The 97.5th percentile of Student's t with one degree of freedom (two runs per scheme): tan(0.475π).
 T_975_DF1 = math.tan(0.475 * math.pi)
-
-
-@dataclass
-class Archive:
-    server: ArchiveServer
-    token: str
-    ids: dict[str, int]
-    """Each experiment's result id, by experiment name."""
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-            experiments: dict[str, Experiment]) -> Iterator[Archive]:
-    """A running server over a fresh database of each kind, the experiments uploaded with the CLI."""
-    root = tmp_path_factory.mktemp(f"archive-{request.param}")
-    with archive_server(new_database(request, request.param, root), root) as server:
-        token = server.token("ci")
-        ids = {}
-        for name, experiment in experiments.items():
-            done = server.upload(experiment.path, token)
-            assert done.returncode == 0, done.stderr
-            url = done.stdout.split()[-1]
-            assert url.startswith(f"{server.url}results/"), done.stdout
-            ids[name] = int(url.rsplit("/", 1)[1])
-        yield Archive(server, token, ids)
 
 
 def perf(experiment: Experiment) -> dict:
@@ -86,19 +61,20 @@ def test_upload_lists_each_experiment_with_its_page(archive: Archive, experiment
         assert result["flows"] == experiments[name].flows
         assert result["kind"] == "simulation"
         assert result["preset"] == (experiments[name].emulator or "")
-        assert get_bytes(result["url"]).startswith(b"<!DOCTYPE html>")
+        assert get_bytes(result["url"]).lower().startswith(b"<!doctype html>")
 
 
 def test_filters_find_each_experiment_by_what_it_is(archive: Archive) -> None:
     today = datetime.date.today()
     assert found(archive, scheme="vegas-user") == {"vegas-2flows"}
-    assert found(archive, scheme="copa") == {"copa-cubic", "bbr-nepal"}
+    assert found(archive, scheme="copa") == {"copa-cubic", "nepal-3schemes"}
+    assert found(archive, scheme="reno-user") == {"nepal-3schemes"}
     assert found(archive, flows="2") == {"vegas-2flows"}
-    assert found(archive, preset="nepal-wifi") == {"bbr-nepal"}
-    assert found(archive, scheme="copa", preset="nepal-wifi") == {"bbr-nepal"}
+    assert found(archive, preset="nepal-wifi") == {"nepal-3schemes"}
+    assert found(archive, scheme="copa", preset="nepal-wifi") == {"nepal-3schemes"}
     assert found(archive, kind="simulation") == set(archive.ids)
     assert found(archive, kind="node-cloud") == set()
-    assert found(archive, q="nepal") == {"bbr-nepal"}
+    assert found(archive, q="nepal") == {"nepal-3schemes"}
     assert found(archive, q="vegas buffer-30000b") == {"vegas-2flows"}
     assert found(archive, year=str(today.year), month=str(today.month)) == set(archive.ids)
     assert found(archive, date_from=(today + datetime.timedelta(days=1)).isoformat()) == set()
@@ -119,8 +95,8 @@ def test_per_scheme_statistics_are_perf_jsons_with_a_students_t_interval(
     for name, result_id in archive.ids.items():
         detail = get_json(f"{archive.server.url}api/results/{result_id}")
         expected = perf(experiments[name])["schemes"]
-        assert {row["scheme"] for row in detail["schemes"]} == set(expected)
-        for row in detail["schemes"]:
+        assert {row["scheme"] for row in detail["stats"]} == set(expected)
+        for row in detail["stats"]:
             summary = expected[row["scheme"]]["summary"]["all"]
             assert row["runs"] == row["valid_runs"] == 2
             for metric in ("throughput_mbps", "delay_p95_ms", "loss_rate"):
@@ -197,18 +173,27 @@ def test_the_csv_export_has_every_flow_of_every_run(archive: Archive, experiment
     assert get_bytes(f"{archive.server.url}api/export.parquet").startswith(b"PAR1")
 
 
-def one_line(done) -> str:
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
+def error_line(done: subprocess.CompletedProcess) -> str:
+    """The one line a refused upload ends with (after the client's progress line, if it got that far)."""
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("pantheon: "), done.stderr
+    return line
 
 
+# The command line's token handling and its one-line refusals do not depend on the database: once,
+# over the deployment's (PostgreSQL) and the default (SQLite).
 def test_tokens_are_needed_to_upload_and_can_be_revoked(
-        archive: Archive, experiments: dict[str, Experiment]) -> None:
+        postgresql_archive: Archive, experiments: dict[str, Experiment]) -> None:
+    archive = postgresql_archive
     server = archive.server
     data_dir = experiments["copa-cubic"].path
-    assert "the archive refused the token" in one_line(server.upload(data_dir, None))
-    assert "the archive refused the token" in one_line(server.upload(data_dir, "not-a-token"))
+    assert "no token" in error_line(server.upload(data_dir, None))
+    # Over HTTP: no token, or one the archive never made, is a 401 with one line.
+    body = pack(data_dir_members(data_dir))
+    for token in (None, "pantheon_not-a-token"):
+        status, answer = post_upload(server.url, body, token)
+        assert status == 401 and "\n" not in answer["error"], (status, answer)
     # From the environment; the same data dir again is the same result.
     again = pantheon("archive", "upload", str(data_dir), "--to", server.url, env={"PANTHEON_ARCHIVE_TOKEN": archive.token})
     assert again.returncode == 0, again.stderr
@@ -216,25 +201,26 @@ def test_tokens_are_needed_to_upload_and_can_be_revoked(
     spare = server.token("spare")
     revoked = pantheon("archive", "token", "revoke", "spare", "--db", server.db)
     assert revoked.returncode == 0, revoked.stderr
-    assert "the archive refused the token" in one_line(server.upload(data_dir, spare))
+    assert "the archive refused the token" in error_line(server.upload(data_dir, spare))
     assert server.results()["total"] == len(archive.ids)
 
 
 def test_a_data_dir_whose_perf_json_lies_is_refused_in_one_line(
-        archive: Archive, experiments: dict[str, Experiment], tmp_path: Path) -> None:
+        sqlite_archive: Archive, experiments: dict[str, Experiment], tmp_path: Path) -> None:
+    archive = sqlite_archive
     data_dir = shutil.copytree(experiments["vegas-2flows"].path, tmp_path / "lying")
     perf_path = data_dir / "perf.json"
     document = json.loads(perf_path.read_text())
     document["schemes"]["vegas-user"]["runs"]["1"]["flows"]["all"]["delivered_bytes"] += 1_000_000
     perf_path.write_text(json.dumps(document))
-    assert "perf.json" in one_line(archive.server.upload(data_dir, archive.token))
+    assert "perf.json" in error_line(archive.server.upload(data_dir, archive.token))
     assert archive.server.results()["total"] == len(archive.ids)
 
 
 def test_results_outlive_a_restart(archive: Archive) -> None:
     server = archive.server
     before = server.results()
-    detail = get_json(f"{server.url}api/results/{archive.ids['bbr-nepal']}")
+    detail = get_json(f"{server.url}api/results/{archive.ids['nepal-3schemes']}")
     assert server.stop(signal.SIGTERM) == 0
     server.start(port=server.port)
     assert server.results() == before
