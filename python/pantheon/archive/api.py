@@ -9,12 +9,13 @@
     GET  /api/results/{id}/runs          its runs, each with its flows' metrics
     GET  /api/summary                    experiments × schemes scores
     GET  /api/schemes/{name}             one scheme across every experiment
-    GET  /api/export.csv, export.parquet every flow of every run of the archive, one row each
+    GET  /api/export.{csv,parquet}       every flow of every run of the archive, one row each
     GET  /results/{id}/files/PATH        a file of the data dir
     GET  /results/{id}/archive.tar.gz    the whole data dir, as uploaded
 
-Uploaded files are served with a sandboxing Content-Security-Policy: a report.html or an SVG
-from an uploader runs no script in the archive's origin.
+Uploaded files (PDFs aside, which Chrome's viewer will not open sandboxed) are served with a
+sandboxing Content-Security-Policy: a report.html or an SVG from an uploader runs no script in the
+archive's origin.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ from pantheon.archive.models import File, Flow, Result, Run
 from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find
 from pantheon.archive.staging import Refused
 
+DRAIN_BYTES = 16 << 20
+"""The most of a refused body read before answering (see _drain)."""
 UNTRUSTED_HEADERS = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
 
@@ -85,10 +88,25 @@ async def receive(request: Request, body_path, limit_bytes: int) -> str:
     return digest.hexdigest()
 
 
+async def _drain(request: Request) -> None:
+    """Reads and drops up to DRAIN_BYTES of a body the server will not take: a client that sends its
+    whole body before reading the answer (Python's urllib, for one) then reads the 401 instead of a
+    connection reset. A larger body is cut off; pantheon archive upload checks its token first."""
+    received = 0
+    try:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > DRAIN_BYTES:
+                return
+    except ClientDisconnect:
+        return
+
+
 async def uploads(request: Request) -> Response:
     state = request.app.state
     holder = await run_in_threadpool(_holder, request)
     if holder is None:
+        await _drain(request)
         return error(401, "no token, or a token this archive does not know or has revoked (Authorization: Bearer TOKEN)")
     told = upload.Description(**{name: request.query_params.get(name)
                                  for name in ("title", "description", "kind", "node", "peer", "link")})
@@ -189,22 +207,21 @@ def export_table(request: Request) -> pa.Table:
     return pa.Table.from_pylist(rows)
 
 
-async def export_csv(request: Request) -> Response:
-    def write() -> bytes:
-        out = io.BytesIO()
-        pcsv.write_csv(export_table(request), out)
-        return out.getvalue()
-    return Response(await run_in_threadpool(write), media_type="text/csv",
-                    headers={"Content-Disposition": 'attachment; filename="pantheon-archive.csv"'})
+EXPORTS = {"csv": (pcsv.write_csv, "text/csv"), "parquet": (pq.write_table, "application/vnd.apache.parquet")}
+"""Export format → (pyarrow writer of a table to a file, media type)."""
 
 
-async def export_parquet(request: Request) -> Response:
-    def write() -> bytes:
+async def export(request: Request) -> Response:
+    if request.path_params["format"] not in EXPORTS:
+        return error(404, "the export is /api/export.csv or /api/export.parquet")
+    write, media = EXPORTS[request.path_params["format"]]
+
+    def written() -> bytes:
         out = io.BytesIO()
-        pq.write_table(export_table(request), out)
+        write(export_table(request), out)
         return out.getvalue()
-    return Response(await run_in_threadpool(write), media_type="application/vnd.apache.parquet",
-                    headers={"Content-Disposition": 'attachment; filename="pantheon-archive.parquet"'})
+    return Response(await run_in_threadpool(written), media_type=media,
+                    headers={"Content-Disposition": f'attachment; filename="pantheon-archive.{request.path_params["format"]}"'})
 
 
 async def file(request: Request) -> Response:
@@ -217,7 +234,9 @@ async def file(request: Request) -> Response:
     if digest is None:
         return error(404, "no such file in this result")
     media = mimetypes.guess_type(path)[0] or "application/octet-stream"
-    return FileResponse(request.app.state.store.path(digest), media_type=media, headers=UNTRUSTED_HEADERS)
+    # Chrome's PDF viewer does not open in a sandboxed document; a PDF runs no script in this origin.
+    headers = {"X-Content-Type-Options": "nosniff"} if media == "application/pdf" else UNTRUSTED_HEADERS
+    return FileResponse(request.app.state.store.path(digest), media_type=media, headers=headers)
 
 
 async def archive(request: Request) -> Response:

@@ -42,8 +42,7 @@ ROUTES = [
     Route("/api/results/{id}/runs", api.result_runs),
     Route("/api/summary", api.summary),
     Route("/api/schemes/{name}", api.scheme),
-    Route("/api/export.csv", api.export_csv),
-    Route("/api/export.parquet", api.export_parquet),
+    Route("/api/export.{format:str}", api.export),
 ]
 
 

@@ -94,6 +94,15 @@ class ResultScheme(Base):
     position: Mapped[int] = mapped_column(Integer)
     display: Mapped[str] = mapped_column(String(200))
     version: Mapped[str] = mapped_column(String(500), default="")
+    runs: Mapped[int] = mapped_column(Integer)
+    valid_runs: Mapped[int] = mapped_column(Integer)
+    """Runs the analysis judged valid; the means and the score are over these."""
+    throughput_mbps_mean: Mapped[float | None] = mapped_column(Float)
+    delay_p95_ms_mean: Mapped[float | None] = mapped_column(Float)
+    loss_rate_mean: Mapped[float | None] = mapped_column(Float)
+    score: Mapped[float | None] = mapped_column(Float)
+    """ln(throughput_mbps_mean / delay_p95_ms_mean), the summary table's cell; kept so that the
+    summary of a large archive reads one row per (result, scheme), not every flow."""
     result: Mapped[Result] = relationship(back_populates="schemes")
 
 

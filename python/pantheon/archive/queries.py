@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, timedelta
 from urllib.parse import urlencode
 
-from sqlalchemy import Select, distinct, func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from pantheon.archive.models import Result, ResultScheme
@@ -93,7 +93,7 @@ def find(session: Session, filters: Filters, per_page: int = PER_PAGE) -> tuple[
 def choices(session: Session) -> dict[str, list]:
     """The values each filter can take in this archive, for the find page's selects and /api/filters."""
     def column(attribute) -> list:
-        return [v for v in session.scalars(select(distinct(attribute)).order_by(attribute)) if v not in (None, "")]
+        return [v for v in session.scalars(select(attribute).distinct().order_by(attribute)) if v not in (None, "")]
     return {"scheme": column(ResultScheme.scheme), "preset": column(Result.preset), "kind": column(Result.kind),
             "node": column(Result.node), "peer": column(Result.peer), "direction": column(Result.direction),
             "link": column(Result.link), "flows": column(Result.flows), "year": column(Result.year),

@@ -60,6 +60,11 @@ class Unpacked:
     """sha256 of the canonical manifest: sorted JSON of path → sha256, identical for the same data dir."""
 
 
+def _too_large(limit_bytes: int) -> Refused:
+    return Refused(f"the archive unpacks to more than the limit of {limit_bytes:,} bytes "
+                   "(a decompression bomb, or a data dir too large for this archive)", 413)
+
+
 class _Counted:
     """A read-only stream that refuses to give more than `limit` bytes of what it wraps."""
 
@@ -70,8 +75,7 @@ class _Counted:
         data = self.raw.read(CHUNK_BYTES if size is None or size < 0 else min(size, CHUNK_BYTES))
         self.count += len(data)
         if self.count > self.limit:
-            raise Refused(f"the archive unpacks to more than the limit of {self.limit:,} bytes "
-                          "(a decompression bomb, or a data dir too large for this archive)", 413)
+            raise _too_large(self.limit)
         return data
 
 
@@ -152,7 +156,7 @@ def unpack(body: Path, into: Path, limits: Limits) -> Unpacked:
                     continue
                 declared_bytes += member.size
                 if declared_bytes > limits.unpacked_bytes:
-                    raise Refused(f"the archive's files add up to more than the limit of {limits.unpacked_bytes:,} bytes", 413)
+                    raise _too_large(limits.unpacked_bytes)
                 source = tar.extractfile(member)
                 assert source is not None  # a regular file's contents
                 if name == MANIFEST:

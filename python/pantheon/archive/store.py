@@ -6,10 +6,18 @@ between the two leaves an unreferenced blob, never a row without its file.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import IO
+
+from pantheon.errors import PantheonError
+
+
+class StoreError(PantheonError):
+    """A store directory this server cannot use."""
 
 
 class Store:
@@ -19,9 +27,19 @@ class Store:
         self.staging = self.root / "staging"
         """Where uploads are received and unpacked; emptied at start (what is there is from a
         server that stopped mid-upload)."""
+        self._lock: IO[str] | None = None
+        """serve.lock, held (flock) while this process serves the store."""
 
     def open(self) -> None:
+        """Takes the store for this process (a second server on the same directory would empty the
+        staging of the first's uploads in flight), then empties the staging directory."""
         self.blobs.mkdir(parents=True, exist_ok=True)
+        self._lock = (self.root / "serve.lock").open("w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreError(f"another pantheon archive serve uses {self.root}: give this one its own --files "
+                             "(or run one server, behind a reverse proxy)") from None
         if self.staging.exists():
             shutil.rmtree(self.staging)
         self.staging.mkdir(parents=True)

@@ -26,6 +26,7 @@ from pantheon.archive.models import File, Flow, Result, ResultScheme, Run
 from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.store import Store
 from pantheon.archive.tokens import now_utc
+from pantheon.archive.views import FLOW_COLUMNS, aggregates
 from pantheon.errors import PantheonError
 
 PERF_RELATIVE_TOLERANCE = 1e-6
@@ -35,10 +36,6 @@ CHECKED_METRICS = ("sent_packets", "delivered_packets", "sent_bytes", "delivered
                    "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
 KINDS = ("emulation", "simulation", "node-cloud", "cloud-cloud")
 DIRECTIONS = ("node-to-peer", "peer-to-node")
-FLOW_FIELDS = ("flow", "scheme", "sent_packets", "sent_bytes", "delivered_packets", "delivered_bytes", "first_send_s",
-               "last_send_s", "first_delivery_s", "last_delivery_s", "duration_s", "throughput_mbps", "ingress_mbps",
-               "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
-
 WRITE_LOCK = threading.Lock()
 """One writing transaction at a time in this process: SQLite has one writer anyway, and a
 transaction that waits here cannot fail on a lock it would otherwise have to upgrade."""
@@ -138,7 +135,8 @@ def _title(data: DataDir, where: dict[str, str], flows: int) -> str:
         ends = (where["node"], where["peer"]) if where["direction"] == "node-to-peer" else (where["peer"], where["node"])
         return f"{ends[0]} → {ends[1]}: {schemes} ({per_run})"
     options = " ".join(_without_seed([str(o) for o in data.metadata.get("emulator_options", [])]))
-    path = where["preset"] or options or "12 Mbit/s each way, no delay"
+    default = "12 Mbit/s each way, no delay" if data.layout == "harness" else "the original Pantheon's layout"
+    path = where["preset"] or options or default
     return f"{where['kind'].capitalize()}, {path}: {schemes} ({per_run})"
 
 
@@ -160,13 +158,13 @@ def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpa
         runs.append(Run(position=i, scheme=source.label, number=source.number, valid=m.valid, flags="\n".join(m.flags),
                         capacity_mbps=m.capacity_mbps, utilization=m.utilization, jain_index=m.jain_index, power=m.power,
                         delay_bound_ms=m.delay_bound_ms,
-                        flows=[Flow(position=j, **{k: v for k, v in asdict(f).items() if k in FLOW_FIELDS})
+                        flows=[Flow(position=j, **{k: v for k, v in asdict(f).items() if k in FLOW_COLUMNS})
                                for j, f in enumerate([m.all, *m.flows])]))
     setup = [(what, value) for what, value in data.setup if what != "Data"]
     description = (told.description or "").strip()
     search = " ".join([title, description, *where.values(), *(f"{s.scheme} {s.display}" for s in schemes),
                        *(value for _, value in setup)]).lower()
-    return Result(
+    result = Result(
         manifest_sha256=unpacked.manifest_sha256, title=title[:500], description=description, kind=where["kind"],
         preset=where["preset"], emulator_options=" ".join(metadata.get("emulator_options", [])),
         node=where["node"][:200], peer=where["peer"][:200], direction=where["direction"], link=where["link"][:50],
@@ -179,6 +177,8 @@ def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpa
         schemes=schemes, runs=runs,
         files=[File(path=name, sha256=digest, size_bytes=size) for name, (digest, size) in sorted(unpacked.files.items())],
     )
+    aggregates(result)
+    return result
 
 
 def derive(unpacked: Unpacked) -> tuple[DataDir, dict[tuple[str, int], RunMetrics]]:

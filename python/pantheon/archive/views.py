@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from pantheon.analysis.metrics import power
-from pantheon.archive.models import Flow, Result, Run
+from pantheon.archive.models import Flow, Result, ResultScheme, Run
 from pantheon.archive.stats import describe
 
 STATISTICS = ("throughput_mbps", "delay_p95_ms", "loss_rate")
@@ -69,12 +69,15 @@ def files(result: Result, base: str) -> list[dict]:
 
 
 def run_dirs(listed: list[dict]) -> list[dict]:
-    """The files in subdirectories (each run's), grouped by directory, for the result page's runs table."""
+    """The files below the top level, grouped by run (LABEL/runK, the first two components; the
+    original layout has none), for the result page's runs table."""
     groups: dict[str, list[dict]] = {}
     for f in listed:
-        if "/" in f["path"]:
-            groups.setdefault(f["path"].rsplit("/", 1)[0], []).append({**f, "name": f["path"].rsplit("/", 1)[1]})
-    return [{"dir": d, "records": [f for f in fs if f["role"] == "record"], "plots": [f for f in fs if f["role"] == "plot"]}
+        parts = f["path"].split("/")
+        if len(parts) > 1:
+            run = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+            groups.setdefault(run, []).append({**f, "name": f["path"][len(run) + 1:]})
+    return [{"dir": d, **{role: [f for f in fs if f["role"] == role.removesuffix("s")] for role in ("records", "plots", "others")}}
             for d, fs in sorted(groups.items())]
 
 
@@ -124,35 +127,40 @@ def loaded(session: Session, result_id: int) -> Result | None:
         selectinload(Result.schemes), selectinload(Result.files), selectinload(Result.runs).selectinload(Run.flows)))
 
 
-def summary(session: Session, base: str, ids: list[int] | None = None) -> dict:
+def aggregates(result: Result) -> None:
+    """Fills each ResultScheme's stored means and score from the result's runs (at upload)."""
+    for scheme, row in zip(result.schemes, scheme_stats(result)):
+        scheme.runs, scheme.valid_runs, scheme.score = row["runs"], row["valid_runs"], row["score"]
+        scheme.throughput_mbps_mean = row["throughput_mbps"]["mean"]
+        scheme.delay_p95_ms_mean = row["delay_p95_ms"]["mean"]
+        scheme.loss_rate_mean = row["loss_rate"]["mean"]
+
+
+def cell(s: ResultScheme) -> dict:
+    """A scheme's stored numbers in one result: the summary's cell, a point of the scheme page."""
+    return {"scheme": s.scheme, "display": s.display, "runs": s.runs, "valid_runs": s.valid_runs, "score": s.score,
+            "throughput_mbps": s.throughput_mbps_mean, "delay_p95_ms": s.delay_p95_ms_mean, "loss_rate": s.loss_rate_mean}
+
+
+def summary(session: Session, base: str) -> dict:
     """Experiments × schemes, each cell the score ln(mean throughput / mean p95 delay) over the
     scheme's valid runs in that experiment, with the two means; newest experiment first."""
-    query = select(Result).options(selectinload(Result.schemes), selectinload(Result.runs).selectinload(Run.flows))
-    if ids is not None:
-        query = query.where(Result.id.in_(ids))
+    query = select(Result).options(selectinload(Result.schemes)).order_by(Result.started_at.desc(), Result.id.desc())
     experiments = []
     schemes: dict[str, str] = {}
-    for result in session.scalars(query.order_by(Result.started_at.desc(), Result.id.desc())):
-        cells = {}
-        for row in scheme_stats(result):
-            schemes.setdefault(row["scheme"], row["display"])
-            cells[row["scheme"]] = {"score": row["score"], "throughput_mbps": row["throughput_mbps"]["mean"],
-                                    "delay_p95_ms": row["delay_p95_ms"]["mean"], "valid_runs": row["valid_runs"]}
+    for result in session.scalars(query):
+        for s in result.schemes:
+            schemes.setdefault(s.scheme, s.display)
         experiments.append({"id": result.id, "url": result_url(base, result.id), "title": result.title,
                             "date": result.started_at.isoformat(timespec="seconds") + "Z", "kind": result.kind,
-                            "cells": cells})
+                            "cells": {s.scheme: cell(s) for s in result.schemes}})
     return {"schemes": [{"scheme": k, "display": v} for k, v in sorted(schemes.items())], "experiments": experiments}
 
 
 def scheme_history(session: Session, base: str, scheme: str) -> dict:
-    """One scheme in every experiment that ran it, oldest first: its statistics there and the score."""
-    query = (select(Result).where(Result.schemes.any(scheme=scheme))
-             .options(selectinload(Result.schemes), selectinload(Result.runs).selectinload(Run.flows))
+    """One scheme in every experiment that ran it, oldest first: its means and score there."""
+    query = (select(Result, ResultScheme).join(ResultScheme, ResultScheme.result_id == Result.id)
+             .where(ResultScheme.scheme == scheme).options(selectinload(Result.schemes))
              .order_by(Result.started_at, Result.id))
-    points = []
-    display = scheme
-    for result in session.scalars(query):
-        row = next(r for r in scheme_stats(result) if r["scheme"] == scheme)
-        display = row["display"]
-        points.append({**listing(result, base), "stats": row})
-    return {"scheme": scheme, "display": display, "experiments": points}
+    points = [{**listing(result, base), "stats": cell(s)} for result, s in session.execute(query)]
+    return {"scheme": scheme, "display": points[-1]["stats"]["display"] if points else scheme, "experiments": points}

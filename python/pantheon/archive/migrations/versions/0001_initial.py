@@ -83,6 +83,12 @@ def upgrade() -> None:
     sa.Column('position', sa.Integer(), nullable=False),
     sa.Column('display', sa.String(length=200), nullable=False),
     sa.Column('version', sa.String(length=500), nullable=False),
+    sa.Column('runs', sa.Integer(), nullable=False),
+    sa.Column('valid_runs', sa.Integer(), nullable=False),
+    sa.Column('throughput_mbps_mean', sa.Float(), nullable=True),
+    sa.Column('delay_p95_ms_mean', sa.Float(), nullable=True),
+    sa.Column('loss_rate_mean', sa.Float(), nullable=True),
+    sa.Column('score', sa.Float(), nullable=True),
     sa.ForeignKeyConstraint(['result_id'], ['results.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('result_id', 'scheme')
     )
