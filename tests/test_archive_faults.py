@@ -4,9 +4,10 @@ one data dir sent five times at once is one result; a client cut off half-way an
 SIGKILLed half-way leave nothing visible and nothing half-written (every table's rows counted
 directly in the database, not through the server); hostile archives are refused with one line.
 
-The server helper's tests/test_archive_api.py checks the unpacker's rules one by one in-process;
-here the same kinds of archive go over HTTP to a running server, and what must not change is read
-from the database and the file system."""
+tests/test_archive_api.py (the server's own) sends hostile archives to a real server over SQLite;
+here they go to one over PostgreSQL, with the kinds it does not send (a device, a FIFO, a nested
+traversal, a file the manifest leaves out, a perf.json whose summary lies, a bomb declaring 8 GiB),
+and what must not change is read from the database and the file system."""
 from __future__ import annotations
 
 import gzip
@@ -45,14 +46,31 @@ from archive_server import (
 CONCURRENT_UPLOADS = 20
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def bare_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[tuple[ArchiveServer, str]]:
-    """A running server over a fresh database of each kind, and an upload token for it (not the
-    session's `archive`: these tests add results of their own)."""
-    root = tmp_path_factory.mktemp(f"archive-{request.param}")
-    with archive_server(new_database(request, request.param, root), root) as server:
+def empty_archive(request: pytest.FixtureRequest, kind: str, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[tuple[ArchiveServer, str]]:
+    """A running server over a fresh database of `kind`, and an upload token for it (not the session's
+    `archive`: these tests add results of their own)."""
+    root = tmp_path_factory.mktemp(f"faults-{kind}")
+    with archive_server(new_database(request, kind, root), root) as server:
         yield server, server.token("faults")
+
+
+@pytest.fixture(scope="module")
+def sqlite_faults(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[tuple[ArchiveServer, str]]:
+    yield from empty_archive(request, "sqlite", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def postgresql_faults(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                      ) -> Iterator[tuple[ArchiveServer, str]]:
+    yield from empty_archive(request, "postgresql", tmp_path_factory)
+
+
+@pytest.fixture(params=DATABASES)
+def bare_archive(request: pytest.FixtureRequest) -> tuple[ArchiveServer, str]:
+    """Each of the above in turn (each made once a module)."""
+    return request.getfixturevalue(f"{request.param}_faults")
 
 
 def variant(experiment: Experiment, number: int) -> list[Member]:
@@ -69,6 +87,12 @@ def variant(experiment: Experiment, number: int) -> list[Member]:
 
 def total(server: ArchiveServer) -> int:
     return server.results()["total"]
+
+
+def state(server: ArchiveServer) -> tuple[dict[str, int], int]:
+    """What a refused or interrupted upload must leave as it was: the rows of every table, read in the
+    database, and the number of results the API lists."""
+    return row_counts(server.db), total(server)
 
 
 def staged(server: ArchiveServer) -> list[Path]:
@@ -156,12 +180,10 @@ def test_a_client_cut_off_half_way_leaves_nothing(
     server, token = bare_archive
     members = variant(experiments["nepal-3schemes"], 300)
     body = pack(members)
-    rows = row_counts(server.db)
-    before = total(server)
+    before = state(server)
     send_half(server, body, token).close()
     wait_for(lambda: not staged(server), "the server dropping the half-received upload's staging directory")
-    assert row_counts(server.db) == rows
-    assert total(server) == before
+    assert state(server) == before
     # Nothing of the cut upload is mistaken for the data dir: sent whole, it is a new result.
     status, answer = post_upload(server.url, body, token)
     assert status == 201 and answer["created"] is True, answer
@@ -173,8 +195,7 @@ def test_a_server_killed_mid_upload_and_restarted_keeps_nothing_half_written(
     server, token = bare_archive
     members = variant(experiments["copa-cubic"], 400)
     body = pack(members)
-    rows = row_counts(server.db)
-    before = total(server)
+    before = state(server)
 
     # Killed while the body is half received.
     connection = send_half(server, body, token)
@@ -183,8 +204,7 @@ def test_a_server_killed_mid_upload_and_restarted_keeps_nothing_half_written(
     connection.close()
     server.start(port=server.port)
     assert not staged(server)
-    assert row_counts(server.db) == rows
-    assert total(server) == before
+    assert state(server) == before
 
     # Killed the moment the whole body is sent, before it answers: whatever point of staging,
     # verifying or committing that is, the result is there whole or not at all.
@@ -194,13 +214,13 @@ def test_a_server_killed_mid_upload_and_restarted_keeps_nothing_half_written(
     connection.close()
     server.start(port=server.port)
     assert not staged(server)
-    rows_after = row_counts(server.db)
+    after_kill = state(server)
 
     # Sent again, it is one result, every file whole: new if the killed one left nothing, the
     # same if the kill came after its commit.
     status, answer = post_upload(server.url, body, token)
-    assert (status, rows_after == rows) in ((201, True), (200, False)), (status, answer)
-    assert total(server) == before + 1
+    assert (status, after_kill == before) in ((201, True), (200, False)), (status, answer)
+    assert total(server) == before[1] + 1
     assert_all_files_served(server, answer["id"], members)
 
 
@@ -274,18 +294,16 @@ HOSTILE = {
 
 @pytest.mark.parametrize("case", HOSTILE)
 def test_a_hostile_archive_is_refused_with_one_line_and_leaves_nothing(
-        case: str, bare_archive: tuple[ArchiveServer, str], experiments: dict[str, Experiment]) -> None:
-    server, token = bare_archive
+        case: str, postgresql_faults: tuple[ArchiveServer, str], experiments: dict[str, Experiment]) -> None:
+    server, token = postgresql_faults
     files = variant(experiments["copa-cubic"], 500)[1:]
     body = HOSTILE[case](files)
-    rows = row_counts(server.db)
-    before = total(server)
+    before = state(server)
     status, answer = post_upload(server.url, body, token)
     assert status in ((400, 413) if case == "decompression bomb" else (400,)), (status, answer)
     message = answer["error"]
     assert message and "\n" not in message and len(message) < 400 and "Traceback" not in message, message
-    assert row_counts(server.db) == rows
-    assert total(server) == before
+    assert state(server) == before
     wait_for(lambda: not staged(server), "the server dropping the refused upload's staging directory")
     assert not Path("/tmp/pantheon-archive-escape.txt").exists()
     assert not list(server.files.parent.rglob("escape.txt"))
