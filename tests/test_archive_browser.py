@@ -32,9 +32,10 @@ def browser(pytestconfig: pytest.Config) -> Iterator:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         yield chromium
         chromium.close()
-    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and SCREENSHOTS.is_dir():
-        reporter.write_line(f"archive pages' screenshots: {SCREENSHOTS}")
+    if SCREENSHOTS.is_dir():
+        # Past pytest's capture, so that the line shows in a passing run's output too.
+        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+            print(f"\narchive pages' screenshots: {SCREENSHOTS}")
 
 
 @pytest.fixture
