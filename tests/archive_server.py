@@ -19,6 +19,7 @@ import contextlib
 import datetime
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import pwd
@@ -78,15 +79,40 @@ def stop_group(proc: subprocess.Popen, first: signal.Signals = signal.SIGTERM) -
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
-@dataclass
 class Postgres:
-    """A running throwaway cluster; databases are made in it per server."""
+    """A throwaway cluster's postmaster, which a test may stop and start again; databases are made in
+    it per server."""
 
-    socket_dir: Path
-    """Where the postmaster's Unix socket is (it listens on no TCP port)."""
-    port: int
-    """The number in the socket's name (.s.PGSQL.PORT); no TCP port is opened."""
-    _names: Iterator[int]
+    def __init__(self, top: Path, as_user: dict) -> None:
+        self.socket_dir = top
+        """Where the postmaster's Unix socket is (it listens on no TCP port), its data dir beside it."""
+        self.port = free_port()
+        """The number in the socket's name (.s.PGSQL.PORT); no TCP port is opened."""
+        self.proc: subprocess.Popen | None = None
+        """The postmaster, leader of its process group (its backends are its children)."""
+        self._as_user = as_user
+        self._names = itertools.count(1)
+
+    def start(self) -> None:
+        """Start the postmaster and wait until it accepts connections."""
+        with open(self.socket_dir / "postgres.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(PG_BIN / "postgres"), "-D", str(self.socket_dir / "data"), "-k", str(self.socket_dir),
+                 "-p", str(self.port), "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
+                 "-c", "full_page_writes=off", "-c", "max_connections=200"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **self._as_user)
+        deadline = time.monotonic() + 60
+        while subprocess.run([str(PG_BIN / "pg_isready"), "-q", "-h", str(self.socket_dir), "-p", str(self.port)]
+                             ).returncode != 0:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL did not start: {(self.socket_dir / 'postgres.log').read_text()[-2000:]}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop the postmaster: SIGINT is PostgreSQL's "fast" shutdown (backends ended, no client waited for)."""
+        if self.proc is not None:
+            stop_group(self.proc, signal.SIGINT)
+            self.proc = None
 
     def url(self, database: str) -> str:
         """The SQLAlchemy URL of `database` over the socket, as a user would pass to --db."""
@@ -135,33 +161,19 @@ def postgres_cluster() -> Iterator[Postgres]:
     # Not under pytest's tmp_path: /tmp/pytest-of-root is root's alone, and the postgres user must reach
     # its directory; the socket's path must also stay under the 107 bytes a Unix socket name allows.
     top = Path(tempfile.mkdtemp(prefix="pantheon-pg-"))
-    proc = None
+    postgres = Postgres(top, as_user)
     try:
         if as_user:
             shutil.chown(top, "postgres", "postgres")
-        data = top / "data"
-        done = subprocess.run([str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                               "--no-sync", "--no-instructions"], capture_output=True, text=True, timeout=120, **as_user)
+        done = subprocess.run([str(PG_BIN / "initdb"), "-D", str(top / "data"), "-U", "postgres", "-A", "trust",
+                               "-E", "UTF8", "--no-sync", "--no-instructions"],
+                              capture_output=True, text=True, timeout=120, **as_user)
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {done.stderr.strip()}")
-        port = free_port()
-        log = open(top / "postgres.log", "wb")  # noqa: SIM115 (the postmaster writes it until the end)
-        with log:
-            proc = subprocess.Popen([str(PG_BIN / "postgres"), "-D", str(data), "-k", str(top), "-p", str(port),
-                                     "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
-                                     "-c", "full_page_writes=off", "-c", "max_connections=200"],
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **as_user)
-        pg = Postgres(top, port, iter(range(1, 1_000_000)))
-        deadline = time.monotonic() + 60
-        while subprocess.run([str(PG_BIN / "pg_isready"), "-q", "-h", str(top), "-p", str(port)]).returncode != 0:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"PostgreSQL did not start: {(top / 'postgres.log').read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield pg
+        postgres.start()
+        yield postgres
     finally:
-        if proc is not None:
-            # SIGINT is PostgreSQL's "fast" shutdown: backends are ended, no client is waited for.
-            stop_group(proc, signal.SIGINT)
+        postgres.stop()
         shutil.rmtree(top, ignore_errors=True)
 
 

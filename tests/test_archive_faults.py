@@ -30,6 +30,7 @@ from archive_server import (
     ArchiveServer,
     Experiment,
     Member,
+    Postgres,
     archive_server,
     data_dir_members,
     get_bytes,
@@ -222,6 +223,36 @@ def test_a_server_killed_mid_upload_and_restarted_keeps_nothing_half_written(
     assert (status, after_kill == before) in ((201, True), (200, False)), (status, answer)
     assert total(server) == before[1] + 1
     assert_all_files_served(server, answer["id"], members)
+
+
+def test_the_archive_outlives_a_postgresql_restart(
+        postgresql_faults: tuple[ArchiveServer, str], postgres: Postgres, experiments: dict[str, Experiment]) -> None:
+    """The database restarted under a running archive (an upgrade, a failover): while it is down an
+    upload fails with one line and leaves nothing; once it is back the archive serves and takes uploads
+    again without being restarted itself."""
+    server, token = postgresql_faults
+    members = variant(experiments["vegas-2flows"], 600)
+    before = state(server)
+    postgres.stop()
+    try:
+        refused = server.upload(write_data_dir(members, server.log_dir / "pg-down"), token)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert refused.stderr.strip().splitlines()[-1].startswith("pantheon: "), refused.stderr
+        assert not staged(server)
+    finally:
+        postgres.start()
+    assert state(server) == before
+    status, answer = post_upload(server.url, pack(members), token)
+    assert status == 201, answer
+    assert_all_files_served(server, answer["id"], members)
+
+
+def write_data_dir(members: list[Member], path: Path) -> Path:
+    """The members (after the manifest) as a data dir on disk, for the command line to upload."""
+    for info, data in members[1:]:
+        (path / info.name).parent.mkdir(parents=True, exist_ok=True)
+        (path / info.name).write_bytes(data)
+    return path
 
 
 # --- hostile archives -----------------------------------------------------------------------------
