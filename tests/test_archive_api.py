@@ -182,6 +182,12 @@ def test_uploads_need_a_valid_token(archive, data_dirs, uploaded, monkeypatch):
         tokens.revoke(session, "revoked")
         with pytest.raises(tokens.TokenError, match="no token named 'revoked' is in use"):
             tokens.revoke(session, "revoked")
+    local = archive.files / "local-token"  # made by a loopback server on an archive without tokens
+    assert local.stat().st_mode & 0o777 == 0o600
+    request = urllib.request.Request(archive.url + "api/token", headers={"Authorization": f"Bearer {local.read_text().strip()}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert json.loads(response.read()) == {"name": "local"}
+
     refused = archive.upload(data_dirs["two-flows"], revoked)
     assert refused.returncode == 1 and "refused the token" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
@@ -213,9 +219,12 @@ def _bomb(kind: bytes = tarfile.REGTYPE) -> bytes:
     return out.getvalue()
 
 
-def _perf_changed(path: Path) -> dict[str, bytes]:
+def _perf_changed(path: Path, summary: bool = False) -> dict[str, bytes]:
+    """perf.json with copa's throughput 1 % higher in run 1, or in its summary's mean."""
     perf = json.loads((path / "perf.json").read_text())
-    perf["schemes"]["copa"]["runs"]["1"]["flows"]["all"]["throughput_mbps"] *= 1.01
+    copa = perf["schemes"]["copa"]
+    (copa["summary"]["all"]["throughput_mbps"] if summary else copa["runs"]["1"]["flows"]["all"])[
+        "mean" if summary else "throughput_mbps"] *= 1.01
     return {"perf.json": json.dumps(perf).encode()}
 
 
@@ -230,6 +239,8 @@ HOSTILE = {
     "hash mismatch": (lambda d: tarball([(m[0], m[1] if m[0].name != "perf.json" else m[1].replace(b"{", b"{ ", 1))
                                          for m in data_dir_members(d)]), 400, "its sha256 is"),
     "perf mismatch": (lambda d: tarball(data_dir_members(d, _perf_changed(d))), 400, "perf.json does not match the records"),
+    "summary mismatch": (lambda d: tarball(data_dir_members(d, _perf_changed(d, summary=True))), 400,
+                         "copa summary all throughput_mbps mean is"),
 }
 
 

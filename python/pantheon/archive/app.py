@@ -4,6 +4,7 @@ staging directory (what a server stopped mid-upload left) before the first reque
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from sqlalchemy.orm import sessionmaker
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from pantheon.archive import api, pages, schema
+from pantheon.archive import api, pages, schema, tokens
 from pantheon.archive.db import engine_for
 from pantheon.archive.staging import Limits
 from pantheon.archive.store import Store
@@ -22,6 +23,8 @@ class Settings:
     db_url: str
     files: Path
     limits: Limits
+    local_token: bool = False
+    """Whether to make a first token for this machine's user, in FILES/local-token (tokens.write_local)."""
 
 
 ROUTES = [
@@ -51,8 +54,14 @@ def make_app(settings: Settings) -> Starlette:
     schema.upgrade(engine)
     store = Store(settings.files)
     store.open()
+    sessions = sessionmaker(engine, expire_on_commit=False)
+    if settings.local_token:
+        with sessions() as session:
+            if tokens.write_local(session, store.root / "local-token"):
+                print(f"pantheon archive: made an upload token for this machine's user in {store.root / 'local-token'}",
+                      file=sys.stderr, flush=True)
     app = Starlette(routes=ROUTES)
-    app.state.sessions = sessionmaker(engine, expire_on_commit=False)
+    app.state.sessions = sessions
     app.state.store = store
     app.state.limits = settings.limits
     return app

@@ -3,7 +3,12 @@
     pantheon archive serve [--db URL] [--files DIR] [--host H] [--port P]
     pantheon archive token create NAME [--db URL]      prints the token once, as its last word
     pantheon archive token revoke NAME [--db URL]
-    pantheon archive upload DATA_DIR --to URL [--token T]   (or PANTHEON_ARCHIVE_TOKEN)
+    pantheon archive upload DATA_DIR... --to URL [--token T]   (or PANTHEON_ARCHIVE_TOKEN)
+
+A server on a loopback address whose database has no token yet makes one for this machine's user
+and writes it to FILES/local-token (mode 0600); `upload` to a loopback URL with no token given reads
+archive/files/local-token, so `pantheon archive serve` and `pantheon archive upload data/demo-*`
+give a browsable archive in two commands. A server reachable from elsewhere never does this.
 
 serve prints one line, `pantheon archive: serving http://HOST:PORT/`, once it listens, and stops
 cleanly (exit 0) on SIGINT or SIGTERM.
@@ -17,10 +22,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from pantheon.archive.client import LOCAL_TOKEN, LOOPBACK_HOSTS, TOKEN_VARIABLE
 from pantheon.archive.db import DEFAULT_URL
 from pantheon.archive.staging import Limits
 
-DEFAULT_FILES = Path("archive/files")
+DEFAULT_FILES = LOCAL_TOKEN.parent
 MB = 1 << 20
 UPLOAD_REFUSED = 1
 """Exit status of an upload that did not land (the archive refused it, or could not be reached)."""
@@ -49,9 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--db", default=DEFAULT_URL, help=f"database URL (default {DEFAULT_URL})")
 
     upload = commands.add_parser("upload", help="upload a data dir (pantheon test, sim or demo; analysed) to an archive")
-    upload.add_argument("data_dir", type=Path, metavar="DATA_DIR")
+    upload.add_argument("data_dirs", type=Path, nargs="+", metavar="DATA_DIR", help="one or more data dirs, each analysed")
     upload.add_argument("--to", required=True, metavar="URL", help="the archive, e.g. http://127.0.0.1:8080/")
-    upload.add_argument("--token", help="upload token (default: $PANTHEON_ARCHIVE_TOKEN)")
+    upload.add_argument("--token", help=f"upload token (default: ${TOKEN_VARIABLE}, or for a loopback URL {LOCAL_TOKEN})")
     upload.add_argument("--title", help="the result's title (default: made from the path and the schemes)")
     upload.add_argument("--description", help="a paragraph on the experiment, shown on its page")
     upload.add_argument("--kind", choices=["emulation", "simulation", "node-cloud", "cloud-cloud"],
@@ -67,7 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
     from pantheon.archive.app import Settings, make_app
 
     limits = Limits(upload_bytes=int(args.max_upload_mb * MB), unpacked_bytes=int(args.max_unpacked_mb * MB), files=args.max_files)
-    app = make_app(Settings(args.db, args.files, limits))
+    app = make_app(Settings(args.db, args.files, limits, local_token=args.host in LOOPBACK_HOSTS))
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
@@ -115,14 +121,17 @@ def _upload(args: argparse.Namespace) -> int:
     from pantheon.archive import client
 
     told = {name: getattr(args, name) for name in ("title", "description", "kind", "node", "peer", "link")}
-    try:
-        answer = client.upload(args.data_dir, args.to, args.token, told)
-    except client.UploadError as e:
-        print(f"pantheon: {e}", file=sys.stderr)
-        return UPLOAD_REFUSED
-    verb = "uploaded" if answer.get("created") else "already in the archive"
-    print(f"pantheon archive: {args.data_dir} {verb}: {answer['url']}")
-    return 0
+    refused = 0
+    for data_dir in args.data_dirs:
+        try:
+            answer = client.upload(data_dir, args.to, args.token, told)
+        except client.UploadError as e:
+            print(f"pantheon: {e}", file=sys.stderr)
+            refused += 1
+            continue
+        verb = "uploaded" if answer.get("created") else "already in the archive"
+        print(f"pantheon archive: {data_dir} {verb}: {answer['url']}", flush=True)
+    return UPLOAD_REFUSED if refused else 0
 
 
 def run(args: argparse.Namespace) -> int:

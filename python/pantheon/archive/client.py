@@ -23,6 +23,11 @@ from pantheon.archive.staging import MANIFEST
 from pantheon.errors import PantheonError
 
 TOKEN_VARIABLE = "PANTHEON_ARCHIVE_TOKEN"
+LOCAL_TOKEN = Path("archive/files/local-token")
+"""Where a server on a loopback address with the default --files keeps the token it made for this
+machine's user (tokens.write_local), relative to the directory both were started in."""
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+"""Addresses only this machine reaches: a server on one makes its first token for its user."""
 TIMEOUT_S = 600.0
 """How long the client waits for the server's answer to one request, s (a large data dir is
 re-analysed before the answer)."""
@@ -74,6 +79,13 @@ def pack(root: Path, out) -> None:
                 tar.addfile(info, f)
 
 
+def _local_token(url: str) -> str | None:
+    """The token a server on this machine made for its user (LOCAL_TOKEN), for a loopback URL."""
+    if urlsplit(url).hostname not in LOOPBACK_HOSTS or not LOCAL_TOKEN.is_file():
+        return None
+    return LOCAL_TOKEN.read_text().strip() or None
+
+
 def _connection(url: str) -> tuple[http.client.HTTPConnection, str]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -108,7 +120,7 @@ def _request(url: str, method: str, path: str, headers: dict, body=None) -> dict
 
 def upload(data_dir: Path, url: str, token: str | None, description: dict[str, str] | None = None) -> dict:
     """Uploads a data dir; the server's answer {"id", "url", "created"}."""
-    token = token or os.environ.get(TOKEN_VARIABLE)
+    token = token or os.environ.get(TOKEN_VARIABLE) or _local_token(url)
     if not token:
         raise UploadError(f"no token: give --token TOKEN or set {TOKEN_VARIABLE} (pantheon archive token create NAME makes one)")
     if not data_dir.is_dir():

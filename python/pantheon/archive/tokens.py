@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,6 +19,8 @@ from pantheon.archive.models import Token
 from pantheon.errors import PantheonError
 
 TOKEN_BYTES = 32
+LOCAL_NAME = "local"
+"""The name of the token a loopback server makes for its machine's user (write_local)."""
 PREFIX = "pantheon_"
 """Marks the text as a Pantheon archive token (for secret scanners and for people)."""
 
@@ -45,6 +49,18 @@ def create(session: Session, name: str) -> str:
     session.add(Token(name=name, hash=token_hash(token), created_at=now_utc()))
     session.commit()
     return token
+
+
+def write_local(session: Session, path: Path) -> bool:
+    """On an archive without any token, makes one named "local" and writes it to `path`, readable by
+    this user only; whether it did. For a server only this machine reaches (see cli.py)."""
+    if session.scalar(select(Token.id).limit(1)) is not None:
+        return False
+    token = create(session, LOCAL_NAME)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(token + "\n")
+    return True
 
 
 def revoke(session: Session, name: str) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pantheon.analysis.analyze import display_name, judge_run
 from pantheon.analysis.datadir import DataDir, open_data_dir, read_json
-from pantheon.analysis.metrics import RunMetrics
+from pantheon.analysis.metrics import RUN_METRICS, RunMetrics, scheme_summary
 from pantheon.archive.models import File, Flow, Result, ResultScheme, Run
 from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.store import Store
@@ -61,14 +61,31 @@ class Description:
         return self
 
 
-def _same(a: float | int | None, b: object) -> bool:
+def _same(a: object, b: object) -> bool:
     if a is None or (isinstance(a, float) and not math.isfinite(a)):
         return b is None
+    if isinstance(a, bool) or not isinstance(a, (int, float)):
+        return a == b
     return isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=PERF_RELATIVE_TOLERANCE, abs_tol=1e-12)
 
 
+def _first_difference(mine: object, theirs: object, where: str) -> str | None:
+    """Where two JSON-like values first differ (numbers within the tolerance agree), or None."""
+    if isinstance(mine, dict):
+        if not isinstance(theirs, dict):
+            return f"{where} is missing"
+        for key, value in mine.items():
+            if (found := _first_difference(value, theirs.get(key), f"{where} {key}")) is not None:
+                return found
+        return None
+    if not _same(mine, theirs):
+        return f"{where} is {theirs!r} there, {mine!r} from the records"
+    return None
+
+
 def _check_perf(perf: dict, derived: dict[tuple[str, int], RunMetrics]) -> None:
-    """Refused unless perf.json has exactly the runs of the records, each with the numbers derived here."""
+    """Refused unless perf.json has exactly the runs of the records, each run's and each flow's
+    numbers as derived here, and each scheme's summary (metrics.scheme_summary) of those runs."""
     claimed = perf.get("schemes")
     if not isinstance(claimed, dict):
         raise Refused('perf.json has no "schemes": it is not what pantheon analyze writes')
@@ -78,14 +95,18 @@ def _check_perf(perf: dict, derived: dict[tuple[str, int], RunMetrics]) -> None:
         differ = sorted(listed ^ set(derived))[:3]
         raise Refused(f"perf.json and the records disagree on which runs exist ({', '.join(f'{a} run {b}' for a, b in differ)}); "
                       "run pantheon analyze DATA_DIR again before uploading")
+    by_label: dict[str, list[RunMetrics]] = {}
     for (label, number), metrics in derived.items():
-        flows = claimed[label]["runs"][str(number)].get("flows") or {}
-        for m in [metrics.all, *metrics.flows]:
-            mine, theirs = asdict(m), flows.get(m.flow) or {}
-            for name in CHECKED_METRICS:
-                if not _same(mine[name], theirs.get(name)):
-                    raise Refused(f"perf.json does not match the records: {label} run {number} flow {m.flow}: {name} is "
-                                  f"{theirs.get(name)!r} there, {mine[name]!r} from the records")
+        by_label.setdefault(label, []).append(metrics)
+        mine = {name: getattr(metrics, name) for name in (*RUN_METRICS, "valid")}
+        mine["flows"] = {m.flow: {name: getattr(m, name) for name in CHECKED_METRICS} for m in [metrics.all, *metrics.flows]}
+        found = _first_difference(mine, claimed[label]["runs"][str(number)], f"{label} run {number}")
+        if found is not None:
+            raise Refused(f"perf.json does not match the records: {found}")
+    for label, runs in by_label.items():
+        found = _first_difference(scheme_summary(runs), claimed[label].get("summary"), f"{label} summary")
+        if found is not None:
+            raise Refused(f"perf.json does not match the records: {found}")
 
 
 def _started(metadata: dict) -> datetime:

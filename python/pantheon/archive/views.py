@@ -86,6 +86,7 @@ def detail(result: Result, base: str) -> dict:
     metadata = json.loads(result.metadata_json)
     remote = metadata.get("remote") if isinstance(metadata.get("remote"), dict) else None
     hosts = {"local": metadata.get("machine"), "remote": (remote or {}).get("remote_machine")}
+    listed = files(result, base)
     if remote:
         hosts |= {"local_description": remote.get("local_desc", ""), "remote_description": remote.get("remote_desc", ""),
                   "remote_host": remote.get("host", ""), "sender": remote.get("sender", ""),
@@ -101,8 +102,8 @@ def detail(result: Result, base: str) -> dict:
         "clock_bounds_ms": ({"min": result.delay_bound_min_ms, "max": result.delay_bound_max_ms}
                             if result.delay_bound_max_ms is not None else None),
         "stats": scheme_stats(result),
-        "files": files(result, base),
-        "run_dirs": run_dirs(files(result, base)),
+        "files": listed,
+        "run_dirs": run_dirs(listed),
         "archive_url": f"{result_url(base, result.id)}/archive.tar.gz",
         "runs_url": f"{base.rstrip('/')}/api/results/{result.id}/runs",
         "metadata": metadata,
