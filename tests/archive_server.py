@@ -26,7 +26,6 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tarfile
 import tempfile
@@ -50,13 +49,6 @@ SERVING = re.compile(r"^pantheon archive: serving (http://\S+/)$", re.MULTILINE)
 # several times that on a busy 2-core machine.
 SERVER_START_S = 60.0
 STOP_S = 15.0
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the server is retried if it is taken since)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop_group(proc: subprocess.Popen, first: signal.Signals = signal.SIGTERM) -> int | None:
@@ -86,8 +78,9 @@ class Postgres:
     def __init__(self, top: Path, as_user: dict) -> None:
         self.socket_dir = top
         """Where the postmaster's Unix socket is (it listens on no TCP port), its data dir beside it."""
-        self.port = free_port()
-        """The number in the socket's name (.s.PGSQL.PORT); no TCP port is opened."""
+        self.port = 5432
+        """The number in the socket's name (.s.PGSQL.PORT), the socket in a directory of its own; no TCP
+        port is opened, so none can clash."""
         self.proc: subprocess.Popen | None = None
         """The postmaster, leader of its process group (its backends are its children)."""
         self._as_user = as_user
@@ -183,48 +176,45 @@ def postgres_cluster() -> Iterator[Postgres]:
 class ArchiveServer:
     """`pantheon archive serve` running as a process; `url` ends with a slash."""
 
-    def __init__(self, db: str, files: Path, log_dir: Path) -> None:
+    def __init__(self, db: str, files: Path, log_dir: Path, cwd: Path | None = None) -> None:
         self.db = db
-        """The --db URL."""
+        """The database's URL (--db)."""
         self.files = files
-        """The --files directory (content-addressed store)."""
+        """The content-addressed store's directory (--files)."""
         self.log_dir = log_dir
         """Where the server's stdout and stderr go, one pair of files per start."""
+        self.cwd = cwd
+        """None: serve with --db and --files; else serve with neither, in this directory (db and files
+        then say where the defaults put them)."""
         self.proc: subprocess.Popen | None = None
         self.url = ""
         self.port = 0
         self._starts = 0
 
-    def start(self, port: int | None = None) -> None:
-        """Start the server (on `port`, or a free one) and wait for its serving line."""
-        for _ in range(3):
-            self.port = port or free_port()
-            self._starts += 1
-            out = self.log_dir / f"serve{self._starts}.out"
-            err = self.log_dir / f"serve{self._starts}.err"
-            with open(out, "wb") as stdout, open(err, "wb") as stderr:
-                self.proc = subprocess.Popen([str(PANTHEON), "archive", "serve", "--db", self.db, "--files",
-                                              str(self.files), "--host", "127.0.0.1", "--port", str(self.port)],
-                                             stdout=stdout, stderr=stderr, start_new_session=True)
-            deadline = time.monotonic() + SERVER_START_S
-            while time.monotonic() < deadline:
-                if (m := SERVING.search(out.read_text(errors="replace"))) is not None:
-                    self.url = m.group(1)
-                    assert self.url == f"http://127.0.0.1:{self.port}/", self.url
-                    assert get_json(self.url + "api/health") == {"ok": True}
-                    return
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.05)
-            else:
+    def start(self, port: int = 0) -> None:
+        """Start the server on `port` (0: a free one it picks and names) and wait for its serving line."""
+        self._starts += 1
+        out = self.log_dir / f"serve{self._starts}.out"
+        err = self.log_dir / f"serve{self._starts}.err"
+        where = [] if self.cwd else ["--db", self.db, "--files", str(self.files)]
+        with open(out, "wb") as stdout, open(err, "wb") as stderr:
+            self.proc = subprocess.Popen([str(PANTHEON), "archive", "serve", *where, "--host", "127.0.0.1",
+                                          "--port", str(port)], stdout=stdout, stderr=stderr, cwd=self.cwd,
+                                         start_new_session=True)
+        deadline = time.monotonic() + SERVER_START_S
+        while (m := SERVING.search(out.read_text(errors="replace"))) is None:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the archive server exited with {self.proc.returncode}: "
+                                   f"{err.read_text(errors='replace')[-3000:]}")
+            if time.monotonic() > deadline:
                 stop_group(self.proc, signal.SIGKILL)
                 raise RuntimeError(f"the archive server printed no serving line in {SERVER_START_S:.0f} s: "
                                    f"{err.read_text(errors='replace')[-3000:]}")
-            why = err.read_text(errors="replace")
-            if port is None and "address already in use" in why.lower():
-                continue
-            raise RuntimeError(f"the archive server exited with {self.proc.returncode}: {why[-3000:]}")
-        raise RuntimeError("no free port for the archive server after three tries")
+            time.sleep(0.05)
+        self.url = m.group(1)
+        self.port = urllib.parse.urlsplit(self.url).port or 0
+        assert self.url == f"http://127.0.0.1:{port or self.port}/", self.url
+        assert get_json(self.url + "api/health") == {"ok": True}
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> int | None:
         """Stop the server's process group with `sig` (SIGKILL after a grace period); its exit status."""
@@ -261,9 +251,10 @@ class ArchiveServer:
         return get_json(self.url + "api/results?" + urllib.parse.urlencode(query))
 
 
-def pantheon(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def pantheon(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 120
+             ) -> subprocess.CompletedProcess:
     """Run the pantheon command line (the checkout's python/ first on PYTHONPATH, as the tests run)."""
-    return subprocess.run([str(PANTHEON), *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([str(PANTHEON), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env={**os.environ, **(env or {})})
 
 

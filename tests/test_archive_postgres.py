@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import shutil
 import signal
 import sqlite3
@@ -24,7 +25,9 @@ from pathlib import Path
 import pytest
 
 from archive_server import (
+    PANTHEON,
     Archive,
+    ArchiveServer,
     Experiment,
     archive_server,
     data_dir_members,
@@ -179,6 +182,27 @@ def error_line(done: subprocess.CompletedProcess) -> str:
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("pantheon: "), done.stderr
     return line
+
+
+def test_serve_and_upload_make_a_browsable_archive_in_two_commands(
+        tmp_path: Path, experiments: dict[str, Experiment]) -> None:
+    """Issue 20's "done when": in a fresh directory, `pantheon archive serve` with every default but the
+    port, then `pantheon archive upload DIR DIR --to URL` with no token anywhere (the one the loopback
+    server made for this machine's user)."""
+    server = ArchiveServer(f"sqlite:///{tmp_path / 'archive' / 'archive.db'}", tmp_path / "archive" / "files",
+                           tmp_path, cwd=tmp_path)
+    server.start()
+    try:
+        dirs = [experiments["copa-cubic"].path, experiments["vegas-2flows"].path]
+        without_token = {k: v for k, v in os.environ.items() if k != "PANTHEON_ARCHIVE_TOKEN"}
+        done = subprocess.run([str(PANTHEON), "archive", "upload", *map(str, dirs), "--to", server.url],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path, env=without_token)
+        assert done.returncode == 0, done.stderr
+        assert [line.split()[-2] for line in done.stdout.splitlines()] == ["uploaded:", "uploaded:"], done.stdout
+        assert (server.files / "local-token").stat().st_mode & 0o777 == 0o600
+        assert get_bytes(server.url).count(b'class="result-link"') == len(dirs)
+    finally:
+        server.stop()
 
 
 # The command line's token handling and its one-line refusals do not depend on the database: once,
