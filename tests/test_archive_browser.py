@@ -156,11 +156,26 @@ def test_summary_colours_order_by_score(postgresql_archive: Archive, page, tmp_p
     assert max(map(len, rows)) == 3, "no row with a colour between its best and worst"
 
 
-def test_every_page_answers(postgresql_archive: Archive, page, tmp_path: Path) -> None:
+def test_compare_two_results_chosen_on_the_find_page(postgresql_archive: Archive, page, tmp_path: Path) -> None:
     archive = postgresql_archive
     server = archive.server
-    ids = ",".join(map(str, archive.ids.values()))
-    for name, path in (("scheme", "schemes/copa"), ("compare", f"compare?ids={ids}"), ("faq", "faq")):
+    chosen = sorted([archive.ids["copa-cubic"], archive.ids["nepal-3schemes"]])
+    page.goto(server.url)
+    for result_id in chosen:
+        page.locator(f'#compare input[type=checkbox][value="{result_id}"]').check()
+    page.locator("#compare [type=submit]").click()
+    page.wait_for_load_state("load")
+    assert page.locator("h1").inner_text().strip() == "Compare results"
+    shown = page.locator("a.result-link").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert sorted(int(href.rsplit("/", 1)[1]) for href in shown) == chosen
+    sizes = page.locator("img.plot").evaluate_all("images => images.map(i => i.naturalWidth)")
+    assert len(sizes) == len(chosen) and all(width > 0 for width in sizes), sizes
+    screenshot(page, tmp_path, "compare")
+
+
+def test_the_other_pages_answer(postgresql_archive: Archive, page, tmp_path: Path) -> None:
+    server = postgresql_archive.server
+    for name, path in (("scheme", "schemes/copa"), ("faq", "faq")):
         response = page.goto(server.url + path)
         assert response is not None and response.status == 200, path
         assert page.locator("h1").count() == 1
