@@ -1,6 +1,6 @@
 """The JSON API (everything the pages show), the uploads, the downloads and the bulk export.
 
-    GET  /api/health                     {"ok": true}
+    GET  /api/health                     {"ok": true}, or 503 when the database does not answer
     GET  /api/token                      the name a bearer token belongs to, or 401 (the client's first step)
     POST /api/uploads                    a data dir as gzip-compressed tar with MANIFEST.json (staging.py)
     GET  /api/results?FILTERS            one page of results (queries.py names the filters)
@@ -28,7 +28,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -250,5 +251,26 @@ async def archive(request: Request) -> Response:
                         filename=f"pantheon-result-{request.path_params['id']}.tar.gz", headers=UNTRUSTED_HEADERS)
 
 
+UNREACHABLE = "the archive's database is unreachable; try again later"
+
+
 async def health(request: Request) -> Response:
+    """Ok only when the database answers: a monitor or load balancer in front must not be told all
+    is well by a server whose every other route would fail."""
+    def ping() -> None:
+        with request.app.state.sessions() as session:
+            session.execute(text("SELECT 1"))
+    try:
+        await run_in_threadpool(ping)
+    except OperationalError:
+        return JSONResponse({"ok": False, "error": UNREACHABLE}, 503)
     return JSONResponse({"ok": True})
+
+
+async def database_unreachable(request: Request, exc: Exception) -> Response:
+    """Any route whose database went away (a PostgreSQL restart, a dropped connection): 503 with
+    one line instead of a bare 500. The pool's pre-ping reconnects once the database is back, and
+    an upload's transaction was never committed, so nothing half-written is visible."""
+    if request.url.path.startswith("/api/"):
+        return error(503, UNREACHABLE)
+    return Response(f"<!doctype html><title>Unavailable</title><p>{UNREACHABLE}.</p>", 503, media_type="text/html")

@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -60,7 +61,7 @@ def make_app(settings: Settings) -> Starlette:
             if tokens.write_local(session, store.root / "local-token"):
                 print(f"pantheon archive: made an upload token for this machine's user in {store.root / 'local-token'}",
                       file=sys.stderr, flush=True)
-    app = Starlette(routes=ROUTES)
+    app = Starlette(routes=ROUTES, exception_handlers={OperationalError: api.database_unreachable})
     app.state.sessions = sessions
     app.state.store = store
     app.state.limits = settings.limits

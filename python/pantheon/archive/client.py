@@ -102,6 +102,8 @@ def _answer(response: http.client.HTTPResponse) -> dict:
         body = {"error": raw[:200].decode("utf-8", "replace").strip() or response.reason}
     if response.status == 401:
         raise UploadError(f"the archive refused the token: {body.get('error', response.reason)}")
+    if response.status == 503:
+        raise UploadError(f"the archive is unavailable (503): {body.get('error', response.reason)}")
     if response.status >= 400:
         raise UploadError(f"the archive refused the upload ({response.status}): {body.get('error', response.reason)}")
     return body
