@@ -19,6 +19,7 @@ import socket
 import tarfile
 import threading
 import time
+import urllib.error
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -227,17 +228,24 @@ def test_a_server_killed_mid_upload_and_restarted_keeps_nothing_half_written(
 
 def test_the_archive_outlives_a_postgresql_restart(
         postgresql_faults: tuple[ArchiveServer, str], postgres: Postgres, experiments: dict[str, Experiment]) -> None:
-    """The database restarted under a running archive (an upgrade, a failover): while it is down an
-    upload fails with one line and leaves nothing; once it is back the archive serves and takes uploads
+    """The database restarted under a running archive (an upgrade, a failover): while it is down the
+    health check and the API answer 503 with one line, and an upload fails with one line and leaves nothing; once it is back the archive serves and takes uploads
     again without being restarted itself."""
     server, token = postgresql_faults
     members = variant(experiments["vegas-2flows"], 600)
     before = state(server)
     postgres.stop()
     try:
+        # A monitor is told the truth, and every answer is one line.
+        for path in ("api/health", "api/results"):
+            with pytest.raises(urllib.error.HTTPError) as unavailable:
+                get_json(server.url + path)
+            with unavailable.value as response:
+                assert response.code == 503, path
+                assert "\n" not in json.loads(response.read())["error"], path
         refused = server.upload(write_data_dir(members, server.log_dir / "pg-down"), token)
         assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
-        assert refused.stderr.strip().splitlines()[-1].startswith("pantheon: "), refused.stderr
+        assert "the archive is unavailable (503)" in refused.stderr.strip().splitlines()[-1], refused.stderr
         assert not staged(server)
     finally:
         postgres.start()
