@@ -30,9 +30,11 @@ as_root() {
 # iproute2: network namespaces; iperf3: bulk TCP for the main job and benchmarks; python3-venv:
 # the Python environment; build-essential, pkg-config: native parts of Rust crates; openssh-client:
 # remote mode's control channel; openssh-server, faketime: the remote-mode tests' second "host"
-# (a throwaway sshd of their own whose sessions run on a shifted clock, tests/remote_hosts.py).
+# (a throwaway sshd of their own whose sessions run on a shifted clock, tests/remote_hosts.py);
+# postgresql-15: the archive's tests run a throwaway cluster of their own (tests/archive_server.py);
+# chromium: the archive's pages are tested in a real browser (tests/test_archive_browser.py).
 debian_packages=(iproute2 iperf3 procps python3 python3-venv python3-pip build-essential pkg-config ca-certificates
-                 openssh-client openssh-server faketime)
+                 openssh-client openssh-server faketime postgresql-15 chromium)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for package in "${debian_packages[@]}"; do
@@ -40,6 +42,7 @@ for package in "${debian_packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   had_sshd=0; installed openssh-server && had_sshd=1
+  had_postgresql=0; installed postgresql-15 && had_postgresql=1
   had_sshd_pid=0; [ -e /run/sshd.pid ] && had_sshd_pid=1
   say "installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq
@@ -54,6 +57,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     else
       as_root update-rc.d ssh disable >/dev/null 2>&1 || true
       [ "$had_sshd_pid" -eq 1 ] || [ ! -e /run/sshd.pid ] || as_root /etc/init.d/ssh stop >/dev/null || true
+    fi
+  fi
+  # Likewise postgresql-15 creates and starts a system cluster (15/main); the tests start their own,
+  # so a machine that had none is left with the programs and no running database.
+  if [ "$had_postgresql" -eq 0 ]; then
+    if [ -d /run/systemd/system ]; then
+      as_root systemctl disable --now --quiet postgresql.service 2>/dev/null || true
+    else
+      as_root update-rc.d postgresql disable >/dev/null 2>&1 || true
+      as_root /etc/init.d/postgresql stop >/dev/null 2>&1 || true
     fi
   fi
 fi

@@ -1,5 +1,6 @@
 """Shared fixtures: every test that moves packets runs inside a private network namespace it
-creates and deletes, so the host's network is never touched. These tests need root (CI is root)."""
+creates and deletes, so the host's network is never touched. These tests need root (CI is root).
+The archive's tests share one throwaway PostgreSQL cluster and a few simulated data dirs."""
 from __future__ import annotations
 
 import itertools
@@ -11,6 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from archive_server import (
+    DATABASES,
+    Archive,
+    Experiment,
+    Postgres,
+    archive_server,
+    make_experiments,
+    new_database,
+    postgres_cluster,
+)
 from pantheon.netns import private_netns
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,3 +67,44 @@ def links_in(netns: str) -> list[str]:
 def in_ns(netns: str, argv: list[str]) -> list[str]:
     """argv prefixed to run inside `netns`."""
     return ["ip", "netns", "exec", netns, *argv]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL cluster that the archive's tests share (tests/archive_server.py)."""
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def experiments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Experiment]:
+    """Small real data dirs (pantheon sim) that the archive's tests upload, by name."""
+    return make_experiments(tmp_path_factory.mktemp("experiments"))
+
+
+def published(request: pytest.FixtureRequest, kind: str, tmp_path_factory: pytest.TempPathFactory,
+              experiments: dict[str, Experiment]) -> Iterator[Archive]:
+    """The archive's server over a fresh database of `kind` with the experiments uploaded by
+    `pantheon archive upload`; the API's and the browser's tests read it."""
+    root = tmp_path_factory.mktemp(f"archive-{kind}")
+    with archive_server(new_database(request, kind, root), root) as server:
+        token = server.token("ci")
+        yield Archive(server, token, server.upload_all({name: e.path for name, e in experiments.items()}, token))
+
+
+@pytest.fixture(scope="session")
+def sqlite_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                   experiments: dict[str, Experiment]) -> Iterator[Archive]:
+    yield from published(request, "sqlite", tmp_path_factory, experiments)
+
+
+@pytest.fixture(scope="session")
+def postgresql_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                       experiments: dict[str, Experiment]) -> Iterator[Archive]:
+    yield from published(request, "postgresql", tmp_path_factory, experiments)
+
+
+@pytest.fixture(params=DATABASES)
+def archive(request: pytest.FixtureRequest) -> Archive:
+    """Each of the above in turn (each made once a session)."""
+    return request.getfixturevalue(f"{request.param}_archive")

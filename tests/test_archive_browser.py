@@ -1,0 +1,182 @@
+"""The archive's pages in a real browser (issue 20 §3): Playwright for Python driving Debian's
+chromium, headless, against the real server over a real PostgreSQL (tests/archive_server.py). The
+experiments are uploaded with `pantheon archive upload`; then, as a visitor would, the test finds one
+through the filter form, opens it, sees every plot load, follows the downloads, and reads the
+summary table's colours. Screenshots of each page are kept (the path is printed)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from archive_server import Archive, Experiment
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = Path(os.environ.get("PANTHEON_SCREENSHOTS", "/tmp/pantheon-archive-screenshots"))
+"""Where the screenshots are copied for a person to look at (also kept in the test's tmp dir)."""
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements.lock)")
+pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser(pytestconfig: pytest.Config) -> Iterator:
+    """One headless chromium for the module; says where the screenshots are when it closes."""
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield chromium
+        chromium.close()
+    if SCREENSHOTS.is_dir():
+        # Past pytest's capture, so that the line shows in a passing run's output too.
+        with pytestconfig.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+            print(f"\narchive pages' screenshots: {SCREENSHOTS}")
+
+
+@pytest.fixture
+def page(browser, tmp_path: Path) -> Iterator:
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    yield context.new_page()
+    context.close()
+
+
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    """A full-page screenshot in the test's tmp dir, copied to SCREENSHOTS."""
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, SCREENSHOTS / path.name)
+
+
+def choose(page, name: str, value: str) -> None:
+    """Set a filter of the find form, whether it is a select or a text input."""
+    field = page.locator(f"#filters [name={name}]")
+    if field.evaluate("e => e.tagName") == "SELECT":
+        field.select_option(value)
+    else:
+        field.fill(value)
+
+
+def test_find_open_see_plots_and_download(postgresql_archive: Archive, page, tmp_path: Path,
+                                          experiments: dict[str, Experiment]) -> None:
+    archive = postgresql_archive
+    server = archive.server
+    pages = {name: f"{server.url}results/{result_id}" for name, result_id in archive.ids.items()}
+    experiment = experiments["vegas-2flows"]
+    page.goto(server.url)
+    assert page.locator("a.result-link").count() == len(pages)
+    choose(page, "scheme", "vegas-user")
+    choose(page, "flows", "2")
+    screenshot(page, tmp_path, "find")
+    page.locator("#filters [type=submit]").click()
+    page.wait_for_load_state()
+    assert "scheme=vegas-user" in page.url and "flows=2" in page.url
+    links = page.locator("a.result-link")
+    assert links.count() == 1
+    # The filters stay set on the page of results they chose.
+    assert page.locator("#filters [name=scheme]").input_value() == "vegas-user"
+    links.first.click()
+    page.wait_for_load_state("load")
+    assert page.url == f"{server.url}results/{archive.ids['vegas-2flows']}"
+    assert page.locator("h1").inner_text().strip()
+
+    # Every plot is one of the data dir's images, and the browser decoded it (a broken image is 0 wide).
+    pngs = {p.relative_to(experiment.path).as_posix() for p in experiment.path.rglob("*.png")}
+    page.wait_for_load_state("networkidle")
+    plots = page.locator("img.plot").evaluate_all(
+        "images => images.map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
+    assert len(plots) >= 2
+    assert all(complete and width > 0 for _, complete, width in plots), plots
+    assert all(any(src.endswith(png) for png in pngs) for src, _, _ in plots), plots
+    screenshot(page, tmp_path, "result")
+
+    perf_link = page.locator('a.download[href$="perf.json"]')
+    assert perf_link.count() == 1
+    perf_bytes = page.request.get(perf_link.evaluate("a => a.href")).body()
+    assert perf_bytes == (experiment.path / "perf.json").read_bytes()
+    # The whole data dir is an attachment: the browser saves it.
+    with page.expect_download() as whole:
+        page.locator('a.download[href$="archive.tar.gz"]').click()
+    with tarfile.open(whole.value.path()) as tar:
+        extracted = tar.extractfile("perf.json")
+        assert extracted is not None and extracted.read() == perf_bytes
+    # The report opens in chromium's PDF viewer (which hands the page an HTML wrapper of its own),
+    # so its bytes are fetched through the browser's context, as the viewer's download button would.
+    report_link = page.locator('a.download[href$="report.pdf"]')
+    report_url = report_link.evaluate("a => a.href")
+    report_link.click()
+    page.wait_for_url(report_url)
+    screenshot(page, tmp_path, "report")
+    assert page.request.get(report_url).body() == (experiment.path / "report.pdf").read_bytes()
+
+
+def rgb(colour: str) -> tuple[float, ...]:
+    """'rgb(r, g, b)' or 'rgba(r, g, b, a)' as computed by the browser."""
+    inside = colour[colour.index("(") + 1:colour.index(")")]
+    return tuple(float(part) for part in inside.split(",")[:3])
+
+
+def test_summary_colours_order_by_score(postgresql_archive: Archive, page, tmp_path: Path,
+                                        experiments: dict[str, Experiment]) -> None:
+    archive = postgresql_archive
+    server = archive.server
+    page.goto(server.url + "summary")
+    rows = page.locator("#summary tr").evaluate_all("""rows => rows.map(row => Array.from(row.querySelectorAll('td.score'))
+        .map(cell => [parseFloat(cell.dataset.score), getComputedStyle(cell).backgroundColor, cell.title]))""")
+    rows = [row for row in rows if row]
+    screenshot(page, tmp_path, "summary")
+    assert sorted(map(len, rows)) == sorted(len(e.schemes) for e in experiments.values())
+    # Every cell's score is ln(mean throughput / mean p95 delay) of a scheme in an experiment, worked
+    # out here from its perf.json, and its hover text gives those two means.
+    means = {}
+    for experiment in experiments.values():
+        for scheme in json.loads((experiment.path / "perf.json").read_text())["schemes"].values():
+            tput, delay = (scheme["summary"]["all"][m]["mean"] for m in ("throughput_mbps", "delay_p95_ms"))
+            means[round(math.log(tput / delay), 9)] = (tput, delay)
+    assert {round(score, 9) for row in rows for score, _, _ in row} == set(means)
+    for score, _, title in (cell for row in rows for cell in row):
+        tput, delay = means[round(score, 9)]
+        assert f"{tput:.2f} Mbit/s" in title and f"{delay:.2f} ms" in title, title
+    for row in [row for row in rows if len(row) > 1]:
+        cells = sorted(row)
+        worst, best = rgb(cells[0][1]), rgb(cells[-1][1])
+        # Best is green and worst red, as the page's legend says: the best cell has more green over red.
+        assert best[1] - best[0] > worst[1] - worst[0], row
+        # Each colour's place on the line from the worst cell's colour to the best's must grow with
+        # the score (a scale that is not a straight line in RGB, red → yellow → green, still moves along it).
+        direction = [b - w for b, w in zip(best, worst)]
+        places = [sum((c - w) * d for c, w, d in zip(rgb(colour), worst, direction)) for _, colour, _ in cells]
+        assert places == sorted(places), cells
+    assert max(map(len, rows)) == 3, "no row with a colour between its best and worst"
+
+
+def test_compare_two_results_chosen_on_the_find_page(postgresql_archive: Archive, page, tmp_path: Path) -> None:
+    archive = postgresql_archive
+    server = archive.server
+    chosen = sorted([archive.ids["copa-cubic"], archive.ids["nepal-3schemes"]])
+    page.goto(server.url)
+    for result_id in chosen:
+        page.locator(f'#compare input[type=checkbox][value="{result_id}"]').check()
+    page.locator("#compare [type=submit]").click()
+    page.wait_for_load_state("load")
+    assert page.locator("h1").inner_text().strip() == "Compare results"
+    shown = page.locator("a.result-link").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert sorted(int(href.rsplit("/", 1)[1]) for href in shown) == chosen
+    sizes = page.locator("img.plot").evaluate_all("images => images.map(i => i.naturalWidth)")
+    assert len(sizes) == len(chosen) and all(width > 0 for width in sizes), sizes
+    screenshot(page, tmp_path, "compare")
+
+
+def test_the_other_pages_answer(postgresql_archive: Archive, page, tmp_path: Path) -> None:
+    server = postgresql_archive.server
+    for name, path in (("scheme", "schemes/copa"), ("faq", "faq")):
+        response = page.goto(server.url + path)
+        assert response is not None and response.status == 200, path
+        assert page.locator("h1").count() == 1
+        screenshot(page, tmp_path, name)
