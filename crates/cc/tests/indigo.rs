@@ -196,6 +196,10 @@ fn bad_weights_files_are_one_line_errors() {
         with(&|t| t[0] = ("lstm.weight_ih", "F32", vec![128, 8], vec![0; 128 * 8 * 4])),
         "tensor 'lstm.weight_ih': shape must be [128, 9], got [128, 8]"
     );
+    assert_eq!(
+        with(&|t| t[1] = ("lstm.weight_hh", "F32", vec![64, 32], vec![0; 64 * 32 * 4])),
+        "tensor 'lstm.weight_hh': shape must be [4H, H] with H >= 1, got [64, 32]"
+    );
     assert_eq!(with(&|t| t[3].2 = vec![32, 5]), "tensor 'head.weight': shape must be [5, 32], got [32, 5]");
     assert_eq!(
         with(&|t| {

@@ -94,11 +94,9 @@ pub struct Indigo {
 
 impl Indigo {
     pub fn new(config: IndigoConfig, weights: Weights) -> Self {
-        let mut net = Lstm::new(weights);
-        net.reset();
         Indigo {
             config,
-            net,
+            net: Lstm::new(weights),
             features: Features::new(),
             cwnd_packets: config.initial_cwnd_packets as f64,
             prev_action: ACTIONS - 1,

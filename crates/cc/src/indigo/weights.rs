@@ -9,9 +9,13 @@
 //! |------------------|------------|----------------------------------------------------------|
 //! | `lstm.weight_ih` | [4H, 9]    | input → gates, rows in gate order i, f, g, o (lstm.rs)   |
 //! | `lstm.weight_hh` | [4H, H]    | previous hidden state → gates, same row order            |
-//! | `lstm.bias`      | [4H]       | one bias per gate row (a trainer with two biases sums them; TensorFlow's BasicLSTMCell's forget_bias of 1.0 is added to the f rows) |
+//! | `lstm.bias`      | [4H]       | one bias per gate row (see below)                        |
 //! | `head.weight`    | [5, H]     | hidden state → one score per action (mod.rs's order)     |
 //! | `head.bias`      | [5]        | the scores' bias                                         |
+//!
+//! A trainer whose LSTM has two biases (PyTorch's `bias_ih` and `bias_hh`) writes their sum; one
+//! with a constant forget bias (TensorFlow's BasicLSTMCell, the released code's, adds 1.0 and
+//! orders its gate rows i, g, f, o) adds it to the f rows and reorders the rows to i, f, g, o.
 //!
 //! Any other tensor, a missing one, another dtype or shape, or a value that is not finite is a
 //! one-line error naming the tensor: a file for another model must not load as this one.
@@ -66,24 +70,22 @@ impl Weights {
 
     /// Parses and checks the bytes of a weights file.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, WeightsError> {
-        let file = SafeTensors::deserialize(bytes)
-            .map_err(|e| WeightsError(format!("not a safetensors file: {}", one_line(&e.to_string()))))?;
+        let file =
+            SafeTensors::deserialize(bytes).map_err(|e| WeightsError(format!("not a safetensors file: {}", e)))?;
         if let Some(extra) = file.names().into_iter().find(|n| !TENSOR_NAMES.contains(n)) {
             return Err(WeightsError(format!(
                 "unexpected tensor '{extra}' (an Indigo weights file holds exactly {})",
                 TENSOR_NAMES.join(", ")
             )));
         }
-        let hh = tensor(&file, "lstm.weight_hh", None)?;
-        let hidden = hh.1.get(1).copied().unwrap_or(0);
-        if hidden == 0 {
+        let (weight_hh, hh_shape) = tensor(&file, "lstm.weight_hh", None)?;
+        let hidden = hh_shape.get(1).copied().unwrap_or(0);
+        let gates = 4 * hidden;
+        if hidden == 0 || hh_shape != [gates, hidden] {
             return Err(WeightsError(format!(
-                "tensor 'lstm.weight_hh': shape must be [4H, H] with H >= 1, got {:?}",
-                hh.1
+                "tensor 'lstm.weight_hh': shape must be [4H, H] with H >= 1, got {hh_shape:?}"
             )));
         }
-        let gates = 4 * hidden;
-        let weight_hh = tensor(&file, "lstm.weight_hh", Some(&[gates, hidden]))?.0;
         Ok(Weights {
             hidden,
             weight_ih: tensor(&file, "lstm.weight_ih", Some(&[gates, INPUTS]))?.0,
@@ -93,11 +95,6 @@ impl Weights {
             head_bias: tensor(&file, "head.bias", Some(&[ACTIONS]))?.0,
         })
     }
-}
-
-/// The library's messages quote the JSON parser's, which are one line; this keeps it so.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The values and shape of tensor `name`, checked to be finite f32 of shape `shape` when given.
