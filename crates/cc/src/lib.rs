@@ -28,6 +28,7 @@ pub mod copa;
 pub mod cubic;
 pub mod filter;
 pub mod flow;
+pub mod indigo;
 pub mod ledbat;
 pub mod params;
 pub mod pcc;

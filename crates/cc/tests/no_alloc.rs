@@ -10,7 +10,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::VecDeque;
 
+use pantheon_cc::indigo::{Indigo, IndigoConfig, Weights};
 use pantheon_cc::{build, CongestionControl, SentPackets};
+
+#[path = "support/indigo_weights.rs"]
+mod indigo_weights;
 
 struct Counting;
 
@@ -143,6 +147,24 @@ fn no_allocation_per_packet_after_warm_up() {
         // The flow really ran: 100 000 packets at one per ms take about 100 s of fake time.
         assert!(clock.now_us > 100_000_000, "{name}: only {} us", clock.now_us);
     }
+}
+
+#[test]
+fn indigo_decides_without_allocating() {
+    // Not in the registry (no trained weights yet): a random 128-unit LSTM whose head always
+    // picks "+0", so that the window stays put while every decision runs the whole network.
+    let weights = Weights::from_bytes(&indigo_weights::indigo_weights(128, 11, 0.01, [0.0, 0.0, 5.0, 0.0, 0.0]));
+    let mut cc = Indigo::new(IndigoConfig::default(), weights.unwrap());
+    let mut sender = SentPackets::new();
+    let mut acks = VecDeque::with_capacity(1 << 16);
+    let mut clock = Clock::default();
+    drive(&mut cc, &mut sender, &mut acks, &mut clock, 20_000);
+    let decisions = cc.decisions();
+    let allocations = allocations_in(|| drive(&mut cc, &mut sender, &mut acks, &mut clock, 100_000));
+    assert_eq!(allocations, 0, "indigo: {allocations} allocations in 100 000 packets");
+    // A window of 10 packets on a 40-ms path: 250 packets/s, their acks 1 ms apart once per
+    // round trip, so one decision per 40 ms: 10 000 over the 400 s.
+    assert!(cc.decisions() - decisions > 5_000, "only {} decisions", cc.decisions() - decisions);
 }
 
 #[test]

@@ -1,0 +1,169 @@
+//! Indigo (Yan et al., "Pantheon: the training ground for Internet congestion-control research",
+//! USENIX ATC 2018, §6): a congestion controller "extracted from data" — an LSTM trained by
+//! imitation learning (DAgger) to move the window the way an oracle that knows the path would.
+//! This module is the controller at run time; training it is issue 19 §2.
+//!
+//! The rules (the paper's §6, with the details the paper leaves to its released code,
+//! StanfordSNR/indigo env/sender.py and dagger/run_sender.py, named as such):
+//! - On every acknowledgement the observed state is updated (state.rs): averages of queueing
+//!   delay, delivery rate and sending rate.
+//! - Every 10 ms — on the first acknowledgement at least 10 ms after the step began; the first
+//!   step begins at the first acknowledgement (released code) — the network (lstm.rs) reads the
+//!   averages, the window and its previous action (one-hot; before the first decision the last
+//!   action, ×2, as in the released code), and its highest-scoring action moves the window:
+//!   ÷2, −10, +0, +10, ×2 packets (`ACTION_NAMES`), never below 2 packets. The LSTM's state is
+//!   carried from decision to decision and zero at the flow's start.
+//! - Loss is no signal to Indigo (the released sender has none): a loss only updates the
+//!   book-keeping of what is in flight.
+//! - The window starts at 10 packets (the released code's and RFC 6928's) and is a number of
+//!   packets that ÷2 can make fractional; the driver gets it rounded up to whole packets, which is
+//!   what the released sender's test "packets in flight < cwnd" allows.
+//!
+//! Not registered as a scheme: no trained weights exist yet. Build one with `Indigo::new` and a
+//! weights file (weights.rs gives the format).
+//!
+//! Cost (`flock /work/bench.lock cargo test --release -p pantheon-cc --test indigo -- --ignored
+//! --nocapture decision_cost`: medians of 31 timings of 10 000 calls, 3 runs, on this project's
+//! shared 2-core build machine): a decision takes 2.7–3.1 µs with 32 units (the sigmoids and
+//! tanhs dominate) and 16–19 µs with 128; a packet's send and acknowledgement add 10–11 ns of
+//! state update. At 100 Mbit/s (100 decisions and ~8 300 acknowledgements of 1500-byte packets
+//! per second) that is 0.04% of a core with 32 units, 0.2% with 128.
+
+mod lstm;
+mod state;
+mod weights;
+
+pub use lstm::Lstm;
+pub use state::{Features, INPUTS};
+pub use weights::{Weights, WeightsError, TENSOR_NAMES};
+
+use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
+
+/// The actions, in the order of the network's scores.
+pub const ACTIONS: usize = 5;
+pub const ACTION_NAMES: [&str; ACTIONS] = ["/2", "-10", "+0", "+10", "*2"];
+/// The smallest window, packets.
+pub const MIN_CWND_PACKETS: f64 = 2.0;
+
+/// The window after `action` (an index into `ACTION_NAMES`) on `cwnd_packets`.
+pub fn apply_action(cwnd_packets: f64, action: usize) -> f64 {
+    let next = match action {
+        0 => cwnd_packets / 2.0,
+        1 => cwnd_packets - 10.0,
+        2 => cwnd_packets,
+        3 => cwnd_packets + 10.0,
+        _ => cwnd_packets * 2.0,
+    };
+    next.max(MIN_CWND_PACKETS)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IndigoConfig {
+    pub mss_bytes: u64,
+    pub initial_cwnd_packets: u64,
+    /// Time between decisions, µs.
+    pub step_us: u64,
+}
+
+impl Default for IndigoConfig {
+    fn default() -> Self {
+        IndigoConfig {
+            mss_bytes: DEFAULT_MSS_BYTES,
+            initial_cwnd_packets: DEFAULT_INITIAL_CWND_PACKETS,
+            step_us: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Indigo {
+    config: IndigoConfig,
+    net: Lstm,
+    features: Features,
+    /// The window, packets (may be fractional).
+    cwnd_packets: f64,
+    /// The network's last action, index into `ACTION_NAMES`.
+    prev_action: usize,
+    /// When the current step began, µs; `None` before the first acknowledgement.
+    step_start_us: Option<u64>,
+    /// The network input of the last decision (zeros before the first).
+    last_input: [f32; INPUTS],
+    /// Decisions taken so far.
+    decisions: u64,
+}
+
+impl Indigo {
+    pub fn new(config: IndigoConfig, weights: Weights) -> Self {
+        Indigo {
+            config,
+            net: Lstm::new(weights),
+            features: Features::new(),
+            cwnd_packets: config.initial_cwnd_packets as f64,
+            prev_action: ACTIONS - 1,
+            step_start_us: None,
+            last_input: [0.0; INPUTS],
+            decisions: 0,
+        }
+    }
+
+    pub fn cwnd_packets(&self) -> f64 {
+        self.cwnd_packets
+    }
+
+    pub fn decisions(&self) -> u64 {
+        self.decisions
+    }
+
+    /// The last action taken, index into `ACTION_NAMES`.
+    pub fn last_action(&self) -> usize {
+        self.prev_action
+    }
+
+    /// The network's input at the last decision (what a trainer labels).
+    pub fn last_input(&self) -> &[f32; INPUTS] {
+        &self.last_input
+    }
+
+    pub fn network(&self) -> &Lstm {
+        &self.net
+    }
+
+    fn decide(&mut self) {
+        self.last_input = self.features.take_input(self.cwnd_packets, self.prev_action);
+        let action = self.net.step(&self.last_input);
+        self.cwnd_packets = apply_action(self.cwnd_packets, action);
+        self.prev_action = action;
+        self.decisions += 1;
+    }
+}
+
+impl CongestionControl for Indigo {
+    fn name(&self) -> &'static str {
+        "indigo"
+    }
+
+    fn on_sent(&mut self, e: &Sent) {
+        self.features.on_sent(e.seq, e.bytes);
+    }
+
+    fn on_ack(&mut self, e: &Acked) {
+        self.features.on_ack(e);
+        match self.step_start_us {
+            None => self.step_start_us = Some(e.now_us),
+            Some(start_us) if e.now_us >= start_us + self.config.step_us => {
+                self.decide();
+                self.step_start_us = Some(e.now_us);
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn on_loss(&mut self, e: &Lost) {
+        self.features.on_loss(e.seq);
+    }
+
+    fn decision(&self) -> Decision {
+        let packets = self.cwnd_packets.ceil() as u64;
+        Decision { cwnd_bytes: Some(packets * self.config.mss_bytes), pacing_rate_bps: None, wake_at_us: None }
+    }
+}

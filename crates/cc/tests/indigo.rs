@@ -1,0 +1,265 @@
+//! Indigo (crates/cc/src/indigo): the LSTM step against an independent numpy reference, the
+//! action semantics, the 10-ms decision cadence, the observed state, one-line errors for bad
+//! weights files, and (ignored, run by hand) the cost of a decision and of an acknowledgement.
+
+#[path = "support/indigo_weights.rs"]
+mod indigo_weights;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use indigo_weights::{indigo_tensors, indigo_weights, safetensors_bytes, Tensor};
+use pantheon_cc::indigo::{apply_action, Indigo, IndigoConfig, Lstm, Weights, INPUTS};
+use pantheon_cc::{Acked, CongestionControl, Sent};
+use safetensors::SafeTensors;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/indigo").join(name)
+}
+
+fn f32s(file: &SafeTensors, name: &str) -> Vec<f32> {
+    let view = file.tensor(name).unwrap();
+    view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+#[test]
+fn lstm_step_matches_the_numpy_reference() {
+    let mut net = Lstm::new(Weights::load(&fixture("lstm32.safetensors")).unwrap());
+    assert_eq!(net.units(), 32);
+    let bytes = std::fs::read(fixture("lstm32_reference.safetensors")).unwrap();
+    let reference = SafeTensors::deserialize(&bytes).unwrap();
+    let (inputs, hidden, scores) = (f32s(&reference, "inputs"), f32s(&reference, "hidden"), f32s(&reference, "scores"));
+    let steps = inputs.len() / INPUTS;
+    assert_eq!(steps, 20);
+    let mut worst = 0.0f32;
+    for run in 0..2 {
+        for t in 0..steps {
+            let x: [f32; INPUTS] = inputs[t * INPUTS..(t + 1) * INPUTS].try_into().unwrap();
+            let action = net.step(&x);
+            let want_h = &hidden[t * 32..(t + 1) * 32];
+            let want_s = &scores[t * 5..(t + 1) * 5];
+            for (got, want) in net.hidden().iter().zip(want_h).chain(net.scores().iter().zip(want_s)) {
+                worst = worst.max((got - want).abs());
+            }
+            let best = (0..5).max_by(|&a, &b| want_s[a].total_cmp(&want_s[b])).unwrap();
+            assert_eq!(action, best, "run {run} step {t}: scores {:?}", net.scores());
+        }
+        // The state carried over 20 steps made the difference; a reset starts over exactly.
+        net.reset();
+    }
+    assert!(worst <= 1e-5, "largest difference from numpy {worst}");
+}
+
+#[test]
+fn actions_halve_subtract_keep_add_double_with_a_floor_of_two() {
+    assert_eq!([0, 1, 2, 3, 4].map(|a| apply_action(40.0, a)), [20.0, 30.0, 40.0, 50.0, 80.0]);
+    assert_eq!(apply_action(3.0, 0), 2.0);
+    assert_eq!(apply_action(5.0, 0), 2.5);
+    assert_eq!(apply_action(11.0, 1), 2.0);
+    assert_eq!(apply_action(2.0, 1), 2.0);
+}
+
+/// An acknowledgement of packet `seq` at `now_us` with RTT `rtt_us`; the flow's smallest RTT
+/// `min_rtt_us`; one 1500-byte packet delivered per ms since the send.
+fn ack(now_us: u64, seq: u64, rtt_us: u64, min_rtt_us: u64) -> Acked {
+    let sent_us = now_us - rtt_us;
+    Acked {
+        now_us,
+        seq,
+        bytes: 1500,
+        sent_us,
+        peer_recv_us: sent_us,
+        rtt_us,
+        srtt_us: rtt_us,
+        min_rtt_us,
+        delivered_bytes: (seq + 1) * 1500,
+        delivered_bytes_at_send: (seq + 1) * 1500 - rtt_us / 1000 * 1500,
+        delivered_time_at_send_us: sent_us,
+        first_sent_time_at_send_us: sent_us,
+        inflight_bytes: 0,
+        app_limited: false,
+    }
+}
+
+fn fixed_action(action: usize) -> Indigo {
+    let mut bias = [0.0; 5];
+    bias[action] = 10.0;
+    Indigo::new(IndigoConfig::default(), Weights::from_bytes(&indigo_weights(8, 1, 0.0, bias)).unwrap())
+}
+
+/// One packet sent every `every_us` from time 0, each acknowledged 50 ms later (min RTT 40 ms).
+struct Flow {
+    cc: Indigo,
+    every_us: u64,
+    sent: u64,
+    acked: u64,
+}
+
+impl Flow {
+    fn new(cc: Indigo, every_us: u64) -> Self {
+        Flow { cc, every_us, sent: 0, acked: 0 }
+    }
+
+    /// Runs until `until_us`; returns the times of the acknowledgements that made a decision.
+    fn run(&mut self, until_us: u64) -> Vec<u64> {
+        let mut decided_at = Vec::new();
+        loop {
+            let now_us = self.acked * self.every_us + 50_000;
+            if now_us > until_us {
+                return decided_at;
+            }
+            while self.sent * self.every_us <= now_us {
+                let e = Sent { now_us: self.sent * self.every_us, seq: self.sent, bytes: 1500, inflight_bytes: 0 };
+                self.cc.on_sent(&e);
+                self.sent += 1;
+            }
+            let before = self.cc.decisions();
+            self.cc.on_ack(&ack(now_us, self.acked, 50_000, 40_000));
+            if self.cc.decisions() > before {
+                decided_at.push(now_us);
+            }
+            self.acked += 1;
+        }
+    }
+}
+
+#[test]
+fn each_action_moves_the_window_once_per_step() {
+    let cases = [(0, 2.0), (1, 2.0), (2, 10.0), (3, 10.0 + 10.0 * 10.0), (4, 10.0 * 1024.0)];
+    for (action, want) in cases {
+        let mut flow = Flow::new(fixed_action(action), 1000);
+        // Acks every ms from 50 ms to 150 ms: steps end at 60, 70, ..., 150 ms.
+        assert_eq!(flow.run(150_000).len(), 10);
+        assert_eq!(flow.cc.cwnd_packets(), want, "action {action}");
+        assert_eq!(flow.cc.last_action(), action);
+    }
+    // ÷2 makes halves; the driver gets whole packets, rounded up.
+    let mut flow = Flow::new(fixed_action(0), 1000);
+    flow.run(70_000);
+    assert_eq!(flow.cc.cwnd_packets(), 2.5);
+    assert_eq!(flow.cc.decision().cwnd_bytes, Some(3 * 1500));
+}
+
+#[test]
+fn decisions_come_on_the_first_ack_ten_ms_after_the_step_began() {
+    // Acks every 3 ms from 50 ms: the first step begins at 50, ends at the ack at 62 (≥ 60),
+    // the next begins there and ends at 74 (≥ 72), and so on.
+    assert_eq!(Flow::new(fixed_action(2), 3000).run(100_000), [62_000, 74_000, 86_000, 98_000]);
+    // No acknowledgement, no decision: the window waits for the next one.
+    assert_eq!(Flow::new(fixed_action(3), 40_000).run(200_000), [90_000, 130_000, 170_000]);
+}
+
+#[test]
+fn the_network_sees_scaled_averages_the_window_and_its_previous_action() {
+    let mut flow = Flow::new(fixed_action(3), 1000);
+    flow.run(60_000);
+    let x = flow.cc.last_input();
+    // 10 ms queueing / 200; 12 Mbit/s delivered / 200; 12 Mbit/s sent (51 packets, the acked
+    // one included, over its 50-ms RTT: 12.24) / 200; 10 packets / 5000; before the first
+    // decision the previous action is ×2 (the released code's start).
+    let want = [0.05, 0.06, 0.0612, 0.002, 0.0, 0.0, 0.0, 0.0, 1.0];
+    for (got, want) in x.iter().zip(want) {
+        assert!((got - want).abs() < 1e-6, "{x:?}");
+    }
+    flow.run(70_000);
+    assert_eq!(flow.cc.last_input()[3], 20.0 / 5000.0);
+    assert_eq!(&flow.cc.last_input()[4..], [0.0, 0.0, 0.0, 1.0, 0.0]);
+}
+
+#[test]
+fn a_128_unit_network_loads_and_steps() {
+    let mut net = Lstm::new(Weights::from_bytes(&indigo_weights(128, 7, 1.0, [0.0; 5])).unwrap());
+    assert_eq!(net.units(), 128);
+    let action = net.step(&[0.1; INPUTS]);
+    assert!(action < 5 && net.hidden().iter().all(|h| h.abs() < 1.0));
+}
+
+fn load_err(bytes: &[u8]) -> String {
+    let err = Weights::from_bytes(bytes).expect_err("should be rejected").0;
+    assert!(!err.contains('\n'), "not one line: {err}");
+    err
+}
+
+#[test]
+fn bad_weights_files_are_one_line_errors() {
+    let good = indigo_weights(32, 3, 1.0, [0.0; 5]);
+    assert!(load_err(&good[..good.len() - 4]).starts_with("not a safetensors file"));
+    assert!(load_err(&good[..5]).starts_with("not a safetensors file"));
+    assert!(load_err(b"lstm.weight_ih = [1, 2, 3]\n").starts_with("not a safetensors file"));
+
+    let with = |edit: &dyn Fn(&mut Vec<Tensor>)| {
+        let mut tensors = indigo_tensors(32, 3, 1.0, [0.0; 5]);
+        edit(&mut tensors);
+        load_err(&safetensors_bytes(&tensors))
+    };
+    assert_eq!(
+        with(&|t| t[0] = ("lstm.weight_ih", "F32", vec![128, 8], vec![0; 128 * 8 * 4])),
+        "tensor 'lstm.weight_ih': shape must be [128, 9], got [128, 8]"
+    );
+    assert_eq!(
+        with(&|t| t[1] = ("lstm.weight_hh", "F32", vec![64, 32], vec![0; 64 * 32 * 4])),
+        "tensor 'lstm.weight_hh': shape must be [4H, H] with H >= 1, got [64, 32]"
+    );
+    assert_eq!(with(&|t| t[3].2 = vec![32, 5]), "tensor 'head.weight': shape must be [5, 32], got [32, 5]");
+    assert_eq!(
+        with(&|t| {
+            t[2].1 = "F64";
+            t[2].2 = vec![64];
+        }),
+        "tensor 'lstm.bias': dtype must be F32, got F64"
+    );
+    assert_eq!(with(&|t| t[4].3[0..4].copy_from_slice(&f32::NAN.to_le_bytes())), "tensor 'head.bias': value 0 is NaN");
+    assert_eq!(with(&|t| t.truncate(4)), "tensor 'head.bias': missing");
+    assert!(with(&|t| t.push(("lstm.weight_ih_l0", "F32", vec![1], vec![0; 4])))
+        .starts_with("unexpected tensor 'lstm.weight_ih_l0'"));
+
+    let missing = Weights::load(&fixture("no-such.safetensors")).err().unwrap().0;
+    assert!(missing.starts_with("indigo weights ") && missing.contains("no-such.safetensors: cannot read"));
+}
+
+/// Median of `runs` timings of `f`, ns per call, `calls` calls per timing.
+fn median_ns(runs: usize, calls: u32, mut f: impl FnMut()) -> f64 {
+    let mut per_call: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..calls {
+                f();
+            }
+            start.elapsed().as_nanos() as f64 / calls as f64
+        })
+        .collect();
+    per_call.sort_by(f64::total_cmp);
+    per_call[runs / 2]
+}
+
+/// The cost at run time, printed: one decision (one LSTM step and the head) for 32 and 128
+/// units, and one acknowledgement's state update; and what they come to at 100 Mbit/s (100
+/// decisions and ~8 300 acknowledgements of 1500-byte packets per second).
+#[test]
+#[ignore = "a measurement: run with --release --ignored --nocapture"]
+fn decision_cost() {
+    let mut ack_ns = 0.0;
+    for units in [32, 128] {
+        let mut net = Lstm::new(Weights::from_bytes(&indigo_weights(units, 5, 1.0, [0.0; 5])).unwrap());
+        let x = [0.1f32; INPUTS];
+        let step_ns = median_ns(31, 10_000, || {
+            std::hint::black_box(net.step(std::hint::black_box(&x)));
+        });
+        // Steps too long to end: the state update of a packet's send and acknowledgement alone.
+        let no_steps = IndigoConfig { step_us: u64::MAX / 2, ..IndigoConfig::default() };
+        let mut cc = Indigo::new(no_steps, Weights::from_bytes(&indigo_weights(units, 5, 1.0, [0.0; 5])).unwrap());
+        let mut seq = 0;
+        ack_ns = median_ns(31, 10_000, || {
+            cc.on_sent(&Sent { now_us: seq * 100, seq, bytes: 1500, inflight_bytes: 1500 });
+            cc.on_ack(std::hint::black_box(&ack(seq * 100 + 50_000, seq, 50_000, 40_000)));
+            seq += 1;
+        });
+        let share = (100.0 * step_ns + 8300.0 * ack_ns) / 1e9;
+        println!(
+            "indigo {units} units: {step_ns:.0} ns per decision, {ack_ns:.0} ns per packet sent and acked; \
+             at 100 Mbit/s (100 decisions, 8300 acks per s) {:.3}% of a core",
+            share * 100.0
+        );
+    }
+    assert!(ack_ns > 0.0);
+}
