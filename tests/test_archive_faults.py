@@ -226,6 +226,23 @@ def test_a_server_killed_mid_upload_and_restarted_keeps_nothing_half_written(
     assert_all_files_served(server, answer["id"], members)
 
 
+def test_a_restart_removes_the_blobs_no_result_names(
+        bare_archive: tuple[ArchiveServer, str], experiments: dict[str, Experiment]) -> None:
+    """What a SIGKILL between an upload's blobs and its rows leaves (blobs go in first): the next
+    start removes it, and every result keeps its files."""
+    server, token = bare_archive
+    members = variant(experiments["copa-cubic"], 7401)
+    status, answer = post_upload(server.url, pack(members), token)
+    assert status == 201, answer
+    server.stop(signal.SIGKILL)
+    stray = server.files / "sha256" / "ff" / ("f" * 62)
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"a blob whose rows were never committed")
+    server.start(port=server.port)
+    assert not stray.exists()
+    assert_all_files_served(server, answer["id"], members)
+
+
 def test_the_archive_outlives_a_postgresql_restart(
         postgresql_faults: tuple[ArchiveServer, str], postgres: Postgres, experiments: dict[str, Experiment]) -> None:
     """The database restarted under a running archive (an upgrade, a failover): while it is down the

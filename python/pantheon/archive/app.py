@@ -1,6 +1,7 @@
 """The archive as an ASGI application (Starlette): the routes of api.py and pages.py over one
-database and one file store. make_app migrates the database to the newest schema and empties the
-staging directory (what a server stopped mid-upload left) before the first request.
+database and one file store. make_app migrates the database to the newest schema, empties the
+staging directory and removes the blobs no row names (what a server stopped mid-upload left) before
+the first request.
 """
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 from starlette.applications import Starlette
@@ -15,6 +17,7 @@ from starlette.routing import Route
 
 from pantheon.archive import api, pages, schema, tokens
 from pantheon.archive.db import engine_for
+from pantheon.archive.models import File, Result
 from pantheon.archive.staging import Limits
 from pantheon.archive.store import Store
 
@@ -56,6 +59,11 @@ def make_app(settings: Settings) -> Starlette:
     store = Store(settings.files)
     store.open()
     sessions = sessionmaker(engine, expire_on_commit=False)
+    with sessions() as session:
+        named = set(session.scalars(select(File.sha256).distinct())) | set(session.scalars(select(Result.archive_sha256)))
+        if removed := store.sweep(named):
+            print(f"pantheon archive: removed {removed} file(s) of uploads a stopped server left half-done",
+                  file=sys.stderr, flush=True)
     if settings.local_token:
         with sessions() as session:
             if tokens.write_local(session, store.root / "local-token"):

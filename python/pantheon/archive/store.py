@@ -2,7 +2,8 @@
 one copy serves every result that holds the same file, and a file is never changed in place.
 Files enter by rename from the staging directory beside them (same file system, so the rename is
 atomic): a crash leaves a whole blob or none. Blobs enter before the rows that name them, so a crash
-between the two leaves an unreferenced blob, never a row without its file.
+between the two leaves an unreferenced blob, never a row without its file; the next start sweeps
+such blobs away (sweep), when no upload can be in flight.
 """
 from __future__ import annotations
 
@@ -43,6 +44,17 @@ class Store:
         if self.staging.exists():
             shutil.rmtree(self.staging)
         self.staging.mkdir(parents=True)
+
+    def sweep(self, referenced: set[str]) -> int:
+        """Removes the blobs no row names (a crash between a blob and its rows); their count. Only
+        at start, under serve.lock: an upload in flight holds blobs whose rows are not yet committed."""
+        assert self._lock is not None, "sweep needs the store taken (open)"
+        removed = 0
+        for blob in self.blobs.glob("??/*"):
+            if blob.parent.name + blob.name not in referenced:
+                blob.unlink()
+                removed += 1
+        return removed
 
     def path(self, sha256: str) -> Path:
         return self.blobs / sha256[:2] / sha256[2:]
