@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="delivery kinds searched (default both)")
     p.add_argument("--confirm", type=int, default=0, metavar="K",
                    help="run the K best candidates over the emulator with the real schemes (pantheon test local: "
-                   "root, real time) and choose on the emulator's error (default 0: the simulator's best)")
+                   "real time) and choose on the emulator's error (default 0: the simulator's best)")
     p.add_argument("--hold-out", metavar="SCHEME", help="leave-one-out: calibrate without this scheme's runs, then "
                    "predict them over the calibrated path (its replication error says how well the path generalises)")
     p.add_argument("--ablation", action="store_true", help="also calibrate with fewer parameters free (rate only, "
