@@ -1,0 +1,72 @@
+"""One experiment, as a Dask task: `pantheon test local` as a process of its own into a fresh data dir
+(it analyses the data dir at its end), retried up to `retries` more times, then the data dir marked
+with what ran it. A failed attempt's data dir is removed before the next, and a failed experiment keeps
+none, so no half result is ever uploaded.
+
+The task runs where Dask puts it; its files go under the observatory's state dir, which a cluster's
+workers must therefore share with the observatory (the same path: docs/observatory.md).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pantheon
+from pantheon.files import json_text, write_atomic
+
+RUNNING = "running.json"
+"""Written in the experiment's directory when an attempt starts: the observatory journals it as running."""
+METADATA = "observatory.json"
+"""Written in a finished data dir: which observatory round ran it, where, and what else ran there."""
+
+
+def _concurrent() -> dict:
+    """What else ran on this worker and host while the experiment started (issue 21 §1: real-time
+    experiments must not share cores silently)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    own = worker.get_current_task()
+    return {"worker": worker.address, "host": socket.gethostname(),
+            "worker_threads": worker.state.nthreads, "worker_resources": dict(worker.state.total_resources),
+            "other_tasks": sorted(str(ts.key) for ts in worker.state.executing if ts.key != own),
+            "load_average_1min": os.getloadavg()[0]}
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def run_experiment(arguments: list[str], exp_dir: str, round_id: str, experiment_id: str, retries: int) -> dict:
+    """Runs `pantheon test local ARGUMENTS` until it succeeds or has failed 1 + `retries` times; returns
+    {"status": "done" | "failed", "reason", "attempts", "data_dir", "ran_on"}."""
+    directory = Path(exp_dir)
+    data_dir = directory / "data"
+    directory.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(pantheon.__file__).resolve().parent.parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    reason = ""
+    for attempt in range(1, retries + 2):
+        shutil.rmtree(data_dir, ignore_errors=True)
+        ran_on = _concurrent()
+        write_atomic(directory / RUNNING, json_text({"attempt": attempt, "started_t": time.time(), **ran_on}))
+        command = [sys.executable, "-m", "pantheon.cli", "test", "local", *arguments, "--data-dir", str(data_dir), "--quiet"]
+        with open(directory / f"attempt{attempt}.log", "w+") as log:
+            status = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env).returncode
+            log.seek(0)
+            output = log.read()
+        if status == 0 and (data_dir / "perf.json").is_file():
+            write_atomic(data_dir / METADATA, json_text({
+                "observatory": {"round": round_id, "experiment": experiment_id, "attempt": attempt,
+                                "command": ["pantheon", "test", "local", *arguments]}, "ran_on": ran_on}))
+            return {"status": "done", "reason": "", "attempts": attempt, "data_dir": str(data_dir), "ran_on": ran_on}
+        reason = _last_line(output) if status else "no perf.json: the analysis did not finish"
+        reason = f"attempt {attempt}: exit status {status}: {reason}"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return {"status": "failed", "reason": reason, "attempts": retries + 1, "data_dir": None, "ran_on": ran_on}
