@@ -8,6 +8,7 @@ workers must therefore share with the observatory (the same path: docs/observato
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -38,9 +39,19 @@ def _concurrent() -> dict:
             "load_average_1min": os.getloadavg()[0]}
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+def _reason(status: int, output: str, data_dir: Path) -> str:
+    """Why an attempt failed: its runs' first recorded failure (run.json), else the last line it printed."""
+    for run_json in sorted(data_dir.glob("*/run*/run.json")):
+        try:
+            failures = json.loads(run_json.read_text()).get("failures") or []
+        except (OSError, ValueError):
+            continue
+        if failures:
+            return f"{run_json.parent.parent.name} {run_json.parent.name}: {failures[0]}"
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if status == 0:
+        return "no perf.json: the analysis did not finish"
+    return f"exit status {status}: {lines[-1] if lines else 'no message'}"
 
 
 def run_experiment(arguments: list[str], exp_dir: str, round_id: str, experiment_id: str, retries: int) -> dict:
@@ -66,7 +77,6 @@ def run_experiment(arguments: list[str], exp_dir: str, round_id: str, experiment
                 "observatory": {"round": round_id, "experiment": experiment_id, "attempt": attempt,
                                 "command": ["pantheon", "test", "local", *arguments]}, "ran_on": ran_on}))
             return {"status": "done", "reason": "", "attempts": attempt, "data_dir": str(data_dir), "ran_on": ran_on}
-        reason = _last_line(output) if status else "no perf.json: the analysis did not finish"
-        reason = f"attempt {attempt}: exit status {status}: {reason}"
+        reason = f"attempt {attempt}: {_reason(status, output, data_dir)}"
     shutil.rmtree(data_dir, ignore_errors=True)
     return {"status": "failed", "reason": reason, "attempts": retries + 1, "data_dir": None, "ran_on": ran_on}
