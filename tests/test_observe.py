@@ -143,3 +143,56 @@ def test_a_restarted_observatory_resumes_its_round_without_repeating_finished_ex
     done_lines = events(state, "done")
     assert sorted(e["experiment"] for e in done_lines) == ["india-wired.copa.1flow", "nepal-wifi.copa.1flow"]
     assert [e["experiment"] for e in events(state, "queued")].count(finished["experiment"]) == 1
+
+
+def start_dask(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "dask", *args, "--dashboard-address", "127.0.0.1:0"],
+                                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def wait_for(condition, what: str, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + KILL_WAIT_S
+    while not condition():
+        assert proc is None or proc.poll() is None, f"{what}: the process exited"
+        assert time.monotonic() < deadline, f"{what}: not within {KILL_WAIT_S:.0f} s"
+        time.sleep(0.1)
+
+
+def dead_harness_namespaces() -> list[str]:
+    """Namespaces `pantheon test local` names after its process id (harness/leftovers.py) whose process is gone."""
+    done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    names = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("pantheon-run-")]
+    return [name for name in names if not Path(f"/proc/{name.split('-')[2]}").exists()]
+
+
+@pytest.mark.slow
+def test_an_experiment_whose_worker_is_killed_runs_again_on_another_and_leaves_nothing_behind(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    plan = write_schedule(tmp_path / "s.toml", ["nepal-wifi"], ["copa"])
+    plan.write_text(plan.read_text().replace("runtime_s = 2", "runtime_s = 3"))
+    state = tmp_path / "state"
+    address = f"tcp://127.0.0.1:{free_port()}"
+    scheduler = start_dask(["scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1]],
+                           tmp_path / "scheduler.log", env)
+    worker_args = ["worker", address, "--nthreads", "1", "--resources", "emulation=1"]
+    first = start_dask(worker_args, tmp_path / "worker1.log", env)
+    with open(tmp_path / "observe.log", "wb") as log:
+        observatory = subprocess.Popen([sys.executable, "-m", "pantheon.cli", "observe", str(plan), "--once", "--state",
+                                        str(state), "--scheduler", address], stdout=subprocess.DEVNULL, stderr=log,
+                                       env=env, start_new_session=True)
+    second = None
+    try:
+        wait_for(lambda: (state / "journal.jsonl").is_file() and events(state, "running"), "the experiment started",
+                 observatory)
+        stop_group(first, signal.SIGKILL)
+        assert not events(state, "done"), "the experiment ended before its worker was killed"
+        second = start_dask(worker_args, tmp_path / "worker2.log", env)
+        assert observatory.wait(timeout=KILL_WAIT_S) == 0, (tmp_path / "observe.log").read_text()
+    finally:
+        for proc in (observatory, second, scheduler):
+            if proc is not None:
+                stop_group(proc)
+    [done] = events(state, "done")
+    assert done["ran_on"]["worker"] != events(state, "running")[0]["worker"] and done["attempts"] == 1
+    assert dead_harness_namespaces() == [], "the task, once done, removes the namespace of the harness killed with its worker"

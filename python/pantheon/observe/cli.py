@@ -76,7 +76,8 @@ def status_text(state: State) -> str:
         by_status.setdefault(line["event"], []).append(line)
     for status in ("uploaded", "done", "running", "queued", "failed"):
         for line in by_status.get(status, []):
-            extra = f": {line['reason']}" if status == "failed" else (f" {line['url']}" if line.get("url") else "")
+            extra = {"failed": f": {line.get('reason')}", "uploaded": f" {line.get('url')}",
+                     "running": f" on {line.get('worker')}"}.get(status, "")
             lines.append(f"  {status:<9} {line['experiment']}{extra}")
     waiting = state.waiting_uploads()
     if waiting:

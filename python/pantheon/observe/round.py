@@ -12,6 +12,7 @@ file worker.RUNNING in the experiment's directory, which the loop below looks fo
 """
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -87,7 +88,8 @@ def run_round(schedule: Schedule, state_dir: Path, journal: Journal, round_: Rou
         for experiment_id, exp_dir in futures.values():
             if experiment_id not in started and (exp_dir / worker.RUNNING).is_file():
                 started.add(experiment_id)
-                journal.write("running", round=round_.id, experiment=experiment_id)
+                ran_on = json.loads((exp_dir / worker.RUNNING).read_text())
+                journal.write("running", round=round_.id, experiment=experiment_id, worker=ran_on["worker"])
         for future in finished:
             experiment_id, _ = futures.pop(future)
             outcome = future.result()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pantheon
 from pantheon.files import json_text, write_atomic
+from pantheon.harness import leftovers
 
 RUNNING = "running.json"
 """Written in the experiment's directory when an attempt starts: the observatory journals it as running."""
@@ -62,6 +63,18 @@ def run_experiment(arguments: list[str], exp_dir: str, round_id: str, experiment
     directory.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(pantheon.__file__).resolve().parent.parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        return _attempts(arguments, directory, data_dir, round_id, experiment_id, retries, env)
+    finally:
+        # A task run again because its worker was killed may start before the killed harness is
+        # reaped, which test local's own clean-up takes as alive: by now it is gone, and its
+        # namespace goes (leftovers.py). Only root sees the host's namespaces.
+        if os.geteuid() == 0:
+            leftovers.clean()
+
+
+def _attempts(arguments: list[str], directory: Path, data_dir: Path, round_id: str, experiment_id: str,
+              retries: int, env: dict[str, str]) -> dict:
     reason = ""
     for attempt in range(1, retries + 2):
         shutil.rmtree(data_dir, ignore_errors=True)
