@@ -38,6 +38,7 @@ from pathlib import Path
 
 from pantheon.calibrate import evaluate, replication, space
 from pantheon.calibrate.targets import CalibrationError, Target
+from pantheon.cluster import dask_client
 
 FAILURES_TO_STOP = 3
 """Trials that fail before any succeeds: the simulator refuses every candidate, so stop and say why."""
@@ -105,16 +106,7 @@ class Progress:
 
 def _client(scheduler: str | None):
     """A Dask client: of the cluster at `scheduler`, or of a LocalCluster sized to this machine."""
-    from distributed import Client, LocalCluster
-
-    if scheduler:
-        try:
-            return Client(scheduler, timeout="15s")
-        except (OSError, TimeoutError) as e:
-            raise CalibrationError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
-    cores = len(os.sched_getaffinity(0))
-    # The scheduler's HTTP server on a free local port: the default, 8787, may be another cluster's.
-    return Client(LocalCluster(n_workers=1, threads_per_worker=cores, processes=False, dashboard_address="127.0.0.1:0"))
+    return dask_client(scheduler, threads=len(os.sched_getaffinity(0)))
 
 
 def _next_kind(study, kinds: list[str]) -> str:
