@@ -5,7 +5,6 @@ hostile or malformed uploads refused with nothing visible afterwards."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.orm import Session
 
+from archive_server import Member, data_dir_members, manifest_member, pack, post_upload, regular
 from pantheon.archive import client, tokens
 from pantheon.archive.db import engine_for
 from pantheon.archive.pages import rank_colour
@@ -80,15 +80,6 @@ class Archive:
         assert status == 200, body
         return json.loads(body)
 
-    def post(self, body: bytes, token: str | None) -> tuple[int, dict]:
-        headers = {"Content-Type": "application/gzip", **({"Authorization": f"Bearer {token}"} if token else {})}
-        request = urllib.request.Request(self.url + "api/uploads", data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read())
-
     def upload(self, data_dir: Path, token: str, *extra: str) -> subprocess.CompletedProcess:
         return pantheon("archive", "upload", str(data_dir), "--to", self.url, *extra, env={"PANTHEON_ARCHIVE_TOKEN": token},
                         check=False)
@@ -119,25 +110,10 @@ def uploaded(archive, token, data_dirs) -> dict[str, int]:
     return {"two-schemes": int(url.rsplit("/", 1)[1]), "two-flows": second["id"]}
 
 
-def tarball(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        for info, data in members:
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return out.getvalue()
-
-
-def member(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    return info, data
-
-
-def data_dir_members(path: Path, change: dict[str, bytes] | None = None) -> list[tuple[tarfile.TarInfo, bytes]]:
-    """A data dir's files as tar members with a correct MANIFEST.json, after `change` (path → new bytes)."""
-    files = {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()} | (change or {})
-    manifest = json.dumps({"files": {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}}).encode()
-    return [member("MANIFEST.json", manifest), *(member(k, v) for k, v in files.items())]
+def changed_members(path: Path, change: dict[str, bytes]) -> list[Member]:
+    """The data dir's members with `change` (path → new bytes) applied and a manifest that agrees."""
+    files = [regular(info.name, change.get(info.name, data)) for info, data in data_dir_members(path)[1:]]
+    return [manifest_member(files), *files]
 
 
 def test_upload_lands_once_with_the_derived_metrics(archive, token, data_dirs, uploaded):
@@ -175,7 +151,7 @@ def test_uploads_need_a_valid_token(archive, data_dirs, uploaded, monkeypatch):
         client.upload(data_dirs["two-schemes"], archive.url, None)
     with pytest.raises(client.UploadError, match="the archive refused the token"):
         client.upload(data_dirs["two-schemes"], archive.url, "pantheon_not-a-token")
-    assert archive.post(tarball(data_dir_members(data_dirs["two-schemes"])), None)[0] == 401
+    assert post_upload(archive.url, pack(data_dir_members(data_dirs["two-schemes"])), None)[0] == 401
 
     with Session(engine_for(archive.db)) as session:
         revoked = tokens.create(session, "revoked")
@@ -193,16 +169,16 @@ def test_uploads_need_a_valid_token(archive, data_dirs, uploaded, monkeypatch):
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
-def _symlink() -> tuple[tarfile.TarInfo, None]:
+def _symlink() -> Member:
     info = tarfile.TarInfo("perf.json")
     info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
-    return info, None
+    return info, b""
 
 
-def _hardlink() -> tuple[tarfile.TarInfo, None]:
+def _hardlink() -> Member:
     info = tarfile.TarInfo("perf.json")
     info.type, info.linkname = tarfile.LNKTYPE, "../../etc/passwd"
-    return info, None
+    return info, b""
 
 
 def _bomb(kind: bytes = tarfile.REGTYPE) -> bytes:
@@ -229,17 +205,17 @@ def _perf_changed(path: Path, summary: bool = False) -> dict[str, bytes]:
 
 
 HOSTILE = {
-    "traversal": (lambda d: tarball([*data_dir_members(d), member("../escape", b"x")]), 400, "path traversal"),
-    "absolute": (lambda d: tarball([*data_dir_members(d), member("/tmp/escape", b"x")]), 400, "absolute"),
-    "symlink": (lambda d: tarball([*data_dir_members(d)[:1], _symlink()]), 400, "is a link"),
-    "hardlink": (lambda d: tarball([*data_dir_members(d)[:1], _hardlink()]), 400, "is a link"),
+    "traversal": (lambda d: pack([*data_dir_members(d), regular("../escape", b"x")]), 400, "path traversal"),
+    "absolute": (lambda d: pack([*data_dir_members(d), regular("/tmp/escape", b"x")]), 400, "absolute"),
+    "symlink": (lambda d: pack([*data_dir_members(d)[:1], _symlink()]), 400, "is a link"),
+    "hardlink": (lambda d: pack([*data_dir_members(d)[:1], _hardlink()]), 400, "is a link"),
     "bomb": (lambda d: _bomb(), 413, "decompression bomb"),
     "PAX header bomb": (lambda d: _bomb(tarfile.XHDTYPE), 413, "decompression bomb"),
     "not gzip": (lambda d: b"hello" * 100, 400, "not a whole gzip-compressed tar"),
-    "hash mismatch": (lambda d: tarball([(m[0], m[1] if m[0].name != "perf.json" else m[1].replace(b"{", b"{ ", 1))
+    "hash mismatch": (lambda d: pack([(m[0], m[1] if m[0].name != "perf.json" else m[1].replace(b"{", b"{ ", 1))
                                          for m in data_dir_members(d)]), 400, "its sha256 is"),
-    "perf mismatch": (lambda d: tarball(data_dir_members(d, _perf_changed(d))), 400, "perf.json does not match the records"),
-    "summary mismatch": (lambda d: tarball(data_dir_members(d, _perf_changed(d, summary=True))), 400,
+    "perf mismatch": (lambda d: pack(changed_members(d, _perf_changed(d))), 400, "perf.json does not match the records"),
+    "summary mismatch": (lambda d: pack(changed_members(d, _perf_changed(d, summary=True))), 400,
                          "copa summary all throughput_mbps mean is"),
 }
 
@@ -248,7 +224,7 @@ HOSTILE = {
 def test_hostile_uploads_are_refused_and_leave_nothing(archive, token, data_dirs, uploaded, case):
     make, status, words = HOSTILE[case]
     before = archive.json("api/results")["total"]
-    got, body = archive.post(make(data_dirs["two-schemes"]), token)
+    got, body = post_upload(archive.url, make(data_dirs["two-schemes"]), token)
     assert (got, words in body["error"]) == (status, True), body
     assert "\n" not in body["error"]
     assert archive.json("api/results")["total"] == before
