@@ -176,7 +176,7 @@ def postgres_cluster() -> Iterator[Postgres]:
 class ArchiveServer:
     """`pantheon archive serve` running as a process; `url` ends with a slash."""
 
-    def __init__(self, db: str, files: Path, log_dir: Path, cwd: Path | None = None) -> None:
+    def __init__(self, db: str, files: Path, log_dir: Path, cwd: Path | None = None, options: tuple[str, ...] = ()) -> None:
         self.db = db
         """The database's URL (--db)."""
         self.files = files
@@ -186,6 +186,8 @@ class ArchiveServer:
         self.cwd = cwd
         """None: serve with --db and --files; else serve with neither, in this directory (db and files
         then say where the defaults put them)."""
+        self.options = options
+        """More options of `pantheon archive serve` (limits, say)."""
         self.proc: subprocess.Popen | None = None
         self.url = ""
         self.port = 0
@@ -199,7 +201,7 @@ class ArchiveServer:
         where = [] if self.cwd else ["--db", self.db, "--files", str(self.files)]
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
             self.proc = subprocess.Popen([str(PANTHEON), "archive", "serve", *where, "--host", "127.0.0.1",
-                                          "--port", str(port)], stdout=stdout, stderr=stderr, cwd=self.cwd,
+                                          "--port", str(port), *self.options], stdout=stdout, stderr=stderr, cwd=self.cwd,
                                          start_new_session=True)
         deadline = time.monotonic() + SERVER_START_S
         while (m := SERVING.search(out.read_text(errors="replace"))) is None:

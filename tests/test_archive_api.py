@@ -9,7 +9,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -22,7 +21,16 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.orm import Session
 
-from archive_server import Member, data_dir_members, manifest_member, pack, post_upload, regular
+from archive_server import (
+    ArchiveServer,
+    Member,
+    data_dir_members,
+    manifest_member,
+    pack,
+    pantheon,
+    post_upload,
+    regular,
+)
 from pantheon.archive import client, tokens
 from pantheon.archive.db import engine_for
 from pantheon.archive.pages import rank_colour
@@ -31,14 +39,6 @@ from pantheon.archive.stats import describe, t_quantile
 REPO = Path(__file__).resolve().parent.parent
 UNPACKED_LIMIT_MB = 32
 """The server's unpacked-size limit in these tests: above the sim data dirs (~3 MB), far below the bomb."""
-
-
-def pantheon(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "pantheon.cli", *args], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}, timeout=120)
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -56,17 +56,8 @@ def data_dirs(tmp_path_factory) -> dict[str, Path]:
     return {"two-schemes": root / "two-schemes", "two-flows": root / "two-flows"}
 
 
-class Archive:
-    def __init__(self, root: Path) -> None:
-        self.db = f"sqlite:///{root / 'archive.db'}"
-        self.files = root / "files"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "pantheon.cli", "archive", "serve", "--db", self.db, "--files", str(self.files),
-             "--port", "0", "--max-unpacked-mb", str(UNPACKED_LIMIT_MB)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
-        line = self.process.stdout.readline() if self.process.stdout else ""
-        assert line.startswith("pantheon archive: serving http://127.0.0.1:"), (line, self.process.stderr and self.process.stderr.read())
-        self.url = line.split()[-1]
+class Archive(ArchiveServer):
+    """The tests' shared server (tests/archive_server.py) with the reads these tests make."""
 
     def get(self, path: str) -> tuple[int, bytes]:
         try:
@@ -80,28 +71,31 @@ class Archive:
         assert status == 200, body
         return json.loads(body)
 
-    def upload(self, data_dir: Path, token: str, *extra: str) -> subprocess.CompletedProcess:
-        return pantheon("archive", "upload", str(data_dir), "--to", self.url, *extra, env={"PANTHEON_ARCHIVE_TOKEN": token},
-                        check=False)
+    def upload_as(self, data_dir: Path, token: str, *extra: str) -> subprocess.CompletedProcess:
+        """`pantheon archive upload` with the token from the environment, as a user would set it."""
+        return pantheon("archive", "upload", str(data_dir), "--to", self.url, *extra, env={"PANTHEON_ARCHIVE_TOKEN": token})
 
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory, data_dirs) -> Iterator[Archive]:
-    served = Archive(tmp_path_factory.mktemp("archive"))
+    root = tmp_path_factory.mktemp("archive")
+    (root / "logs").mkdir()
+    served = Archive(f"sqlite:///{root / 'archive.db'}", root / "files", root / "logs",
+                     options=("--max-unpacked-mb", str(UNPACKED_LIMIT_MB)))
+    served.start()
     yield served
-    served.process.send_signal(signal.SIGTERM)
-    assert served.process.wait(timeout=20) == 0
+    assert served.stop() == 0
 
 
 @pytest.fixture(scope="module")
 def token(archive) -> str:
-    return pantheon("archive", "token", "create", "tests", "--db", archive.db).stdout.split()[-1]
+    return archive.token("tests")
 
 
 @pytest.fixture(scope="module")
 def uploaded(archive, token, data_dirs) -> dict[str, int]:
     """The first data dir uploaded by the command, the second by the client in-process (quicker)."""
-    done = archive.upload(data_dirs["two-schemes"], token, "--title", "test two-schemes")
+    done = archive.upload_as(data_dirs["two-schemes"], token, "--title", "test two-schemes")
     assert done.returncode == 0, done.stderr
     url = done.stdout.splitlines()[-1].split()[-1]
     assert url.startswith(archive.url + "results/")
@@ -164,7 +158,7 @@ def test_uploads_need_a_valid_token(archive, data_dirs, uploaded, monkeypatch):
     with urllib.request.urlopen(request, timeout=30) as response:
         assert json.loads(response.read()) == {"name": "local"}
 
-    refused = archive.upload(data_dirs["two-flows"], revoked)
+    refused = archive.upload_as(data_dirs["two-flows"], revoked)
     assert refused.returncode == 1 and "refused the token" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
 
