@@ -41,19 +41,24 @@ DELAY_MS = 20
 BDP_BYTES = RATE_MBPS * 1_000_000 // 8 * 2 * DELAY_MS // 1000
 """60 000 bytes: 12 Mbit/s over the 40 ms round trip."""
 RUNTIME_S = 15
+ONE_BDP_RUNTIME_S = 10
+"""The one-BDP campaign runs every scheme twice, so its runs are the shortest that still show each
+scheme's steady state here (10 s: every window-based scheme measured 81-97% of the link, mean of 2
+runs), and the suite's longest part: 38 runs of 10 s took 8 min."""
 VERIZON_LTE = Path("/usr/share/mahimahi/traces/Verizon-LTE-short")
 """Mahimahi's traces (Debian's mahimahi-traces; here from ../shared/tools/mahimahi-anchor install)."""
 
 EXPECTED_UTILIZATION = {
-    "webrtc": 0.3,
+    "webrtc": 0.12,
     # Google Congestion Control paces a video encoder: it starts at 300 kbit/s and raises its
     # estimate multiplicatively, by at most 8% a second once past the start
-    # (draft-ietf-rmcat-gcc-02 §5.5), and the encoder, not the link, caps the rate: measured 41%
-    # over a 15 s run, 67% over 30 s.
-    "scream": 0.07,
+    # (draft-ietf-rmcat-gcc-02 §5.5), and the encoder, not the link, caps the rate: measured 20%
+    # over a 10 s run (mean of 2), 41% over 15 s, 67% over 30 s.
+    "scream": 0.04,
     # RFC 8298's media rate ramps up by at most 200 kbit/s per second (§4.1.2.x, RAMP_UP_SPEED)
-    # from 0.1 Mbit/s, so a 15 s run averages ~1.3 Mbit/s (11%); it reaches 80% of this link
-    # only after ~49 s (crates/cc/src/scream.rs).
+    # from 0.1 Mbit/s, so a 10 s run averages at most ~1.1 Mbit/s (9%; measured 6.9%, mean of 2,
+    # as the ramp starts once the first feedback arrives); it reaches 80% of this link only
+    # after ~49 s (crates/cc/src/scream.rs).
 }
 """Schemes whose design does not aim at 70% of this path in a short run, and what they reach."""
 
@@ -102,10 +107,11 @@ def one_bdp_options(queue_bytes: int = BDP_BYTES) -> list[str]:
 
 @pytest.fixture(scope="module")
 def one_bdp(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return campaign(tmp_path_factory.mktemp("one-bdp"), every_ready_scheme(), *one_bdp_options(), runs=2)
+    return campaign(tmp_path_factory.mktemp("one-bdp"), every_ready_scheme(), *one_bdp_options(),
+                    runtime_s=ONE_BDP_RUNTIME_S, runs=2)
 
 
-@pytest.mark.timeout(2400)  # the first of these runs the whole campaign: ~40 s per scheme
+@pytest.mark.timeout(2400)  # the first of these runs the whole campaign: ~25 s per scheme
 @pytest.mark.parametrize("name", every_ready_scheme())
 def test_utilization_on_a_one_bdp_buffer(one_bdp: dict, name: str) -> None:
     utilization = mean_utilization(one_bdp, name)
