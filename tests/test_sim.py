@@ -266,3 +266,15 @@ def test_help_lists_sim() -> None:
     done = subprocess.run([sys.executable, "-m", "pantheon.cli", "--help"], capture_output=True, text=True,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
     assert " sim " in done.stdout
+
+
+def test_batch_returns_the_decisions_of_a_flow_that_records_them() -> None:
+    weights = REPO / "crates/cc/tests/fixtures/indigo/lstm32.safetensors"
+    indigo = f"indigo:weights={weights},policy=expert,oracle_cwnd_packets=30"
+    path = link_options(rate_mbps=RATE_MBPS, delay_ms=DELAY_MS)
+    [result] = run_batch([Job([FlowSpec(f"{indigo},record=1"), FlowSpec(indigo)], path, runtime_s=1)])
+    recorded, plain = result.flows
+    assert plain.decisions is None and recorded.decisions is not None
+    d = recorded.decisions
+    assert len(d.inputs) == len(d.cwnd_packets) == len(d.actions) > 20 and len(d.inputs[0]) == 9
+    assert d.expert_actions == d.actions and d.cwnd_packets[-1] == 30

@@ -27,6 +27,7 @@ pub mod bbr;
 pub mod copa;
 pub mod cubic;
 pub mod filter;
+pub mod fixed;
 pub mod flow;
 pub mod indigo;
 pub mod ledbat;
@@ -152,6 +153,11 @@ pub trait CongestionControl {
     /// never ask need not override this.
     fn on_timer(&mut self, _now_us: u64) {}
     fn decision(&self) -> Decision;
+    /// The per-decision records of a learned controller that keeps them (Indigo's `record=1`),
+    /// handed over and started afresh; `None` for a controller that keeps none.
+    fn take_records(&mut self) -> Option<indigo::Records> {
+        None
+    }
 }
 
 /// Bits per second of `bytes` delivered over `interval_us`.

@@ -19,8 +19,12 @@
 //!   packets that ÷2 can make fractional; the driver gets it rounded up to whole packets, which is
 //!   what the released sender's test "packets in flight < cwnd" allows.
 //!
-//! Not registered as a scheme: no trained weights exist yet. Build one with `Indigo::new` and a
-//! weights file (weights.rs gives the format).
+//! Built from a spec (registry.rs) as `indigo:weights=PATH[,policy=...][,oracle_cwnd_packets=X]
+//! [,seed=S][,record=1]` (docs/cc.md). Besides the network's policy, two more pick the actions
+//! for training and baselines — `expert`, the action that brings the window closest to an oracle's
+//! (`expert_action`; the expert DAgger imitates), and `random`, uniform from a seeded generator —
+//! while the network still steps on every decision, so its state is what it would be. With
+//! `record=1` the controller keeps one record per decision (records.rs), for the trainer.
 //!
 //! Cost (`flock /work/bench.lock cargo test --release -p pantheon-cc --test indigo -- --ignored
 //! --nocapture decision_cost`: medians of 31 timings of 10 000 calls, 3 runs, on this project's
@@ -30,18 +34,24 @@
 //! per second) that is 0.04% of a core with 32 units, 0.2% with 128.
 
 mod lstm;
+mod records;
 mod state;
 mod weights;
 
 pub use lstm::Lstm;
+pub use records::Records;
 pub use state::{Features, INPUTS};
 pub use weights::{Weights, WeightsError, TENSOR_NAMES};
 
+use crate::params::{Params, SpecError};
+use crate::pcc::monitor::SplitMix64;
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_INITIAL_CWND_PACKETS, DEFAULT_MSS_BYTES};
 
 /// The actions, in the order of the network's scores.
 pub const ACTIONS: usize = 5;
 pub const ACTION_NAMES: [&str; ACTIONS] = ["/2", "-10", "+0", "+10", "*2"];
+/// The index of "+0" in `ACTION_NAMES`.
+pub const KEEP_ACTION: usize = 2;
 /// The smallest window, packets.
 pub const MIN_CWND_PACKETS: f64 = 2.0;
 
@@ -57,12 +67,42 @@ pub fn apply_action(cwnd_packets: f64, action: usize) -> f64 {
     next.max(MIN_CWND_PACKETS)
 }
 
+/// The expert's action (the paper's §6 oracle, as its released code's expert picks it): the one
+/// that brings `cwnd_packets` closest to `oracle_cwnd_packets`; of those equally close, the one
+/// that changes the window least, then "+0", then the first in `ACTION_NAMES` (equal results
+/// only happen at the floor).
+pub fn expert_action(cwnd_packets: f64, oracle_cwnd_packets: f64) -> usize {
+    let cost = |action: usize| {
+        let next = apply_action(cwnd_packets, action);
+        ((next - oracle_cwnd_packets).abs(), (next - cwnd_packets).abs(), action != KEEP_ACTION)
+    };
+    (0..ACTIONS).min_by(|&a, &b| cost(a).partial_cmp(&cost(b)).expect("windows are finite")).expect("five actions")
+}
+
+/// Who picks each decision's action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// The network's highest score.
+    Network,
+    /// `expert_action` towards `IndigoConfig::oracle_cwnd_packets` (which it requires).
+    Expert,
+    /// Uniform over the actions, from a generator seeded with `IndigoConfig::seed`.
+    Random,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IndigoConfig {
     pub mss_bytes: u64,
     pub initial_cwnd_packets: u64,
     /// Time between decisions, µs.
     pub step_us: u64,
+    pub policy: Policy,
+    /// The oracle's window, packets: labels every decision with the expert's action.
+    pub oracle_cwnd_packets: Option<f64>,
+    /// Seed of `Policy::Random`'s generator.
+    pub seed: u64,
+    /// Keep one record per decision (`CongestionControl::take_records`).
+    pub record: bool,
 }
 
 impl Default for IndigoConfig {
@@ -71,7 +111,44 @@ impl Default for IndigoConfig {
             mss_bytes: DEFAULT_MSS_BYTES,
             initial_cwnd_packets: DEFAULT_INITIAL_CWND_PACKETS,
             step_us: 10_000,
+            policy: Policy::Network,
+            oracle_cwnd_packets: None,
+            seed: 1,
+            record: false,
         }
+    }
+}
+
+impl IndigoConfig {
+    pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
+        let d = IndigoConfig::default();
+        let policy = match p.text("policy") {
+            None | Some("network") => Policy::Network,
+            Some("expert") => Policy::Expert,
+            Some("random") => Policy::Random,
+            Some(other) => return Err(p.error(format!("policy must be network, expert or random, got '{other}'"))),
+        };
+        let oracle_cwnd_packets = p.optional_positive_f64("oracle_cwnd_packets")?;
+        if policy == Policy::Expert && oracle_cwnd_packets.is_none() {
+            return Err(p.error("policy=expert needs oracle_cwnd_packets=X (the oracle's window, packets)"));
+        }
+        Ok(IndigoConfig {
+            mss_bytes: p.u64_at_least("mss_bytes", 1, d.mss_bytes)?,
+            initial_cwnd_packets: p.u64_at_least("initial_cwnd_packets", 2, d.initial_cwnd_packets)?,
+            step_us: d.step_us,
+            policy,
+            oracle_cwnd_packets,
+            seed: p.u64_at_least("seed", 0, d.seed)?,
+            record: p.bool("record", d.record)?,
+        })
+    }
+}
+
+/// The weights a spec names: `weights=PATH`, a safetensors file (weights.rs).
+pub fn weights_from_params(p: &mut Params) -> Result<Weights, SpecError> {
+    match p.text("weights") {
+        Some(path) => Weights::load(std::path::Path::new(path)).map_err(|e| SpecError(e.0)),
+        None => Err(p.error("give weights=PATH (a safetensors file; pantheon indigo train makes one)")),
     }
 }
 
@@ -82,7 +159,7 @@ pub struct Indigo {
     features: Features,
     /// The window, packets (may be fractional).
     cwnd_packets: f64,
-    /// The network's last action, index into `ACTION_NAMES`.
+    /// The last action taken, index into `ACTION_NAMES`.
     prev_action: usize,
     /// When the current step began, µs; `None` before the first acknowledgement.
     step_start_us: Option<u64>,
@@ -90,10 +167,20 @@ pub struct Indigo {
     last_input: [f32; INPUTS],
     /// Decisions taken so far.
     decisions: u64,
+    /// `Policy::Random`'s generator.
+    rng: SplitMix64,
+    /// One record per decision since the last `take_records`, when the config asks for them.
+    records: Option<Records>,
 }
 
 impl Indigo {
+    /// # Panics
+    /// With `Policy::Expert` and no oracle window (`IndigoConfig::from_params` refuses it).
     pub fn new(config: IndigoConfig, weights: Weights) -> Self {
+        assert!(
+            config.policy != Policy::Expert || config.oracle_cwnd_packets.is_some(),
+            "the expert policy needs an oracle window"
+        );
         Indigo {
             config,
             net: Lstm::new(weights),
@@ -103,6 +190,8 @@ impl Indigo {
             step_start_us: None,
             last_input: [0.0; INPUTS],
             decisions: 0,
+            rng: SplitMix64::new(config.seed),
+            records: config.record.then(|| Records::new(config.oracle_cwnd_packets.is_some())),
         }
     }
 
@@ -128,9 +217,23 @@ impl Indigo {
         &self.net
     }
 
+    /// The records kept since the last call (`record=1`); `None` when the config keeps none.
+    pub fn records(&self) -> Option<&Records> {
+        self.records.as_ref()
+    }
+
     fn decide(&mut self) {
         self.last_input = self.features.take_input(self.cwnd_packets, self.prev_action);
-        let action = self.net.step(&self.last_input);
+        let chosen = self.net.step(&self.last_input);
+        let expert = self.config.oracle_cwnd_packets.map(|oracle| expert_action(self.cwnd_packets, oracle));
+        let action = match self.config.policy {
+            Policy::Network => chosen,
+            Policy::Expert => expert.expect("checked when built"),
+            Policy::Random => (self.rng.next_u64() % ACTIONS as u64) as usize,
+        };
+        if let Some(records) = &mut self.records {
+            records.push(self.last_input, self.cwnd_packets, action, expert);
+        }
         self.cwnd_packets = apply_action(self.cwnd_packets, action);
         self.prev_action = action;
         self.decisions += 1;
@@ -160,6 +263,11 @@ impl CongestionControl for Indigo {
 
     fn on_loss(&mut self, e: &Lost) {
         self.features.on_loss(e.seq);
+    }
+
+    fn take_records(&mut self) -> Option<Records> {
+        let with_expert = self.config.oracle_cwnd_packets.is_some();
+        self.records.as_mut().map(|kept| std::mem::replace(kept, Records::new(with_expert)))
     }
 
     fn decision(&self) -> Decision {
