@@ -18,6 +18,7 @@ line each, Ctrl-C and SIGKILL leave no process behind, and the batch API's good 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -29,8 +30,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pantheon import schemes
 from pantheon.harness import plan as plans
 from pantheon.harness import records as records_merge
+from pantheon.sim import simulable
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -266,3 +269,25 @@ def test_help_lists_sim() -> None:
     done = subprocess.run([sys.executable, "-m", "pantheon.cli", "--help"], capture_output=True, text=True,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
     assert " sim " in done.stdout
+
+
+def test_batch_returns_the_decisions_of_a_flow_that_records_them() -> None:
+    weights = REPO / "crates/cc/tests/fixtures/indigo/lstm32.safetensors"
+    indigo = f"indigo:weights={weights},policy=expert,oracle_cwnd_packets=30"
+    path = link_options(rate_mbps=RATE_MBPS, delay_ms=DELAY_MS)
+    [result] = run_batch([Job([FlowSpec(f"{indigo},record=1"), FlowSpec(indigo)], path, runtime_s=1)])
+    recorded, plain = result.flows
+    assert plain.decisions is None and recorded.decisions is not None
+    d = recorded.decisions
+    assert len(d.inputs) == len(d.cwnd_packets) == len(d.actions) > 20 and len(d.inputs[0]) == 9
+    assert d.expert_actions == d.actions and d.cwnd_packets[-1] == 30
+
+
+def test_a_scheme_missing_a_file_it_needs_is_not_simulated(tmp_path: Path) -> None:
+    # Indigo's manifest needs its trained weights; until they exist the simulator has none either.
+    copa = schemes.registry().schemes["copa"]
+    known = schemes.Registry({"copa": dataclasses.replace(copa, needs_files=(str(tmp_path / "w.safetensors"),))}, {})
+    assert simulable.problem(known, "copa") == (f"{tmp_path}/w.safetensors is missing (no setup step makes it; "
+                                                "see the scheme's description)")
+    (tmp_path / "w.safetensors").touch()
+    assert simulable.problem(known, "copa") is None

@@ -13,9 +13,10 @@
 //! write.
 //!
 //! Layout: one file per algorithm, a family in its folder with the helpers only it uses
-//! (`pcc/`, `sprout/`, `verus/`); `filter` serves several families; `params` (a spec's
-//! parameters and their error) is a leaf the algorithms import, and `registry` (`build`, `KNOWN`)
-//! imports the algorithms.
+//! (`pcc/`, `sprout/`, `verus/`, `indigo/`); `fixed` is a constant window, Indigo's yardstick;
+//! `filter` serves several families; `params` (a spec's parameters and their error) is a leaf the
+//! algorithms import, and `registry` (`build`, `KNOWN`) imports the algorithms. build.rs builds
+//! Indigo's committed weights (data/indigo/) into the crate.
 //!
 //! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
 //! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them
@@ -27,6 +28,7 @@ pub mod bbr;
 pub mod copa;
 pub mod cubic;
 pub mod filter;
+pub mod fixed;
 pub mod flow;
 pub mod indigo;
 pub mod ledbat;
@@ -152,6 +154,11 @@ pub trait CongestionControl {
     /// never ask need not override this.
     fn on_timer(&mut self, _now_us: u64) {}
     fn decision(&self) -> Decision;
+    /// The per-decision records of a learned controller that keeps them (Indigo's `record=1`),
+    /// handed over and started afresh; `None` for a controller that keeps none.
+    fn take_records(&mut self) -> Option<indigo::Records> {
+        None
+    }
 }
 
 /// Bits per second of `bytes` delivered over `interval_us`.

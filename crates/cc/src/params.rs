@@ -49,13 +49,29 @@ impl<'a> Params<'a> {
 
     /// A number greater than zero, or `default` when the key is absent.
     pub fn positive_f64(&mut self, key: &'static str, default: f64) -> Result<f64, SpecError> {
-        let Some(text) = self.raw(key) else { return Ok(default) };
+        Ok(self.optional_positive_f64(key)?.unwrap_or(default))
+    }
+
+    /// A number greater than zero, or `None` when the key is absent (the algorithm says what an
+    /// absent value means, or that it is required).
+    pub fn optional_positive_f64(&mut self, key: &'static str) -> Result<Option<f64>, SpecError> {
+        let Some(text) = self.raw(key) else { return Ok(None) };
         let cc = self.cc;
         let value: f64 = text.parse().map_err(|_| SpecError(format!("{cc}: {key} must be a number, got '{text}'")))?;
         if !(value.is_finite() && value > 0.0) {
             return Err(SpecError(format!("{cc}: {key} must be > 0, got {text}")));
         }
-        Ok(value)
+        Ok(Some(value))
+    }
+
+    /// The value as written (a path, a name), or `None` when the key is absent.
+    pub fn text(&mut self, key: &'static str) -> Option<&'a str> {
+        self.raw(key)
+    }
+
+    /// The error for a mistake the algorithm found itself, in the same one-line form.
+    pub fn error(&self, message: impl fmt::Display) -> SpecError {
+        SpecError(format!("{}: {message}", self.cc))
     }
 
     /// A whole number of at least `min`, or `default` when the key is absent.

@@ -7,6 +7,8 @@
 use crate::bbr::{Bbr, BbrConfig};
 use crate::copa::{Copa, CopaConfig};
 use crate::cubic::{Cubic, CubicConfig};
+use crate::fixed::{Fixed, FixedConfig};
+use crate::indigo::{Indigo, IndigoConfig};
 use crate::ledbat::{Ledbat, LedbatConfig};
 use crate::params::{Params, SpecError};
 use crate::pcc::allegro::{Allegro, AllegroConfig};
@@ -19,8 +21,10 @@ use crate::verus::{Verus, VerusConfig};
 use crate::CongestionControl;
 
 /// Every name `build` accepts.
-pub const KNOWN: &[&str] =
-    &["allegro", "bbr", "copa", "cubic", "ledbat", "reno", "scream", "sprout", "vegas", "verus", "vivace"];
+pub const KNOWN: &[&str] = &[
+    "allegro", "bbr", "copa", "cubic", "fixed", "indigo", "ledbat", "reno", "scream", "sprout", "vegas", "verus",
+    "vivace",
+];
 
 /// Builds the controller a spec names, e.g. `copa:delta=0.1`.
 pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError> {
@@ -33,6 +37,11 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
         "bbr" => Box::new(Bbr::new(BbrConfig::from_params(&mut p)?)),
         "copa" => Box::new(Copa::new(CopaConfig::from_params(&mut p)?)),
         "cubic" => Box::new(Cubic::new(CubicConfig::from_params(&mut p)?)),
+        "fixed" => Box::new(Fixed::new(FixedConfig::from_params(&mut p)?)),
+        "indigo" => {
+            let weights = crate::indigo::weights_from_params(&mut p)?;
+            Box::new(Indigo::new(IndigoConfig::from_params(&mut p)?, weights))
+        }
         "ledbat" => Box::new(Ledbat::new(LedbatConfig::from_params(&mut p)?)),
         "reno" => Box::new(Reno::new(RenoConfig::from_params(&mut p)?)),
         "scream" => Box::new(Scream::new(ScreamConfig::from_params(&mut p)?)),
@@ -49,15 +58,51 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{buildable, indigo_fixture};
 
     fn err(spec: &str) -> String {
         build(spec).err().expect("spec should be rejected").0
     }
 
     #[test]
-    fn every_known_name_builds_with_defaults() {
+    fn every_known_name_builds() {
         for &name in KNOWN {
-            assert_eq!(build(name).unwrap().name(), name);
+            assert_eq!(build(&buildable(name)).unwrap().name(), name);
+        }
+        // All with their defaults alone but `fixed`, and `indigo` unless trained weights are built in.
+        let need_more: Vec<&str> = KNOWN.iter().copied().filter(|&name| build(name).is_err()).collect();
+        let trained = crate::indigo::built_in_models().any(|m| m == crate::indigo::DEFAULT_MODEL);
+        assert_eq!(need_more, if trained { &["fixed"][..] } else { &["fixed", "indigo"][..] });
+    }
+
+    #[test]
+    fn fixed_and_indigo_say_what_they_need() {
+        assert_eq!(err("fixed"), "fixed: give cwnd_packets=N (the window, packets)");
+        assert_eq!(err("fixed:cwnd_packets=0.5"), "fixed: cwnd_packets must be >= 1, got 0.5");
+        assert_eq!(err("fixed:cwnd_packets=0"), "fixed: cwnd_packets must be > 0, got 0");
+        assert!(build("fixed:cwnd_packets=2.5").is_ok());
+        let w = indigo_fixture();
+        assert_eq!(
+            err(&format!("indigo:weights={w},policy=expert")),
+            "indigo: policy=expert needs oracle_cwnd_packets=X (the oracle's window, packets)"
+        );
+        assert_eq!(
+            err(&format!("indigo:weights={w},policy=greedy")),
+            "indigo: policy must be network, expert or random, got 'greedy'"
+        );
+        assert_eq!(
+            err(&format!("indigo:weights={w},oracle_cwnd_packets=-3")),
+            "indigo: oracle_cwnd_packets must be > 0, got -3"
+        );
+        assert_eq!(err(&format!("indigo:weights={w},record=yes")), "indigo: record must be true or false, got 'yes'");
+        assert!(
+            err(&format!("indigo:weights={w},polcy=random")).starts_with("indigo: unknown parameter 'polcy'; known: ")
+        );
+        let missing = err("indigo:weights=/no/such.safetensors");
+        assert!(missing.starts_with("indigo weights /no/such.safetensors: cannot read"), "{missing}");
+        assert!(!missing.contains('\n'));
+        for spec in ["policy=random,seed=3", "policy=expert,oracle_cwnd_packets=12.5,record=1", "record=0"] {
+            assert_eq!(build(&format!("indigo:weights={w},{spec}")).unwrap().name(), "indigo");
         }
     }
 

@@ -8,7 +8,8 @@
 //!   lengths can be read off RTTs by hand. (The closed-loop tests in tests/ use the real link
 //!   model instead, tests/support/link_loop.rs.)
 //! - `percentile`: the one percentile definition of the Rust tests, the same file the
-//!   integration tests use (tests/support/percentile.rs).
+//!   integration tests use (tests/support/percentile.rs);
+//! - `buildable`: a spec that builds for each registered name (tests/support/known_specs.rs).
 
 use std::collections::VecDeque;
 
@@ -17,6 +18,10 @@ use crate::{Acked, CongestionControl, Lost, SentPackets};
 #[path = "../tests/support/percentile.rs"]
 mod percentile;
 pub(crate) use percentile::percentile;
+
+#[path = "../tests/support/known_specs.rs"]
+mod known_specs;
+pub(crate) use known_specs::{buildable, indigo_fixture};
 
 pub(crate) const MSS: u64 = 1500;
 

@@ -1,16 +1,22 @@
 //! Indigo (crates/cc/src/indigo): the LSTM step against an independent numpy reference, the
-//! action semantics, the 10-ms decision cadence, the observed state, one-line errors for bad
-//! weights files, and (ignored, run by hand) the cost of a decision and of an acknowledgement.
+//! action semantics, the 10-ms decision cadence, the observed state, the expert's and the random
+//! policies, the per-decision records, one-line errors for bad weights files, and (ignored, run by
+//! hand) the cost of a decision and of an acknowledgement.
 
 #[path = "support/indigo_weights.rs"]
 mod indigo_weights;
+#[path = "support/link_loop.rs"]
+mod link_loop;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use indigo_weights::{indigo_tensors, indigo_weights, safetensors_bytes, Tensor};
-use pantheon_cc::indigo::{apply_action, Indigo, IndigoConfig, Lstm, Weights, INPUTS};
+use pantheon_cc::indigo::{
+    apply_action, expert_action, Indigo, IndigoConfig, Lstm, Policy, Records, Weights, ACTIONS, INPUTS,
+};
 use pantheon_cc::{Acked, CongestionControl, Sent};
+use pantheon_link::{Delivery, PathConfig, QueueLimit};
 use safetensors::SafeTensors;
 
 fn fixture(name: &str) -> PathBuf {
@@ -57,6 +63,102 @@ fn actions_halve_subtract_keep_add_double_with_a_floor_of_two() {
     assert_eq!(apply_action(5.0, 0), 2.5);
     assert_eq!(apply_action(11.0, 1), 2.0);
     assert_eq!(apply_action(2.0, 1), 2.0);
+}
+
+#[test]
+fn the_expert_brings_the_window_closest_to_the_oracle_and_prefers_small_changes() {
+    // From 40: 20, 30, 40, 50, 80.
+    assert_eq!(
+        [3.0, 22.0, 33.0, 37.0, 44.0, 46.0, 64.0, 66.0, 500.0].map(|o| expert_action(40.0, o)),
+        [0, 0, 1, 2, 2, 3, 3, 4, 4]
+    );
+    // Equally close, the smaller change: from 20 to 35, +10 (30) and ×2 (40) are 5 away.
+    assert_eq!(expert_action(20.0, 35.0), 3);
+    // From 10, +10 and ×2 both give 20: the same window, the lower index.
+    assert_eq!(expert_action(10.0, 300.0), 3);
+    // At the floor ÷2, −10 and +0 all give 2: "+0".
+    assert_eq!(expert_action(2.0, 1.0), 2);
+}
+
+fn indigo(policy: Policy, oracle_cwnd_packets: Option<f64>, seed: u64, record: bool) -> Indigo {
+    let config = IndigoConfig { policy, oracle_cwnd_packets, seed, record, ..IndigoConfig::default() };
+    Indigo::new(config, Weights::load(&fixture("lstm32.safetensors")).unwrap())
+}
+
+/// `cc` for 20 s over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a 200-packet DropTail queue.
+fn over_a_path(cc: &mut Indigo) {
+    let forward = PathConfig {
+        delay_us: 20_000,
+        loss_probability: 0.0,
+        queue: QueueLimit::Packets(200),
+        delivery: Delivery::Constant { rate_mbps: 12.0 },
+        policer: None,
+        timing: Default::default(),
+    };
+    link_loop::run(cc, &forward, 1, 20_000, 1500, 20_000_000, &mut |_| {});
+}
+
+#[test]
+fn the_expert_policy_drives_the_window_to_the_oracle_and_holds_it_within_one_action() {
+    for oracle in [7.0, 37.0, 250.0] {
+        let mut cc = indigo(Policy::Expert, Some(oracle), 1, true);
+        over_a_path(&mut cc);
+        let records = cc.take_records().unwrap();
+        assert!(records.len() > 400, "oracle {oracle}: {} decisions", records.len());
+        // 10 → 20 → 40 → 80 → 160 → 320 and −10 a step down to 250: within 15 decisions.
+        let settled = &records.cwnd_packets[15..];
+        let worst = settled.iter().map(|c| (c - oracle).abs()).fold(0.0, f64::max);
+        assert!(worst <= 5.0, "oracle {oracle}: window {worst} packets off after settling");
+        assert_eq!(records.actions, records.expert_actions.unwrap(), "oracle {oracle}");
+    }
+}
+
+#[test]
+fn the_random_policy_is_uniform_and_seeded() {
+    let actions = |seed| {
+        let mut flow = Flow::new(indigo(Policy::Random, None, seed, true), 1000);
+        flow.run(20_000_000);
+        flow.cc.take_records().unwrap().actions
+    };
+    let a = actions(7);
+    assert_eq!(a.len(), 1995);
+    assert_eq!(a, actions(7));
+    assert_ne!(a, actions(8));
+    for action in 0..ACTIONS {
+        let share = a.iter().filter(|&&x| x == action).count() as f64 / a.len() as f64;
+        assert!((0.15..=0.25).contains(&share), "action {action}: {share}");
+    }
+}
+
+#[test]
+fn records_are_one_per_decision_and_hold_what_the_network_got() {
+    let mut flow = Flow::new(indigo(Policy::Network, Some(60.0), 1, true), 1000);
+    flow.run(3_000_000);
+    let decisions = flow.cc.decisions() as usize;
+    let last_input = *flow.cc.last_input();
+    let records: Records = flow.cc.take_records().unwrap();
+    assert_eq!((records.len(), records.inputs.len(), records.cwnd_packets.len()), (decisions, decisions, decisions));
+    assert_eq!(records.inputs[decisions - 1], last_input);
+    // A fresh network given the recorded inputs takes the recorded actions: they are its inputs.
+    let mut net = Lstm::new(Weights::load(&fixture("lstm32.safetensors")).unwrap());
+    let replayed: Vec<usize> = records.inputs.iter().map(|x| net.step(x)).collect();
+    assert_eq!(replayed, records.actions);
+    assert!(records.actions.iter().any(|&a| a != records.actions[0]), "the test network always picks one action");
+    let expert = records.expert_actions.as_ref().unwrap();
+    for (k, (&cwnd_packets, &action)) in records.cwnd_packets.iter().zip(&records.actions).enumerate() {
+        assert_eq!(expert[k], expert_action(cwnd_packets, 60.0));
+        let window_after = records.cwnd_packets.get(k + 1).copied().unwrap_or(flow.cc.cwnd_packets());
+        assert_eq!(window_after, apply_action(cwnd_packets, action));
+    }
+    // Taken, they start afresh; without an oracle there is no expert column; without record=1 none.
+    flow.run(3_100_000);
+    assert_eq!(flow.cc.take_records().unwrap().len(), 10);
+    let mut flow = Flow::new(indigo(Policy::Network, None, 1, true), 1000);
+    flow.run(100_000);
+    assert_eq!(flow.cc.take_records().unwrap().expert_actions, None);
+    let mut flow = Flow::new(indigo(Policy::Network, Some(60.0), 1, false), 1000);
+    flow.run(100_000);
+    assert!(flow.cc.decisions() > 0 && flow.cc.take_records().is_none());
 }
 
 /// An acknowledgement of packet `seq` at `now_us` with RTT `rtt_us`; the flow's smallest RTT

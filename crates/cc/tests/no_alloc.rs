@@ -15,6 +15,8 @@ use pantheon_cc::{build, CongestionControl, SentPackets};
 
 #[path = "support/indigo_weights.rs"]
 mod indigo_weights;
+#[path = "support/known_specs.rs"]
+mod known_specs;
 
 struct Counting;
 
@@ -136,8 +138,9 @@ fn no_allocation_per_packet_after_warm_up() {
     for &name in pantheon_cc::KNOWN {
         // This path's queue has no limit, and Allegro (as its authors ship it) no window: its
         // flight, and the sender's book of it, would grow without end; the window bounds it.
-        let spec = if name == "allegro" { "allegro:safety_window=true" } else { name };
-        let mut cc = build(spec).unwrap();
+        let spec =
+            if name == "allegro" { "allegro:safety_window=true".to_string() } else { known_specs::buildable(name) };
+        let mut cc = build(&spec).unwrap();
         let mut sender = SentPackets::new();
         let mut acks = VecDeque::with_capacity(1 << 16);
         let mut clock = Clock::default();
@@ -151,8 +154,9 @@ fn no_allocation_per_packet_after_warm_up() {
 
 #[test]
 fn indigo_decides_without_allocating() {
-    // Not in the registry (no trained weights yet): a random 128-unit LSTM whose head always
-    // picks "+0", so that the window stays put while every decision runs the whole network.
+    // The network's policy (the registry's loop runs the expert's): a random 128-unit LSTM whose
+    // head always picks "+0", so that the window stays put while every decision runs the whole
+    // network.
     let weights = Weights::from_bytes(&indigo_weights::indigo_weights(128, 11, 0.01, [0.0, 0.0, 5.0, 0.0, 0.0]));
     let mut cc = Indigo::new(IndigoConfig::default(), weights.unwrap());
     let mut sender = SentPackets::new();

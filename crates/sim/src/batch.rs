@@ -6,13 +6,16 @@
 //! {"id": 7, "flows": [{"cc": "copa:delta=0.5", "start_s": 0, "duration_s": 30}],
 //!  "path": ["--delay", "20", "--uplink-queue-bytes", "60000"], "runtime_s": 30, "seed": 1}
 //! {"id": 7, "ok": true, "flows": [{"throughput_mbps": ..., ...}], "events": N, "wall_s": x}
+//! {"id": 9, "ok": true, "flows": [{"throughput_mbps": ..., "decisions": {"inputs": [[...]],
+//!  "cwnd_packets": [...], "actions": [...], "expert_actions": [...]}}], ...}
 //! {"id": 8, "ok": false, "error": "--uplink-rate: rate must be positive, got '0'"}
 //! ```
 //!
 //! `path` holds the emulator's path options, parsed by the code every driver shares
 //! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job
 //! — malformed JSON, an unknown field, a bad option, even a bug that panics — is answered with
-//! its error and never stops the others.
+//! its error and never stops the others. A flow whose controller keeps decision records
+//! (Indigo's `record=1`) returns them as `decisions`, for training (issue 19 §2).
 //! Worker threads (`std::thread::scope`) take the next line from the shared input as they
 //! become free; each run is single-threaded and deterministic, so a job's result does not
 //! depend on how many run beside it.
@@ -21,6 +24,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
+use pantheon_cc::indigo::{Records, INPUTS};
 use pantheon_cli::path_options::{PathArgs, PathPair};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -57,9 +61,39 @@ struct JobFlow {
 struct Done<'a> {
     id: &'a Value,
     ok: bool,
-    flows: &'a [FlowMetrics],
+    flows: Vec<DoneFlow<'a>>,
     events: u64,
     wall_s: f64,
+}
+
+/// A flow's metrics, and its controller's decision records when it kept them.
+#[derive(Serialize)]
+struct DoneFlow<'a> {
+    #[serde(flatten)]
+    metrics: &'a FlowMetrics,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decisions: Option<DoneDecisions<'a>>,
+}
+
+/// crates/cc/src/indigo/records.rs's columns, as docs/sim.md gives them.
+#[derive(Serialize)]
+struct DoneDecisions<'a> {
+    inputs: &'a [[f32; INPUTS]],
+    cwnd_packets: &'a [f64],
+    actions: &'a [usize],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expert_actions: Option<&'a [usize]>,
+}
+
+impl<'a> DoneDecisions<'a> {
+    fn of(records: &'a Records) -> Self {
+        DoneDecisions {
+            inputs: &records.inputs,
+            cwnd_packets: &records.cwnd_packets,
+            actions: &records.actions,
+            expert_actions: records.expert_actions.as_deref(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -109,7 +143,16 @@ pub fn answer(line: &[u8]) -> String {
     })();
     let text = match &result {
         Ok(s) => {
-            serde_json::to_string(&Done { id: &id, ok: true, flows: &s.flows, events: s.events, wall_s: s.wall_s })
+            let flows = s
+                .flows
+                .iter()
+                .enumerate()
+                .map(|(i, metrics)| DoneFlow {
+                    metrics,
+                    decisions: s.decisions.get(i).and_then(Option::as_ref).map(DoneDecisions::of),
+                })
+                .collect();
+            serde_json::to_string(&Done { id: &id, ok: true, flows, events: s.events, wall_s: s.wall_s })
         }
         Err(error) => serde_json::to_string(&Failed { id: &id, ok: false, error }),
     };
@@ -177,6 +220,33 @@ mod tests {
         assert_eq!(e, "--delay: delay must be at most 3600000 ms (one hour), got '1e17'");
         let e = error_of(r#"{"flows": [{"cc": "cubic", "start_s": 1e300}], "runtime_s": 1}"#);
         assert!(e.contains("not before the run ends"), "{e}");
+    }
+
+    #[test]
+    fn a_flow_that_records_returns_its_decisions_and_one_that_does_not_has_none() {
+        let weights = format!("{}/../cc/tests/fixtures/indigo/lstm32.safetensors", env!("CARGO_MANIFEST_DIR"));
+        let job = format!(
+            r#"{{"id": 3, "flows": [{{"cc": "indigo:weights={weights},policy=expert,oracle_cwnd_packets=30,record=1"}},
+                {{"cc": "indigo:weights={weights}"}}, {{"cc": "fixed:cwnd_packets=20"}}],
+              "path": ["--delay", "10", "--uplink-rate", "24", "--downlink-rate", "24"], "runtime_s": 2}}"#
+        );
+        let reply: Value = serde_json::from_str(&answer(job.replace('\n', " ").as_bytes())).unwrap();
+        assert_eq!(reply["ok"], Value::Bool(true), "{reply}");
+        let flows = reply["flows"].as_array().unwrap();
+        let decisions = &flows[0]["decisions"];
+        let n = decisions["actions"].as_array().unwrap().len();
+        // At most one decision per 10 ms over the 2 s after the first acknowledgement (20 ms).
+        assert!((100..=198).contains(&n), "{n} decisions");
+        for column in ["inputs", "cwnd_packets", "expert_actions"] {
+            assert_eq!(decisions[column].as_array().unwrap().len(), n, "{column}");
+        }
+        assert_eq!(decisions["inputs"][0].as_array().unwrap().len(), INPUTS);
+        assert_eq!(decisions["actions"], decisions["expert_actions"]);
+        assert_eq!(decisions["cwnd_packets"][n - 1], 30.0);
+        assert!(flows[0]["throughput_mbps"].as_f64().unwrap() > 0.0);
+        for flow in &flows[1..] {
+            assert!(flow.get("decisions").is_none() && flow["throughput_mbps"].as_f64().unwrap() > 0.0, "{flow}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! Times are µs since the run's start; flows are numbered from 0 here (flow 1 of the command line
 //! is 0), as in the harness's file names and records.
 
+use pantheon_cc::indigo::Records;
 use pantheon_link::DropCause;
 
 /// A direction of the path: the uplink carries data from the senders, the downlink carries
@@ -40,6 +41,9 @@ pub trait Observer {
     fn link_departure(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _entry_us: u64) {}
     fn link_drop(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _cause: DropCause) {}
     fn link_opportunity(&mut self, _direction: Direction, _t_us: u64) {}
+    /// At the run's end: the decision records of `flow`'s controller, if it kept them (Indigo's
+    /// `record=1`, crates/cc/src/indigo/records.rs).
+    fn decisions(&mut self, _flow: usize, _records: &Records) {}
 }
 
 /// Two observers watching the same run (the records and the metrics of `pantheon-sim run`).
@@ -78,6 +82,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         self.0.link_opportunity(direction, t_us);
         self.1.link_opportunity(direction, t_us);
+    }
+    fn decisions(&mut self, flow: usize, records: &Records) {
+        self.0.decisions(flow, records);
+        self.1.decisions(flow, records);
     }
 }
 
@@ -124,6 +132,11 @@ impl<O: Observer> Observer for Option<O> {
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         if let Some(o) = self {
             o.link_opportunity(direction, t_us);
+        }
+    }
+    fn decisions(&mut self, flow: usize, records: &Records) {
+        if let Some(o) = self {
+            o.decisions(flow, records);
         }
     }
 }

@@ -6,11 +6,13 @@
 use std::path::Path as FsPath;
 use std::time::Instant;
 
+use pantheon_cc::indigo::Records as DecisionRecords;
 use serde::Serialize;
 
 use crate::logs::Logs;
 use crate::merged_logs;
 use crate::metrics::{FlowMetrics, Metrics};
+use crate::observer::Observer;
 use crate::records::Records;
 use crate::scenario::Scenario;
 use crate::simulation;
@@ -21,6 +23,19 @@ pub struct Summary {
     pub wall_s: f64,
     pub sim_s: f64,
     pub flows: Vec<FlowMetrics>,
+    /// Per flow, its controller's decision records where it kept them (`metrics_only` only;
+    /// `pantheon-sim batch` returns them, docs/sim.md).
+    #[serde(skip)]
+    pub decisions: Vec<Option<DecisionRecords>>,
+}
+
+/// Keeps each flow's decision records.
+struct KeptDecisions(Vec<Option<DecisionRecords>>);
+
+impl Observer for KeptDecisions {
+    fn decisions(&mut self, flow: usize, records: &DecisionRecords) {
+        self.0[flow] = Some(records.clone());
+    }
 }
 
 /// Room for the delays a flow is likely to deliver: its share of the uplink's mean rate over
@@ -37,13 +52,14 @@ fn expected_packets(scenario: &Scenario) -> usize {
     (total / scenario.flows.len() as f64).clamp(16.0, MOST) as usize
 }
 
-/// Simulates `scenario` keeping only the metrics.
+/// Simulates `scenario` keeping only the metrics (and the decision records controllers keep).
 pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
     let started = Instant::now();
-    let mut metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
-    let totals = simulation::run(scenario, &mut metrics)?;
-    let flows = metrics.finish();
-    Ok(summary(scenario, totals, started, flows))
+    let metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
+    let mut observers = (metrics, KeptDecisions(vec![None; scenario.flows.len()]));
+    let totals = simulation::run(scenario, &mut observers)?;
+    let (metrics, kept) = observers;
+    Ok(Summary { decisions: kept.0, ..summary(scenario, totals, started, metrics.finish()) })
 }
 
 /// Simulates `scenario` writing into `dir` (created if missing) `records.parquet`,
@@ -93,5 +109,6 @@ fn summary(scenario: &Scenario, totals: simulation::Totals, started: Instant, fl
         wall_s: started.elapsed().as_secs_f64(),
         sim_s: scenario.runtime_us as f64 / 1e6,
         flows,
+        decisions: Vec::new(),
     }
 }

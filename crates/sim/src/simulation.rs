@@ -137,6 +137,11 @@ pub struct Simulation<'o, O: Observer> {
 pub fn run<O: Observer>(scenario: &Scenario, observer: &mut O) -> Result<Totals, String> {
     let mut sim = Simulation::new(scenario, observer);
     sim.run()?;
+    for (i, flow) in sim.flows.iter_mut().enumerate() {
+        if let Some(records) = flow.sender.take_records() {
+            sim.observer.decisions(i, &records);
+        }
+    }
     Ok(sim.totals)
 }
 

@@ -35,6 +35,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pantheon.binaries import binary
 from pantheon.sim import simulator
@@ -79,6 +80,20 @@ def link_options(*, rate_mbps: float = 12.0, delay_ms: float = 0.0, queue_bytes:
 
 
 @dataclass(frozen=True)
+class Decisions:
+    """A learned controller's record of its decisions (Indigo's `record=1`, docs/cc.md), one entry
+    per decision in each list."""
+    inputs: list[list[float]]
+    """The network's 9 inputs (crates/cc/src/indigo/state.rs), exactly what its LSTM step got."""
+    cwnd_packets: list[float]
+    """The window before the decision's action, packets."""
+    actions: list[int]
+    """The action taken, 0..4: ÷2, −10, +0, +10, ×2."""
+    expert_actions: list[int] | None
+    """The expert's action towards `oracle_cwnd_packets`; None when no oracle was given."""
+
+
+@dataclass(frozen=True)
 class FlowMetrics:
     """One flow's data direction, as `pantheon analyze` defines them (docs/analysis.md)."""
     throughput_mbps: float
@@ -87,6 +102,16 @@ class FlowMetrics:
     loss_rate: float | None
     sent_packets: int
     delivered_packets: int
+    decisions: Decisions | None = None
+    """The controller's decision records when it keeps them (`record=1`); None otherwise."""
+
+
+def _flow(reply: dict) -> FlowMetrics:
+    metrics: dict[str, Any] = {k: reply.get(k) for k in FlowMetrics.__dataclass_fields__ if k != "decisions"}
+    d = reply.get("decisions")
+    decisions = None if d is None else Decisions(d["inputs"], d["cwnd_packets"], d["actions"],
+                                                  d.get("expert_actions"))
+    return FlowMetrics(**metrics, decisions=decisions)
 
 
 @dataclass
@@ -107,7 +132,7 @@ class Result:
 def _result(job: Job, reply: dict) -> Result:
     if not reply.get("ok"):
         return Result(job, error=str(reply.get("error") or "pantheon-sim gave no reason"))
-    flows = [FlowMetrics(**{k: f.get(k) for k in FlowMetrics.__dataclass_fields__}) for f in reply["flows"]]
+    flows = [_flow(f) for f in reply["flows"]]
     return Result(job, flows, events=reply.get("events"), wall_s=reply.get("wall_s"))
 
 

@@ -105,6 +105,11 @@ impl Flow {
         self.cc.decision()
     }
 
+    /// The controller's per-decision records (`CongestionControl::take_records`).
+    pub fn take_records(&mut self) -> Option<crate::indigo::Records> {
+        self.cc.take_records()
+    }
+
     /// The sequence number the next datagram carries (datagrams are numbered from 0).
     pub fn next_seq(&self) -> u64 {
         self.counts.sent

@@ -1,0 +1,18 @@
+//! A spec that builds for each registered name, for the tests that run every controller (the
+//! registry's and the flow's unit tests, tests/no_alloc.rs): the name alone where its defaults
+//! do, and the parameters it cannot do without otherwise.
+
+/// The test network (tests/fixtures/indigo/lstm32.safetensors): random weights, 32 units.
+pub fn indigo_fixture() -> String {
+    format!("{}/tests/fixtures/indigo/lstm32.safetensors", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `name` with what it must be given: `fixed` a window, `indigo` weights (and, since the test
+/// network's own choices are arbitrary, the expert's policy, whose window settles at its oracle).
+pub fn buildable(name: &str) -> String {
+    match name {
+        "fixed" => "fixed:cwnd_packets=20".to_string(),
+        "indigo" => format!("indigo:weights={},policy=expert,oracle_cwnd_packets=40", indigo_fixture()),
+        _ => name.to_string(),
+    }
+}
