@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use pantheon_cli::path_options::PathArgs;
 use pantheon_cli::usage;
 use pantheon_sim::scenario::{parse_runtime_s, FlowPlan, Scenario};
-use pantheon_sim::{batch, outcome};
+use pantheon_sim::{batch, gym, outcome};
 
 const NAME: &str = "pantheon-sim";
 /// Most worker threads `batch --jobs` starts: each holds one run in memory, and more threads than
@@ -33,6 +33,9 @@ enum Command {
     Run(Box<RunArgs>),
     /// Many runs: JSON-line jobs on standard input, JSON-line results on standard output.
     Batch(BatchArgs),
+    /// Reinforcement-learning environments stepped over standard input and output, for
+    /// python/pantheon/gym (docs/gym.md gives the protocol).
+    Gym,
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +102,9 @@ fn main() -> ExitCode {
             match &cli.command {
                 Command::Run(args) => run(args),
                 Command::Batch(args) => batch(args),
+                Command::Gym => gym::protocol::serve(io::stdin().lock(), io::stdout().lock())
+                    .map(|()| 0)
+                    .map_err(|e| format!("gym: {e}")),
             },
         ),
         Err(code) => code,

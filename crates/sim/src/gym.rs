@@ -1,0 +1,193 @@
+//! The simulator as a reinforcement-learning environment (issue 19 §4; docs/gym.md): one flow over
+//! an emulated path, whose window an agent outside sets once per decision interval — the shape of
+//! Indigo's control loop (Yan et al., USENIX ATC 2018, §6: every 10 ms, one of five actions on
+//! the window) with the network replaced by whoever is learning. Python drives it through
+//! `pantheon-sim gym` (protocol.rs; python/pantheon/gym/) as Gymnasium's `Env.reset`/`Env.step`.
+//!
+//! - The path is the emulator's, from its own options (`batch::parse_path`), and the flow is
+//!   simulated as every run is (simulation.rs): the gym only stops the run at each interval's end.
+//! - Observation: Indigo's 9 network inputs (`pantheon_cc::indigo::Features::take_input`: the
+//!   averages of queueing delay, delivery rate and sending rate over the interval, the window, the
+//!   previous action one-hot), made by the same code Indigo runs (steered.rs).
+//! - Action: one of Indigo's five (`pantheon_cc::indigo::apply_action`: ÷2, −10, +0, +10, ×2
+//!   packets, floor 2), applied at the interval's start. Unlike Indigo's, the intervals are
+//!   clocked by simulated time rather than by the first acknowledgement after 10 ms, so an agent
+//!   gets a decision on a path that has gone silent too.
+//! - A ceiling on the window (`max_cwnd_packets`) that Indigo does not have: a policy exploring
+//!   ×2 every interval would otherwise reach windows of 2^k packets, all sent in one instant.
+//! - Per interval, beside the observation: the data direction's throughput, mean one-way delay
+//!   and loss (meter.rs), the window and the counts, from which the Python side computes the
+//!   reward.
+//!
+//! Before the first step (at reset) nothing has been measured: the observation is the initial
+//! window of 10 packets and, as Indigo's first decision sees, a previous action of ×2.
+
+mod meter;
+pub mod protocol;
+mod steered;
+
+use pantheon_cc::indigo::{apply_action, ACTIONS, INPUTS};
+use pantheon_cli::path_options::PathPair;
+
+use crate::batch::parse_path;
+use crate::scenario::{runtime_us, FlowPlan, Scenario};
+use crate::simulation::Simulation;
+use meter::Meter;
+use steered::Steer;
+
+/// f64 values per interval record: the observation, then `THROUGHPUT_MBPS` ... `SENT_PACKETS`.
+pub const RECORD_VALUES: usize = INPUTS + 6;
+/// Data delivered in the interval, Mbit/s of inner datagrams.
+pub const THROUGHPUT_MBPS: usize = INPUTS;
+/// Mean one-way delay of the data delivered in the interval, ms; an interval that delivered
+/// nothing repeats the last one that did (0 before any).
+pub const DELAY_MS: usize = INPUTS + 1;
+/// Datagrams dropped on the uplink over those dropped or delivered in the interval (0 if none).
+pub const LOSS_RATE: usize = INPUTS + 2;
+/// The window the interval ran under, packets.
+pub const CWND_PACKETS: usize = INPUTS + 3;
+pub const DELIVERED_PACKETS: usize = INPUTS + 4;
+pub const SENT_PACKETS: usize = INPUTS + 5;
+
+pub type Record = [f64; RECORD_VALUES];
+
+/// Shortest and longest decision interval, ms: below 0.1 ms an interval holds no event at
+/// any rate the emulator takes seriously; above 10 s an episode of a few steps is a whole run.
+const STEP_MS_RANGE: (f64, f64) = (0.1, 10_000.0);
+
+/// One episode's settings (the `reset` request, protocol.rs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvConfig {
+    /// pantheon-emu's path options.
+    pub path: Vec<String>,
+    /// The path's and hosts' seed (pantheon-emu's `--seed`).
+    pub seed: u64,
+    /// The decision interval, ms.
+    pub step_ms: f64,
+    /// Intervals per episode.
+    pub steps: u64,
+    /// The window's ceiling, packets.
+    pub max_cwnd_packets: f64,
+}
+
+/// One environment in an episode.
+pub struct Env {
+    sim: Simulation<Meter>,
+    steer: Steer,
+    /// The decision interval, µs.
+    step_us: u64,
+    /// Where the run stands, µs: the current interval's start.
+    now_us: u64,
+    /// The episode's end, µs.
+    end_us: u64,
+    max_cwnd_packets: f64,
+    /// The last action, index into Indigo's `ACTION_NAMES`.
+    prev_action: usize,
+    /// The last interval's mean delay that had deliveries, ms (0 before any).
+    last_delay_ms: f64,
+    /// The record of the last step, or of the reset.
+    record: Record,
+    /// The simulation failed in the last step (its error was returned): only a reset helps.
+    failed: bool,
+}
+
+impl Env {
+    /// A new episode: the path built and the flow at its start. A mistake in `config` is a
+    /// one-line error naming the setting.
+    pub fn reset(config: &EnvConfig) -> Result<Env, String> {
+        let (low_ms, high_ms) = STEP_MS_RANGE;
+        if !(config.step_ms >= low_ms && config.step_ms <= high_ms) {
+            return Err(format!(
+                "step_ms: expected a decision interval from {low_ms} to {high_ms} ms, got {}",
+                config.step_ms
+            ));
+        }
+        if config.steps == 0 {
+            return Err("steps: an episode needs at least one step".into());
+        }
+        if !(config.max_cwnd_packets >= 2.0 && config.max_cwnd_packets.is_finite()) {
+            return Err(format!("max_cwnd_packets: expected at least 2 packets, got {}", config.max_cwnd_packets));
+        }
+        let step_us = (config.step_ms * 1e3).round() as u64;
+        let run_us = runtime_us("steps × step_ms", config.steps as f64 * step_us as f64 / 1e6)?;
+        let paths: PathPair = parse_path(&config.path, Some(config.seed))?;
+        let plan = FlowPlan { cc: "gym".into(), start_us: 0, end_us: run_us };
+        let scenario = Scenario::new(vec![plan], run_us, paths)?;
+        let (controller, steer) = steered::steered();
+        let sim = Simulation::new(&scenario, vec![controller], Meter::default());
+        let mut env = Env {
+            sim,
+            steer,
+            step_us,
+            now_us: 0,
+            end_us: run_us,
+            max_cwnd_packets: config.max_cwnd_packets,
+            prev_action: ACTIONS - 1,
+            last_delay_ms: 0.0,
+            record: [0.0; RECORD_VALUES],
+            failed: false,
+        };
+        env.record = env.observe();
+        Ok(env)
+    }
+
+    /// Whether the episode has run all its intervals.
+    pub fn done(&self) -> bool {
+        self.now_us >= self.end_us
+    }
+
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// Takes `action` (an index into Indigo's `ACTION_NAMES`) and simulates one interval.
+    pub fn step(&mut self, action: usize) -> Result<&Record, String> {
+        if action >= ACTIONS {
+            return Err(format!("action: expected 0 to {}, got {action}", ACTIONS - 1));
+        }
+        if self.done() {
+            return Err("the episode is over: reset the environment".into());
+        }
+        if self.failed {
+            return Err("its last step failed: reset the environment".into());
+        }
+        {
+            let mut steering = self.steer.lock();
+            steering.cwnd_packets = apply_action(steering.cwnd_packets, action).min(self.max_cwnd_packets);
+        }
+        self.prev_action = action;
+        self.sim.wake_sender(0, self.now_us);
+        *self.sim.observer_mut() = Meter::default();
+        let until_us = (self.now_us + self.step_us).min(self.end_us);
+        if let Err(e) = self.sim.advance_until(until_us) {
+            self.failed = true;
+            return Err(e);
+        }
+        self.now_us = until_us;
+        self.record = self.observe();
+        Ok(&self.record)
+    }
+
+    /// The record of the interval just simulated (its meter), with the observation for the next
+    /// decision.
+    fn observe(&mut self) -> Record {
+        let meter = *self.sim.observer_mut();
+        if let Some(delay_ms) = meter.delay_ms() {
+            self.last_delay_ms = delay_ms;
+        }
+        let mut steering = self.steer.lock();
+        let cwnd_packets = steering.cwnd_packets;
+        let input = steering.features.take_input(cwnd_packets, self.prev_action);
+        let mut record = [0.0; RECORD_VALUES];
+        for (r, x) in record.iter_mut().zip(input) {
+            *r = f64::from(x);
+        }
+        record[THROUGHPUT_MBPS] = meter.throughput_mbps(self.step_us);
+        record[DELAY_MS] = self.last_delay_ms;
+        record[LOSS_RATE] = meter.loss_rate();
+        record[CWND_PACKETS] = cwnd_packets;
+        record[DELIVERED_PACKETS] = meter.delivered_packets as f64;
+        record[SENT_PACKETS] = meter.sent_packets as f64;
+        record
+    }
+}

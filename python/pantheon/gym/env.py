@@ -1,0 +1,202 @@
+"""Gymnasium environments over the simulator (issue 19 §4; docs/gym.md): one flow on an emulated
+path whose window the agent sets once per decision interval, as Indigo's network does (Yan et al.,
+USENIX ATC 2018, §6).
+
+- Observation: Indigo's 9 network inputs (crates/cc/src/indigo/state.rs), float32: the averages of
+  queueing delay, delivery rate and sending rate over the interval, the window and the previous
+  action one-hot, scaled as Indigo's released code scales them.
+- Action: Discrete(5), Indigo's ÷2, −10, +0, +10, ×2 packets on the window (floor 2 packets, ceiling
+  `max_cwnd_packets`), applied at the interval's start.
+- Step: one decision interval of simulated time (`step_ms`, 10 ms by default); an episode is
+  `episode_steps` of them, then `truncated` (the episode never terminates on its own).
+- Reward: rewards.py (the paper's log(throughput) − log(delay) by default).
+- info: the interval's throughput_mbps, delay_ms, loss_rate, cwnd_packets, delivered and sent
+  packets; at reset, the drawn path's name.
+
+`CongestionEnv` is one environment (what stable-baselines3 and most trainers wrap);
+`CongestionVectorEnv` steps N in one round trip to one simulator process, and resets an
+environment whose episode ended on its next step (Gymnasium's next-step autoreset).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from pantheon.errors import PantheonError
+from pantheon.gym import process, rewards
+from pantheon.gym.paths import DrawnPath, PathSampler, Ranges, sampler
+from pantheon.gym.process import EpisodeConfig, GymError, GymProcess
+
+ACTIONS = 5
+ACTION_NAMES = ("/2", "-10", "+0", "+10", "*2")
+"""Indigo's actions, in its order (crates/cc/src/indigo/mod.rs)."""
+SYNTHETIC = Ranges()
+"""The default paths: the span of the paper's synthetic training set (paths.py)."""
+SEED_BOUND = 2**63
+"""Simulator seeds are drawn below this (pantheon-emu's --seed is a u64)."""
+
+
+class _Episodes:
+    """What both environments share: the settings, the path draws and reading the records."""
+
+    def __init__(self, paths: PathSampler | str | Sequence[str], step_ms: float, episode_steps: int,
+                 max_cwnd_packets: float, reward: str | rewards.Reward) -> None:
+        if not (isinstance(episode_steps, int) and episode_steps >= 1):
+            raise PantheonError(f"episode_steps: expected a whole number >= 1, got {episode_steps!r}")
+        self.paths = sampler(paths)
+        self.step_ms = float(step_ms)
+        self.episode_steps = episode_steps
+        self.max_cwnd_packets = float(max_cwnd_packets)
+        self.reward = rewards.lookup(reward)
+
+    def reset_request(self, env: int, rng: np.random.Generator, options: dict[str, Any] | None) -> tuple[str, DrawnPath]:
+        """The request starting env's next episode, on a path drawn with `rng` (or options["path"]:
+        a sampler, preset name or list of them for this episode alone)."""
+        paths = sampler(options["path"]) if options and "path" in options else self.paths
+        drawn = paths.sample(rng)
+        config = EpisodeConfig(drawn.options, int(rng.integers(SEED_BOUND)), self.step_ms, self.episode_steps,
+                               self.max_cwnd_packets)
+        return config.request(env), drawn
+
+    def stats(self, record: np.ndarray) -> rewards.StepStats:
+        return rewards.StepStats(
+            throughput_mbps=float(record[process.THROUGHPUT_MBPS]), delay_ms=float(record[process.DELAY_MS]),
+            loss_rate=float(record[process.LOSS_RATE]), cwnd_packets=float(record[process.CWND_PACKETS]),
+            delivered_packets=int(record[process.DELIVERED_PACKETS]), sent_packets=int(record[process.SENT_PACKETS]),
+            step_ms=self.step_ms)
+
+
+def _records(reply: np.ndarray | GymError) -> np.ndarray:
+    if isinstance(reply, GymError):
+        raise reply
+    return reply
+
+
+MEASUREMENT_HIGH = 1e6
+"""The observation space's bound on the scaled averages (Gymnasium asks for a finite one): 2e8 ms
+of queueing delay or 2e8 Mbit/s, past anything the emulator runs."""
+
+
+def _observation_space(max_cwnd_packets: float) -> spaces.Box:
+    high = [MEASUREMENT_HIGH] * 3 + [max_cwnd_packets / process.CWND_SCALE_PACKETS] + [1.0] * ACTIONS
+    return spaces.Box(low=0.0, high=np.array(high, dtype=np.float32), dtype=np.float32)
+
+
+class CongestionEnv(gym.Env[np.ndarray, np.int64]):
+    """One flow's window, stepped every `step_ms` of simulated time (see the module's note).
+
+        env = CongestionEnv(paths=Ranges(rate_mbps=(10, 50)), episode_steps=500)
+        obs, info = env.reset(seed=1)
+        obs, reward, terminated, truncated, info = env.step(3)   # +10 packets
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, paths: PathSampler | str | Sequence[str] = SYNTHETIC, *, step_ms: float = 10.0,
+                 episode_steps: int = 1000, max_cwnd_packets: float = 10_000, reward: str | rewards.Reward = "log") -> None:
+        self._episodes = _Episodes(paths, step_ms, episode_steps, max_cwnd_packets, reward)
+        self.observation_space = _observation_space(self._episodes.max_cwnd_packets)
+        self.action_space = spaces.Discrete(ACTIONS)
+        self._process = GymProcess()
+        self._steps = 0
+        self._needs_reset = True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        request, drawn = self._episodes.reset_request(0, self.np_random, options)
+        record = _records(self._process.exchange([request])[0])[0]
+        self._steps = 0
+        self._needs_reset = False
+        return record[:process.INPUTS].astype(np.float32), {"path": drawn.name, "path_options": drawn.options}
+
+    def step(self, action: np.int64 | int) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._needs_reset:
+            raise GymError("step before reset, or after the episode ended: call reset() first")
+        if not (isinstance(action, int | np.integer) and 0 <= action < ACTIONS):
+            raise GymError(f"action: expected 0 to {ACTIONS - 1} ({', '.join(ACTION_NAMES)}), got {action!r}")
+        record = _records(self._process.exchange([f"step {int(action)}"])[0])[0]
+        self._steps += 1
+        truncated = self._steps >= self._episodes.episode_steps
+        self._needs_reset = truncated
+        stats = self._episodes.stats(record)
+        info = {"throughput_mbps": stats.throughput_mbps, "delay_ms": stats.delay_ms, "loss_rate": stats.loss_rate,
+                "cwnd_packets": stats.cwnd_packets, "delivered_packets": stats.delivered_packets,
+                "sent_packets": stats.sent_packets}
+        return record[:process.INPUTS].astype(np.float32), float(self._episodes.reward(stats)), False, truncated, info
+
+    def close(self) -> None:
+        self._process.close()
+
+
+class CongestionVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
+    """`num_envs` `CongestionEnv`s in one simulator process, stepped in one round trip; each draws
+    its paths with its own generator (reset(seed=s) seeds environment i with s + i, as Gymnasium's
+    vector environments do). An environment whose episode ended is reset by the next step, which
+    ignores its action (Gymnasium's AutoresetMode.NEXT_STEP)."""
+
+    metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int, paths: PathSampler | str | Sequence[str] = SYNTHETIC, *, step_ms: float = 10.0,
+                 episode_steps: int = 1000, max_cwnd_packets: float = 10_000, reward: str | rewards.Reward = "log") -> None:
+        if not (isinstance(num_envs, int) and num_envs >= 1):
+            raise PantheonError(f"num_envs: expected a whole number >= 1, got {num_envs!r}")
+        self._episodes = _Episodes(paths, step_ms, episode_steps, max_cwnd_packets, reward)
+        self.num_envs = num_envs
+        self.single_observation_space = _observation_space(self._episodes.max_cwnd_packets)
+        self.single_action_space = spaces.Discrete(ACTIONS)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
+        self.action_space = spaces.MultiDiscrete(np.full(num_envs, ACTIONS))
+        self._process = GymProcess()
+        self._rngs = [np.random.default_rng() for _ in range(num_envs)]
+        self._steps = np.zeros(num_envs, dtype=np.int64)
+        self._autoreset = np.zeros(num_envs, dtype=bool)
+        self._started = False
+
+    def reset(self, *, seed: int | list[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
+        if len(seeds) != self.num_envs:
+            raise PantheonError(f"reset: {len(seeds)} seeds for {self.num_envs} environments")
+        self._rngs = [np.random.default_rng(s) for s in seeds]
+        requests, names = [], []
+        for i in range(self.num_envs):
+            request, drawn = self._episodes.reset_request(i, self._rngs[i], options)
+            requests.append(request)
+            names.append(drawn.name)
+        records = np.concatenate([_records(r) for r in self._process.exchange(requests)])
+        self._steps[:] = 0
+        self._autoreset[:] = False
+        self._started = True
+        return records[:, :process.INPUTS].astype(np.float32), {"path": np.array(names, dtype=object)}
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if not self._started:
+            raise GymError("step before reset: call reset() first")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not self.action_space.contains(actions.astype(np.int64)):
+            raise GymError(f"actions: expected {self.num_envs} actions from 0 to {ACTIONS - 1}, got {actions!r}")
+        requests = [self._episodes.reset_request(int(i), self._rngs[i], None)[0] for i in np.flatnonzero(self._autoreset)]
+        tokens = ["-" if again else str(int(a)) for a, again in zip(actions, self._autoreset)]
+        replies = self._process.exchange([*requests, "step " + " ".join(tokens)])
+        for reply in replies[:-1]:
+            _records(reply)
+        records = _records(replies[-1])
+        stats = [self._episodes.stats(r) for r in records]
+        rewards_now = np.array([0.0 if again else self._episodes.reward(s) for s, again in zip(stats, self._autoreset)])
+        self._steps = np.where(self._autoreset, 0, self._steps + 1)
+        truncated = self._steps >= self._episodes.episode_steps
+        self._autoreset = truncated
+        info = {name: records[:, column] for name, column in (
+            ("throughput_mbps", process.THROUGHPUT_MBPS), ("delay_ms", process.DELAY_MS),
+            ("loss_rate", process.LOSS_RATE), ("cwnd_packets", process.CWND_PACKETS),
+            ("delivered_packets", process.DELIVERED_PACKETS), ("sent_packets", process.SENT_PACKETS))}
+        return (records[:, :process.INPUTS].astype(np.float32), rewards_now, np.zeros(self.num_envs, dtype=bool),
+                truncated.copy(), info)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._process.close()
