@@ -151,10 +151,7 @@ impl Env {
         if self.failed {
             return Err("its last step failed: reset the environment".into());
         }
-        {
-            let mut steering = self.steer.lock();
-            steering.cwnd_packets = apply_action(steering.cwnd_packets, action).min(self.max_cwnd_packets);
-        }
+        self.steer.set_cwnd_packets(apply_action(self.steer.cwnd_packets(), action).min(self.max_cwnd_packets));
         self.prev_action = action;
         self.sim.wake_sender(0, self.now_us);
         *self.sim.observer_mut() = Meter::default();
@@ -175,9 +172,8 @@ impl Env {
         if let Some(delay_ms) = meter.delay_ms() {
             self.last_delay_ms = delay_ms;
         }
-        let mut steering = self.steer.lock();
-        let cwnd_packets = steering.cwnd_packets;
-        let input = steering.features.take_input(cwnd_packets, self.prev_action);
+        let cwnd_packets = self.steer.cwnd_packets();
+        let input = self.steer.features().take_input(cwnd_packets, self.prev_action);
         let mut record = [0.0; RECORD_VALUES];
         for (r, x) in record.iter_mut().zip(input) {
             *r = f64::from(x);

@@ -64,11 +64,10 @@ class _Episodes:
         return config.request(env), drawn
 
     def stats(self, record: np.ndarray) -> rewards.StepStats:
-        return rewards.StepStats(
-            throughput_mbps=float(record[process.THROUGHPUT_MBPS]), delay_ms=float(record[process.DELAY_MS]),
-            loss_rate=float(record[process.LOSS_RATE]), cwnd_packets=float(record[process.CWND_PACKETS]),
-            delivered_packets=int(record[process.DELIVERED_PACKETS]), sent_packets=int(record[process.SENT_PACKETS]),
-            step_ms=self.step_ms)
+        # One tolist() and plain floats: indexing a numpy array per field costs more (a step's
+        # Python time is most of a 12 Mbit/s step's cost; bench/gym_speed.py).
+        throughput_mbps, delay_ms, loss_rate, cwnd_packets, delivered, sent = record[process.INPUTS:].tolist()
+        return rewards.StepStats(throughput_mbps, delay_ms, loss_rate, cwnd_packets, int(delivered), int(sent), self.step_ms)
 
 
 def _records(reply: np.ndarray | GymError) -> np.ndarray:
@@ -119,7 +118,7 @@ class CongestionEnv(gym.Env[np.ndarray, np.int64]):
             raise GymError("step before reset, or after the episode ended: call reset() first")
         if not (isinstance(action, int | np.integer) and 0 <= action < ACTIONS):
             raise GymError(f"action: expected 0 to {ACTIONS - 1} ({', '.join(ACTION_NAMES)}), got {action!r}")
-        record = _records(self._process.exchange([f"step {int(action)}"])[0])[0]
+        record = _records(self._process.step_one(int(action)))[0]
         self._steps += 1
         truncated = self._steps >= self._episodes.episode_steps
         self._needs_reset = truncated

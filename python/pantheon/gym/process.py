@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import weakref
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
@@ -30,6 +30,10 @@ CWND_SCALE_PACKETS = 5000
 RECORD_VALUES = INPUTS + 6
 """f64 per environment per reply (gym.rs): the observation, then these columns."""
 THROUGHPUT_MBPS, DELAY_MS, LOSS_RATE, CWND_PACKETS, DELIVERED_PACKETS, SENT_PACKETS = range(INPUTS, RECORD_VALUES)
+
+
+_STEP_ONE = [f"step {a}\n".encode() for a in range(5)]
+"""A single environment's step requests, by action (Indigo's five)."""
 
 
 class GymError(PantheonError):
@@ -87,20 +91,34 @@ class GymProcess:
             self._stdin.flush()
             return [self._reply() for _ in requests]
         except (BrokenPipeError, EOFError):
-            self._errors.seek(0)
-            why = simulator.message(self._errors.read().decode(errors="replace"))
-            self.close()
-            raise RuntimeError(f"{simulator.PROGRAM} gym ended unexpectedly: {why or 'no message'}") from None
+            self._ended()
+
+    def step_one(self, action: int) -> np.ndarray | GymError:
+        """`exchange` of one environment's step, without building a list per step."""
+        if not self._finalizer.alive:
+            raise GymError("the environment is closed: make a new one")
+        try:
+            self._stdin.write(_STEP_ONE[action])
+            self._stdin.flush()
+            return self._reply()
+        except (BrokenPipeError, EOFError):
+            self._ended()
+
+    def _ended(self) -> NoReturn:
+        self._errors.seek(0)
+        why = simulator.message(self._errors.read().decode(errors="replace"))
+        self.close()
+        raise RuntimeError(f"{simulator.PROGRAM} gym ended unexpectedly: {why or 'no message'}") from None
 
     def _reply(self) -> np.ndarray | GymError:
-        header = self._stdout.readline().decode()
-        if not header:
-            raise EOFError
-        status, _, rest = header.rstrip("\n").partition(" ")
-        if status != "ok":
-            return GymError(rest)
-        data = self._stdout.read(int(rest))
-        if len(data) < int(rest):
+        header = self._stdout.readline()
+        if not header.startswith(b"ok "):
+            if not header:
+                raise EOFError
+            return GymError(header.decode().rstrip("\n").removeprefix("error "))
+        size = int(header[3:])
+        data = self._stdout.read(size)
+        if len(data) < size:
             raise EOFError
         return np.frombuffer(data, dtype="<f8").reshape(-1, RECORD_VALUES)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pantheon.errors import PantheonError
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepStats:
     throughput_mbps: float
     delay_ms: float
