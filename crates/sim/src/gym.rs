@@ -187,3 +187,80 @@ impl Env {
         record
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 12 Mbit/s each way, 20 ms one way, a DropTail buffer of one BDP (60 000 bytes, 40 datagrams).
+    fn one_bdp(steps: u64) -> Env {
+        let path = "--delay 20 --uplink-rate 12 --downlink-rate 12 --uplink-queue droptail --uplink-queue-bytes 60000";
+        let config = EnvConfig {
+            path: path.split(' ').map(String::from).collect(),
+            seed: 1,
+            step_ms: 10.0,
+            steps,
+            max_cwnd_packets: 1000.0,
+        };
+        Env::reset(&config).unwrap()
+    }
+
+    /// The means of the records of `steps` steps of `action` after `warm_up` more.
+    fn mean_after(env: &mut Env, warm_up: usize, steps: usize, action: usize) -> Record {
+        let records: Vec<Record> = (0..warm_up + steps).map(|_| *env.step(action).unwrap()).collect();
+        let mut mean = [0.0; RECORD_VALUES];
+        for r in &records[warm_up..] {
+            for (m, v) in mean.iter_mut().zip(r) {
+                *m += v / steps as f64;
+            }
+        }
+        mean
+    }
+
+    #[test]
+    fn a_window_of_one_bdp_fills_the_link_without_a_queue() {
+        let mut env = one_bdp(200);
+        // 10 + 10 × 3 = 40 packets: the BDP of the propagation delay alone.
+        for _ in 0..3 {
+            env.step(3).unwrap();
+        }
+        assert_eq!(env.record()[CWND_PACKETS], 40.0);
+        let mean = mean_after(&mut env, 50, 100, 2);
+        // 40 datagrams of 1464 inner bytes per round trip of 40 ms of propagation, 1 ms of
+        // transmission and the hosts' wake-ups (~1 ms): ~11.2 Mbit/s, under the link's 11.712.
+        assert!((11.0..11.712).contains(&mean[THROUGHPUT_MBPS]), "{}", mean[THROUGHPUT_MBPS]);
+        // 20 ms of propagation and up to 1 ms of transmission (1500 bytes at 12 Mbit/s): no queue.
+        assert!((20.5..21.5).contains(&mean[DELAY_MS]), "{}", mean[DELAY_MS]);
+        assert_eq!(mean[LOSS_RATE], 0.0);
+    }
+
+    #[test]
+    fn doubling_to_the_ceiling_fills_the_buffer() {
+        let mut env = one_bdp(200);
+        let mean = mean_after(&mut env, 100, 100, 4);
+        assert_eq!(env.record()[CWND_PACKETS], 1000.0);
+        assert!((11.6..11.8).contains(&mean[THROUGHPUT_MBPS]), "{}", mean[THROUGHPUT_MBPS]);
+        // Past 20 ms of propagation and 1 of transmission, a full buffer adds 40 ms of queue.
+        assert!((59.0..63.0).contains(&mean[DELAY_MS]), "{}", mean[DELAY_MS]);
+        // The window far past what the buffer holds: most of what is sent is dropped.
+        assert!(mean[LOSS_RATE] > 0.5, "{}", mean[LOSS_RATE]);
+        // Indigo's queueing-delay input sees the queue: ~40 ms / 200 ms.
+        assert!((0.15..0.25).contains(&mean[0]), "{}", mean[0]);
+    }
+
+    #[test]
+    fn an_episode_ends_after_its_steps_and_settings_are_checked() {
+        let mut env = one_bdp(2);
+        env.step(2).unwrap();
+        env.step(2).unwrap();
+        assert!(env.done());
+        assert_eq!(env.step(2).unwrap_err(), "the episode is over: reset the environment");
+        let bad = EnvConfig { path: vec![], seed: 0, step_ms: 0.0, steps: 1, max_cwnd_packets: 10.0 };
+        assert_eq!(
+            Env::reset(&bad).err().unwrap(),
+            "step_ms: expected a decision interval from 0.1 to 10000 ms, got 0"
+        );
+        let bad = EnvConfig { step_ms: 10.0, steps: 10_000_000_000, ..bad };
+        assert!(Env::reset(&bad).err().unwrap().starts_with("steps × step_ms: expected a positive number of seconds"));
+    }
+}
