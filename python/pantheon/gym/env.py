@@ -63,10 +63,10 @@ class _Episodes:
                                self.max_cwnd_packets)
         return config.request(env), drawn
 
-    def stats(self, record: np.ndarray) -> rewards.StepStats:
-        # One tolist() and plain floats: indexing a numpy array per field costs more (a step's
-        # Python time is most of a 12 Mbit/s step's cost; bench/gym_speed.py).
-        throughput_mbps, delay_ms, loss_rate, cwnd_packets, delivered, sent = record[process.INPUTS:].tolist()
+    def stats(self, record: list[float]) -> rewards.StepStats:
+        """The step's numbers from its record as a list: plain floats, as indexing a numpy array per
+        field costs more (Python's time is a large part of a 12 Mbit/s step; bench/gym_speed.py)."""
+        throughput_mbps, delay_ms, loss_rate, cwnd_packets, delivered, sent = record[process.INPUTS:]
         return rewards.StepStats(throughput_mbps, delay_ms, loss_rate, cwnd_packets, int(delivered), int(sent), self.step_ms)
 
 
@@ -122,7 +122,7 @@ class CongestionEnv(gym.Env[np.ndarray, np.int64]):
         self._steps += 1
         truncated = self._steps >= self._episodes.episode_steps
         self._needs_reset = truncated
-        stats = self._episodes.stats(record)
+        stats = self._episodes.stats(record.tolist())
         info = {"throughput_mbps": stats.throughput_mbps, "delay_ms": stats.delay_ms, "loss_rate": stats.loss_rate,
                 "cwnd_packets": stats.cwnd_packets, "delivered_packets": stats.delivered_packets,
                 "sent_packets": stats.sent_packets}
@@ -177,7 +177,8 @@ class CongestionVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if not self._started:
             raise GymError("step before reset: call reset() first")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not self.action_space.contains(actions.astype(np.int64)):
+        if actions.shape != (self.num_envs,) or not (np.issubdtype(actions.dtype, np.integer)
+                                                     and ((actions >= 0) & (actions < ACTIONS)).all()):
             raise GymError(f"actions: expected {self.num_envs} actions from 0 to {ACTIONS - 1}, got {actions!r}")
         requests = [self._episodes.reset_request(int(i), self._rngs[i], None)[0] for i in np.flatnonzero(self._autoreset)]
         tokens = ["-" if again else str(int(a)) for a, again in zip(actions, self._autoreset)]
@@ -185,7 +186,7 @@ class CongestionVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         for reply in replies[:-1]:
             _records(reply)
         records = _records(replies[-1])
-        stats = [self._episodes.stats(r) for r in records]
+        stats = [self._episodes.stats(r) for r in records.tolist()]
         rewards_now = np.array([0.0 if again else self._episodes.reward(s) for s, again in zip(stats, self._autoreset)])
         self._steps = np.where(self._autoreset, 0, self._steps + 1)
         truncated = self._steps >= self._episodes.episode_steps
