@@ -22,7 +22,7 @@ how many times the batch job's cost per simulated second the case pays.
 (sched_setaffinity, inherited by the child), so the figure is what one core gives; --cores 2 lets
 them run on two (the round trip then pays cross-core wake-ups instead of context switches).
 Timings depend on the machine's load: run it under the shared lock on a shared machine; each
-figure is the best of --repeat runs (default 3), as other processes only ever slow a run down.
+figure is the best of --repeat runs (default 5), as other processes only ever slow a run down.
 
     cargo build --release                        # target/release/pantheon-sim
     flock /work/bench.lock .venv/bin/python bench/gym_speed.py
@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5, help="single-environment episodes (default 5)")
     parser.add_argument("--steps", type=int, default=1000, help="steps per episode (default 1000: 10 s simulated)")
     parser.add_argument("--envs", type=int, default=16, help="environments in the vector (default 16)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case, the fastest kept (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per case, the fastest kept (default 5)")
     parser.add_argument("--cores", type=int, choices=(1, 2), default=1, help="CPUs for Python and the simulator (default 1)")
     args = parser.parse_args()
     if args.cores == 1:
