@@ -5,11 +5,12 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from pantheon.gym import CongestionEnv, CongestionVectorEnv, DrawnPath, GymError, Presets, Ranges
+from pantheon.gym import ENV_ID, CongestionEnv, CongestionVectorEnv, DrawnPath, GymError, Presets, Ranges
 
 # 12 Mbit/s, 20 ms one way: a BDP of 60 000 bytes, 40 datagrams of 1500 bytes; a buffer of one BDP.
 ONE_BDP = Ranges(rate_mbps=(12, 12), delay_ms=(20, 20), queue_bdp=(1, 1))
@@ -20,6 +21,19 @@ def test_gymnasiums_checker_passes() -> None:
     env = CongestionEnv(paths=ONE_BDP, episode_steps=50)
     check_env(env, skip_render_check=True)
     env.close()
+
+
+def test_gymnasium_makes_them_by_name() -> None:
+    env = gymnasium.make(ENV_ID, paths=ONE_BDP, episode_steps=3)
+    env.reset(seed=1)
+    assert [env.step(3)[4]["cwnd_packets"] for _ in range(3)] == [20.0, 30.0, 40.0]
+    env.close()
+    vector = gymnasium.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point", paths=ONE_BDP,
+                                episode_steps=3)
+    assert isinstance(vector.unwrapped, CongestionVectorEnv)
+    vector.reset(seed=1)
+    assert vector.step(np.array([4, 0]))[4]["cwnd_packets"].tolist() == [20.0, 5.0]
+    vector.close()
 
 
 def run_episode(env: CongestionEnv, seed: int, policy) -> tuple[list[np.ndarray], list[float], list[dict]]:
