@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -41,12 +41,14 @@ class PathSampler(Protocol):
 class Presets:
     """One of `names` (built-in presets or preset files), uniformly."""
     names: Sequence[str]
+    _options: dict[str, list[str]] = field(init=False, repr=False, compare=False)
+    """Each preset's emulator options, read (and its trace files written) once, not per reset."""
 
     def __post_init__(self) -> None:
         if not self.names:
             raise PantheonError("Presets: give at least one preset name or file")
-        for name in self.names:
-            presets.lookup(name)
+        traces = presets.traces_cache()
+        object.__setattr__(self, "_options", {name: presets.lookup(name).options(traces) for name in self.names})
 
     @staticmethod
     def of_kind(kind: str) -> Presets:
@@ -59,7 +61,7 @@ class Presets:
 
     def sample(self, rng: np.random.Generator) -> DrawnPath:
         name = self.names[int(rng.integers(len(self.names)))]
-        return DrawnPath(name, presets.lookup(name).options(presets.traces_cache()))
+        return DrawnPath(name, list(self._options[name]))
 
 
 def _span(name: str, span: tuple[float, float], low: float) -> tuple[float, float]:
