@@ -17,10 +17,28 @@ ONE_BDP = Ranges(rate_mbps=(12, 12), delay_ms=(20, 20), queue_bdp=(1, 1))
 BDP_PACKETS = 40
 
 
-def test_gymnasiums_checker_passes() -> None:
-    env = CongestionEnv(paths=ONE_BDP, episode_steps=50)
+@pytest.mark.parametrize("actions", ["indigo", "multiplier"])
+def test_gymnasiums_checker_passes(actions: str) -> None:
+    env = CongestionEnv(paths=ONE_BDP, episode_steps=50, actions=actions)
     check_env(env, skip_render_check=True)
     env.close()
+
+
+def test_a_multiplier_scales_the_window_and_is_observed() -> None:
+    env = CongestionEnv(paths=ONE_BDP, episode_steps=5, actions="multiplier", max_factor=4)
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (5,) and obs[4] == 0
+    # The window times 4^0.5 = 2, then times 4^-1: 10 -> 20 -> 5.
+    obs, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+    assert info["cwnd_packets"] == 20.0 and obs[4] == 2.0
+    assert env.step(np.array([-1.0], dtype=np.float32))[4]["cwnd_packets"] == 5.0
+    with pytest.raises(GymError, match="expected one number from -1 to 1"):
+        env.step(np.array([1.5], dtype=np.float32))
+    env.close()
+    vector = CongestionVectorEnv(2, paths=ONE_BDP, episode_steps=5, actions="multiplier")
+    vector.reset(seed=1)
+    assert vector.step(np.array([[1.0], [-1.0]], dtype=np.float32))[4]["cwnd_packets"].tolist() == [20.0, 5.0]
+    vector.close()
 
 
 def test_gymnasium_makes_them_by_name() -> None:

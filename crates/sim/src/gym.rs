@@ -10,7 +10,9 @@
 //!   averages of queueing delay, delivery rate and sending rate over the interval, the window, the
 //!   previous action one-hot), made by the same code Indigo runs (steered.rs).
 //! - Action: one of Indigo's five (`pantheon_cc::indigo::apply_action`: ÷2, −10, +0, +10, ×2
-//!   packets, floor 2), applied at the interval's start. Unlike Indigo's, the intervals are
+//!   packets, floor 2), or a window multiplier for a continuous policy (the observation then
+//!   carries the last multiplier where Indigo's carries its previous action one-hot), applied at
+//!   the interval's start. Unlike Indigo's, the intervals are
 //!   clocked by simulated time rather than by the first acknowledgement after 10 ms, so an agent
 //!   gets a decision on a path that has gone silent too.
 //! - A ceiling on the window (`max_cwnd_packets`) that Indigo does not have: a policy exploring
@@ -26,7 +28,7 @@ mod meter;
 pub mod protocol;
 mod steered;
 
-use pantheon_cc::indigo::{apply_action, ACTIONS, INPUTS};
+use pantheon_cc::indigo::{apply_action, ACTIONS, INPUTS, MIN_CWND_PACKETS};
 use pantheon_cli::path_options::PathPair;
 
 use crate::batch::parse_path;
@@ -35,7 +37,21 @@ use crate::simulation::Simulation;
 use meter::Meter;
 use steered::Steer;
 
+/// What the agent does to the window at an interval's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action {
+    /// One of Indigo's five, an index into `ACTION_NAMES`.
+    Indigo(usize),
+    /// Multiply the window by this factor (> 0), within the floor and the ceiling.
+    Scale(f64),
+}
+
+/// Indigo's inputs before the previous action's one-hot: queueing delay, delivery rate, sending
+/// rate, window (state.rs).
+pub const MEASUREMENTS: usize = 4;
+
 /// f64 values per interval record: the observation, then `THROUGHPUT_MBPS` ... `SENT_PACKETS`.
+/// After a `Scale` action the observation is the 4 measurements, the multiplier, and 4 zeros.
 pub const RECORD_VALUES: usize = INPUTS + 6;
 /// Data delivered in the interval, Mbit/s of inner datagrams.
 pub const THROUGHPUT_MBPS: usize = INPUTS;
@@ -81,8 +97,8 @@ pub struct Env {
     /// The episode's end, µs.
     end_us: u64,
     max_cwnd_packets: f64,
-    /// The last action, index into Indigo's `ACTION_NAMES`.
-    prev_action: usize,
+    /// The last action.
+    prev_action: Action,
     /// The last interval's mean delay that had deliveries, ms (0 before any).
     last_delay_ms: f64,
     /// The record of the last step, or of the reset.
@@ -122,7 +138,7 @@ impl Env {
             now_us: 0,
             end_us: run_us,
             max_cwnd_packets: config.max_cwnd_packets,
-            prev_action: ACTIONS - 1,
+            prev_action: Action::Indigo(ACTIONS - 1),
             last_delay_ms: 0.0,
             record: [0.0; RECORD_VALUES],
             failed: false,
@@ -140,18 +156,26 @@ impl Env {
         &self.record
     }
 
-    /// Takes `action` (an index into Indigo's `ACTION_NAMES`) and simulates one interval.
-    pub fn step(&mut self, action: usize) -> Result<&Record, String> {
-        if action >= ACTIONS {
-            return Err(format!("action: expected 0 to {}, got {action}", ACTIONS - 1));
-        }
+    /// Takes `action` and simulates one interval.
+    pub fn step(&mut self, action: Action) -> Result<&Record, String> {
+        let cwnd_packets = self.steer.cwnd_packets();
+        let next_packets = match action {
+            Action::Indigo(index) if index < ACTIONS => apply_action(cwnd_packets, index),
+            Action::Indigo(index) => return Err(format!("action: expected 0 to {}, got {index}", ACTIONS - 1)),
+            Action::Scale(factor) if factor.is_finite() && factor > 0.0 => {
+                (cwnd_packets * factor).max(MIN_CWND_PACKETS)
+            }
+            Action::Scale(factor) => {
+                return Err(format!("action: expected a positive window multiplier, got {factor}"))
+            }
+        };
         if self.done() {
             return Err("the episode is over: reset the environment".into());
         }
         if self.failed {
             return Err("its last step failed: reset the environment".into());
         }
-        self.steer.set_cwnd_packets(apply_action(self.steer.cwnd_packets(), action).min(self.max_cwnd_packets));
+        self.steer.set_cwnd_packets(next_packets.min(self.max_cwnd_packets));
         self.prev_action = action;
         self.sim.wake_sender(0, self.now_us);
         *self.sim.observer_mut() = Meter::default();
@@ -173,11 +197,25 @@ impl Env {
             self.last_delay_ms = delay_ms;
         }
         let cwnd_packets = self.steer.cwnd_packets();
-        let input = self.steer.features().take_input(cwnd_packets, self.prev_action);
         let mut record = [0.0; RECORD_VALUES];
-        for (r, x) in record.iter_mut().zip(input) {
-            *r = f64::from(x);
+        let mut features = self.steer.features();
+        match self.prev_action {
+            Action::Indigo(index) => {
+                let input = features.take_input(cwnd_packets, index);
+                for (r, x) in record.iter_mut().zip(input) {
+                    *r = f64::from(x);
+                }
+            }
+            Action::Scale(factor) => {
+                // The measurements as Indigo scales them; where its one-hot goes, the multiplier.
+                let input = features.take_input(cwnd_packets, 0);
+                for (r, x) in record.iter_mut().zip(&input[..MEASUREMENTS]) {
+                    *r = f64::from(*x);
+                }
+                record[MEASUREMENTS] = factor;
+            }
         }
+        drop(features);
         record[THROUGHPUT_MBPS] = meter.throughput_mbps(self.step_us);
         record[DELAY_MS] = self.last_delay_ms;
         record[LOSS_RATE] = meter.loss_rate();
@@ -207,7 +245,7 @@ mod tests {
 
     /// The means of the records of `steps` steps of `action` after `warm_up` more.
     fn mean_after(env: &mut Env, warm_up: usize, steps: usize, action: usize) -> Record {
-        let records: Vec<Record> = (0..warm_up + steps).map(|_| *env.step(action).unwrap()).collect();
+        let records: Vec<Record> = (0..warm_up + steps).map(|_| *env.step(Action::Indigo(action)).unwrap()).collect();
         let mut mean = [0.0; RECORD_VALUES];
         for r in &records[warm_up..] {
             for (m, v) in mean.iter_mut().zip(r) {
@@ -222,7 +260,7 @@ mod tests {
         let mut env = one_bdp(200);
         // 10 + 10 × 3 = 40 packets: the BDP of the propagation delay alone.
         for _ in 0..3 {
-            env.step(3).unwrap();
+            env.step(Action::Indigo(3)).unwrap();
         }
         assert_eq!(env.record()[CWND_PACKETS], 40.0);
         let mean = mean_after(&mut env, 50, 100, 2);
@@ -251,10 +289,10 @@ mod tests {
     #[test]
     fn an_episode_ends_after_its_steps_and_settings_are_checked() {
         let mut env = one_bdp(2);
-        env.step(2).unwrap();
-        env.step(2).unwrap();
+        env.step(Action::Indigo(2)).unwrap();
+        env.step(Action::Indigo(2)).unwrap();
         assert!(env.done());
-        assert_eq!(env.step(2).unwrap_err(), "the episode is over: reset the environment");
+        assert_eq!(env.step(Action::Indigo(2)).unwrap_err(), "the episode is over: reset the environment");
         let bad = EnvConfig { path: vec![], seed: 0, step_ms: 0.0, steps: 1, max_cwnd_packets: 10.0 };
         assert_eq!(
             Env::reset(&bad).err().unwrap(),

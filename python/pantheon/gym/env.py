@@ -6,7 +6,10 @@ USENIX ATC 2018, §6).
   queueing delay, delivery rate and sending rate over the interval, the window and the previous
   action one-hot, scaled as Indigo's released code scales them.
 - Action: Discrete(5), Indigo's ÷2, −10, +0, +10, ×2 packets on the window (floor 2 packets, ceiling
-  `max_cwnd_packets`), applied at the interval's start.
+  `max_cwnd_packets`), applied at the interval's start. With actions="multiplier", a Box(1,) a in
+  [−1, 1] instead that multiplies the window by max_factor^a (½ to 2 by default; symmetric and
+  normalised, as policy-gradient trainers prefer), and the observation is the 4 measurements and
+  the last factor (0 before the first step).
 - Step: one decision interval of simulated time (`step_ms`, 10 ms by default); an episode is
   `episode_steps` of them, then `truncated` (the episode never terminates on its own).
 - Reward: rewards.py (the paper's log(throughput) − log(delay) by default).
@@ -19,6 +22,7 @@ environment whose episode ended on its next step (Gymnasium's next-step autorese
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, SupportsFloat
 
@@ -35,24 +39,43 @@ from pantheon.gym.process import EpisodeConfig, GymError, GymProcess
 ACTIONS = 5
 ACTION_NAMES = ("/2", "-10", "+0", "+10", "*2")
 """Indigo's actions, in its order (crates/cc/src/indigo/mod.rs)."""
+ACTION_KINDS = ("indigo", "multiplier")
 SYNTHETIC = Ranges()
 """The default paths: the span of the paper's synthetic training set (paths.py)."""
 SEED_BOUND = 2**63
 """Simulator seeds are drawn below this (pantheon-emu's --seed is a u64)."""
+MEASUREMENTS = 4
+"""Indigo's inputs before its previous action's one-hot (gym.rs's MEASUREMENTS)."""
+MEASUREMENT_HIGH = 1e6
+"""The observation space's bound on the scaled averages (Gymnasium asks for a finite one): 2e8 ms
+of queueing delay or 2e8 Mbit/s, past anything the emulator runs."""
 
 
 class _Episodes:
-    """What both environments share: the settings, the path draws and reading the records."""
+    """What both environments share: the settings, the spaces, the path draws and the records."""
 
     def __init__(self, paths: PathSampler | str | Sequence[str], step_ms: float, episode_steps: int,
-                 max_cwnd_packets: float, reward: str | rewards.Reward) -> None:
+                 max_cwnd_packets: float, reward: str | rewards.Reward, actions: str, max_factor: float) -> None:
         if not (isinstance(episode_steps, int) and episode_steps >= 1):
             raise PantheonError(f"episode_steps: expected a whole number >= 1, got {episode_steps!r}")
+        if actions not in ACTION_KINDS:
+            raise PantheonError(f"actions: expected one of {', '.join(ACTION_KINDS)}, got {actions!r}")
+        if not (isinstance(max_factor, int | float) and 1 < max_factor < math.inf):
+            raise PantheonError(f"max_factor: expected a window multiplier above 1, got {max_factor!r}")
+        self.max_factor = float(max_factor)
         self.paths = sampler(paths)
         self.step_ms = float(step_ms)
         self.episode_steps = episode_steps
         self.max_cwnd_packets = float(max_cwnd_packets)
         self.reward = rewards.lookup(reward)
+        self.indigo = actions == "indigo"
+        self.observed = process.INPUTS if self.indigo else MEASUREMENTS + 1
+        """How many of a record's observation values the agent sees."""
+        self.action_space: spaces.Space[Any] = (
+            spaces.Discrete(ACTIONS) if self.indigo else spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32))
+        measured = [MEASUREMENT_HIGH] * 3 + [self.max_cwnd_packets / process.CWND_SCALE_PACKETS]
+        last = [1.0] * ACTIONS if self.indigo else [self.max_factor]
+        self.observation_space = spaces.Box(low=0.0, high=np.array(measured + last, dtype=np.float32), dtype=np.float32)
 
     def reset_request(self, env: int, rng: np.random.Generator, options: dict[str, Any] | None) -> tuple[str, DrawnPath]:
         """The request starting env's next episode, on a path drawn with `rng` (or options["path"]:
@@ -62,6 +85,20 @@ class _Episodes:
         config = EpisodeConfig(drawn.options, int(rng.integers(SEED_BOUND)), self.step_ms, self.episode_steps,
                                self.max_cwnd_packets)
         return config.request(env), drawn
+
+    def token(self, action: Any) -> str:
+        """The protocol's word for `action`; a GymError for one outside the action space."""
+        if self.indigo:
+            if isinstance(action, int | np.integer) and 0 <= action < ACTIONS:
+                return str(int(action))
+            raise GymError(f"action: expected 0 to {ACTIONS - 1} ({', '.join(ACTION_NAMES)}), got {action!r}")
+        exponent = np.asarray(action, dtype=np.float32).reshape(-1)
+        if exponent.shape == (1,) and self.action_space.contains(exponent):
+            return f"x{self.max_factor ** float(exponent[0])!r}"
+        raise GymError(f"action: expected one number from -1 to 1 (the window times {self.max_factor:g}^a), got {action!r}")
+
+    def observations(self, records: np.ndarray) -> np.ndarray:
+        return records[..., :self.observed].astype(np.float32)
 
     def stats(self, record: list[float]) -> rewards.StepStats:
         """The step's numbers from its record as a list: plain floats, as indexing a numpy array per
@@ -76,17 +113,7 @@ def _records(reply: np.ndarray | GymError) -> np.ndarray:
     return reply
 
 
-MEASUREMENT_HIGH = 1e6
-"""The observation space's bound on the scaled averages (Gymnasium asks for a finite one): 2e8 ms
-of queueing delay or 2e8 Mbit/s, past anything the emulator runs."""
-
-
-def _observation_space(max_cwnd_packets: float) -> spaces.Box:
-    high = [MEASUREMENT_HIGH] * 3 + [max_cwnd_packets / process.CWND_SCALE_PACKETS] + [1.0] * ACTIONS
-    return spaces.Box(low=0.0, high=np.array(high, dtype=np.float32), dtype=np.float32)
-
-
-class CongestionEnv(gym.Env[np.ndarray, np.int64]):
+class CongestionEnv(gym.Env[np.ndarray, Any]):
     """One flow's window, stepped every `step_ms` of simulated time (see the module's note).
 
         env = CongestionEnv(paths=Ranges(rate_mbps=(10, 50)), episode_steps=500)
@@ -97,10 +124,11 @@ class CongestionEnv(gym.Env[np.ndarray, np.int64]):
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, paths: PathSampler | str | Sequence[str] = SYNTHETIC, *, step_ms: float = 10.0,
-                 episode_steps: int = 1000, max_cwnd_packets: float = 10_000, reward: str | rewards.Reward = "log") -> None:
-        self._episodes = _Episodes(paths, step_ms, episode_steps, max_cwnd_packets, reward)
-        self.observation_space = _observation_space(self._episodes.max_cwnd_packets)
-        self.action_space = spaces.Discrete(ACTIONS)
+                 episode_steps: int = 1000, max_cwnd_packets: float = 10_000, reward: str | rewards.Reward = "log",
+                 actions: str = "indigo", max_factor: float = 2.0) -> None:
+        self._episodes = _Episodes(paths, step_ms, episode_steps, max_cwnd_packets, reward, actions, max_factor)
+        self.observation_space = self._episodes.observation_space
+        self.action_space = self._episodes.action_space
         self._process = GymProcess()
         self._steps = 0
         self._needs_reset = True
@@ -111,14 +139,14 @@ class CongestionEnv(gym.Env[np.ndarray, np.int64]):
         record = _records(self._process.exchange([request])[0])[0]
         self._steps = 0
         self._needs_reset = False
-        return record[:process.INPUTS].astype(np.float32), {"path": drawn.name, "path_options": drawn.options}
+        return self._episodes.observations(record), {"path": drawn.name, "path_options": drawn.options}
 
-    def step(self, action: np.int64 | int) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._needs_reset:
             raise GymError("step before reset, or after the episode ended: call reset() first")
-        if not (isinstance(action, int | np.integer) and 0 <= action < ACTIONS):
-            raise GymError(f"action: expected 0 to {ACTIONS - 1} ({', '.join(ACTION_NAMES)}), got {action!r}")
-        record = _records(self._process.step_one(int(action)))[0]
+        token = self._episodes.token(action)
+        reply = self._process.step_one(int(token)) if self._episodes.indigo else self._process.exchange([f"step {token}"])[0]
+        record = _records(reply)[0]
         self._steps += 1
         truncated = self._steps >= self._episodes.episode_steps
         self._needs_reset = truncated
@@ -126,7 +154,7 @@ class CongestionEnv(gym.Env[np.ndarray, np.int64]):
         info = {"throughput_mbps": stats.throughput_mbps, "delay_ms": stats.delay_ms, "loss_rate": stats.loss_rate,
                 "cwnd_packets": stats.cwnd_packets, "delivered_packets": stats.delivered_packets,
                 "sent_packets": stats.sent_packets}
-        return record[:process.INPUTS].astype(np.float32), float(self._episodes.reward(stats)), False, truncated, info
+        return self._episodes.observations(record), float(self._episodes.reward(stats)), False, truncated, info
 
     def close(self) -> None:
         self._process.close()
@@ -141,15 +169,16 @@ class CongestionVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int, paths: PathSampler | str | Sequence[str] = SYNTHETIC, *, step_ms: float = 10.0,
-                 episode_steps: int = 1000, max_cwnd_packets: float = 10_000, reward: str | rewards.Reward = "log") -> None:
+                 episode_steps: int = 1000, max_cwnd_packets: float = 10_000, reward: str | rewards.Reward = "log",
+                 actions: str = "indigo", max_factor: float = 2.0) -> None:
         if not (isinstance(num_envs, int) and num_envs >= 1):
             raise PantheonError(f"num_envs: expected a whole number >= 1, got {num_envs!r}")
-        self._episodes = _Episodes(paths, step_ms, episode_steps, max_cwnd_packets, reward)
+        self._episodes = _Episodes(paths, step_ms, episode_steps, max_cwnd_packets, reward, actions, max_factor)
         self.num_envs = num_envs
-        self.single_observation_space = _observation_space(self._episodes.max_cwnd_packets)
-        self.single_action_space = spaces.Discrete(ACTIONS)
+        self.single_observation_space = self._episodes.observation_space
+        self.single_action_space = self._episodes.action_space
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
-        self.action_space = spaces.MultiDiscrete(np.full(num_envs, ACTIONS))
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
         self._process = GymProcess()
         self._rngs = [np.random.default_rng() for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
@@ -171,18 +200,26 @@ class CongestionVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._steps[:] = 0
         self._autoreset[:] = False
         self._started = True
-        return records[:, :process.INPUTS].astype(np.float32), {"path": np.array(names, dtype=object)}
+        return self._episodes.observations(records), {"path": np.array(names, dtype=object)}
+
+    def _tokens(self, actions: np.ndarray) -> list[str]:
+        if self._episodes.indigo:
+            valid = (actions.shape == (self.num_envs,) and np.issubdtype(actions.dtype, np.integer)
+                     and ((actions >= 0) & (actions < ACTIONS)).all())
+            if not valid:
+                raise GymError(f"actions: expected {self.num_envs} actions from 0 to {ACTIONS - 1}, got {actions!r}")
+            return [str(a) for a in actions.tolist()]
+        if actions.size != self.num_envs:
+            raise GymError(f"actions: expected {self.num_envs} numbers from -1 to 1, got {actions!r}")
+        return [self._episodes.token(a) for a in actions.reshape(self.num_envs, 1)]
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._started:
             raise GymError("step before reset: call reset() first")
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not (np.issubdtype(actions.dtype, np.integer)
-                                                     and ((actions >= 0) & (actions < ACTIONS)).all()):
-            raise GymError(f"actions: expected {self.num_envs} actions from 0 to {ACTIONS - 1}, got {actions!r}")
+        tokens = self._tokens(np.asarray(actions))
         requests = [self._episodes.reset_request(int(i), self._rngs[i], None)[0] for i in np.flatnonzero(self._autoreset)]
-        tokens = ["-" if again else str(int(a)) for a, again in zip(actions, self._autoreset)]
-        replies = self._process.exchange([*requests, "step " + " ".join(tokens)])
+        words = ["-" if again else token for token, again in zip(tokens, self._autoreset)]
+        replies = self._process.exchange([*requests, "step " + " ".join(words)])
         for reply in replies[:-1]:
             _records(reply)
         records = _records(replies[-1])
@@ -195,7 +232,7 @@ class CongestionVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             ("throughput_mbps", process.THROUGHPUT_MBPS), ("delay_ms", process.DELAY_MS),
             ("loss_rate", process.LOSS_RATE), ("cwnd_packets", process.CWND_PACKETS),
             ("delivered_packets", process.DELIVERED_PACKETS), ("sent_packets", process.SENT_PACKETS))}
-        return (records[:, :process.INPUTS].astype(np.float32), rewards_now, np.zeros(self.num_envs, dtype=bool),
+        return (self._episodes.observations(records), rewards_now, np.zeros(self.num_envs, dtype=bool),
                 truncated.copy(), info)
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -5,7 +5,8 @@
 //! ```text
 //! reset {"env": 0, "path": ["--delay", "20"], "seed": 7, "step_ms": 10, "steps": 1000, "max_cwnd_packets": 10000}
 //!   → ok 120\n + one record
-//! step 3 2 - 4            (an action per environment, in order; "-": leave it where it is)
+//! step 3 2 - x1.25       (an action per environment, in order: one of Indigo's five, a window
+//!                         multiplier, or "-": leave it where it is)
 //!   → ok 480\n + a record per environment
 //!   → error env 2: the episode is over: reset the environment\n
 //! ```
@@ -23,7 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde::Deserialize;
 
-use super::{Env, EnvConfig, Record};
+use super::{Action, Env, EnvConfig, Record};
 
 /// Longest request line: 1 MiB (a path with a long option list; without a bound a line with no
 /// newline would be read until memory ran out).
@@ -85,9 +86,12 @@ impl Envs {
                 put(out, env.record());
                 continue;
             }
-            let action = token
-                .parse::<usize>()
-                .map_err(|_| format!("env {i}: expected an action 0 to 4 or '-', got '{token}'"))?;
+            let action = match token.strip_prefix('x') {
+                Some(factor) => factor.parse::<f64>().map(Action::Scale).ok(),
+                None => token.parse::<usize>().map(Action::Indigo).ok(),
+            };
+            let action =
+                action.ok_or_else(|| format!("env {i}: expected an action 0 to 4, xFACTOR or '-', got '{token}'"))?;
             put(out, env.step(action).map_err(|e| format!("env {i}: {e}"))?);
         }
         Ok(())
@@ -149,7 +153,7 @@ pub fn serve<R: BufRead, W: Write>(mut input: R, mut output: W) -> io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gym::{CWND_PACKETS, RECORD_VALUES, THROUGHPUT_MBPS};
+    use crate::gym::{CWND_PACKETS, INPUTS, MEASUREMENTS, RECORD_VALUES, THROUGHPUT_MBPS};
 
     /// The replies to `requests`: each the header line and its records.
     fn replies(requests: &str) -> Vec<(String, Vec<Record>)> {
@@ -181,6 +185,17 @@ mod tests {
     const RESET: &str = r#""path": ["--delay", "10", "--uplink-rate", "12", "--downlink-rate", "12"], "step_ms": 10, "steps": 3, "max_cwnd_packets": 1000"#;
 
     #[test]
+    fn a_multiplier_scales_the_window_within_its_floor_and_ceiling() {
+        let requests = format!("reset {{\"env\": 0, {RESET}}}\nstep x1.5\nstep x0.01\nstep x1e9\n");
+        let r = replies(&requests);
+        let cwnd: Vec<f64> = r[1..].iter().map(|(_, records)| records[0][CWND_PACKETS]).collect();
+        assert_eq!(cwnd, [15.0, 2.0, 1000.0]);
+        // Its observation: the measurements, then the multiplier where Indigo's one-hot was.
+        assert_eq!(r[1].1[0][MEASUREMENTS..INPUTS], [1.5, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(r[3].1[0][MEASUREMENTS], 1e9);
+    }
+
+    #[test]
     fn two_environments_step_together_and_end_with_their_episodes() {
         let requests = format!(
             "reset {{\"env\": 0, {RESET}}}\nreset {{\"env\": 1, {RESET}}}\nstep 4 2\nstep 4 -\nstep 4 2\nstep 2 2\nstep - 2\n"
@@ -204,7 +219,7 @@ mod tests {
     #[test]
     fn mistakes_are_one_line_and_the_process_goes_on() {
         let requests = format!(
-            "reset {{\"env\": 0, \"path\": [\"--uplink-rate\", \"0\"], \"step_ms\": 10, \"steps\": 3, \"max_cwnd_packets\": 1000}}\nreset {{\"env\": 1, {RESET}}}\nreset {{\"env\": 0, {RESET}}}\nstep 7\nstep 1 1\nfly\n"
+            "reset {{\"env\": 0, \"path\": [\"--uplink-rate\", \"0\"], \"step_ms\": 10, \"steps\": 3, \"max_cwnd_packets\": 1000}}\nreset {{\"env\": 1, {RESET}}}\nreset {{\"env\": 0, {RESET}}}\nstep 7\nstep 1 1\nfly\nstep x-1\nstep xNaN\nstep up\n"
         );
         let headers: Vec<String> = replies(&requests).into_iter().map(|(h, _)| h).collect();
         assert_eq!(headers[0], "error --uplink-rate: rate must be positive, got '0'");
@@ -213,5 +228,8 @@ mod tests {
         assert_eq!(headers[3], "error env 0: action: expected 0 to 4, got 7");
         assert_eq!(headers[4], "error step: 2 actions for 1 environments");
         assert_eq!(headers[5], "error unknown request 'fly': expected reset or step");
+        assert_eq!(headers[6], "error env 0: action: expected a positive window multiplier, got -1");
+        assert_eq!(headers[7], "error env 0: action: expected a positive window multiplier, got NaN");
+        assert_eq!(headers[8], "error env 0: expected an action 0 to 4, xFACTOR or '-', got 'up'");
     }
 }
