@@ -12,11 +12,13 @@
 //! - [`observer`]: what the simulation reports; [`records`] (records.parquet, and from it
 //!   [`merged_logs`]: datalink.log, acklink.log), [`logs`] (the tunnel's and emulator's own text
 //!   logs, on request) and [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
-//! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel.
+//! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel;
+//!   [`gym`]: a run stepped by a learning agent, one decision interval at a time.
 //!
 //! docs/sim.md describes the model, how it differs from the emulator, and the command line.
 
 pub mod batch;
+pub mod gym;
 pub mod host;
 pub mod logs;
 pub mod merged_logs;

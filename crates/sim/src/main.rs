@@ -1,6 +1,8 @@
 //! `pantheon-sim`: see the library documentation and docs/sim.md.
 
-use std::io::{self, BufReader};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use pantheon_cli::path_options::PathArgs;
 use pantheon_cli::usage;
 use pantheon_sim::scenario::{parse_runtime_s, FlowPlan, Scenario};
-use pantheon_sim::{batch, outcome};
+use pantheon_sim::{batch, gym, outcome};
 
 const NAME: &str = "pantheon-sim";
 /// Most worker threads `batch --jobs` starts: each holds one run in memory, and more threads than
@@ -33,6 +35,9 @@ enum Command {
     Run(Box<RunArgs>),
     /// Many runs: JSON-line jobs on standard input, JSON-line results on standard output.
     Batch(BatchArgs),
+    /// Reinforcement-learning environments stepped over standard input and output, for
+    /// python/pantheon/gym (docs/gym.md gives the protocol).
+    Gym,
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +97,14 @@ fn batch(args: &BatchArgs) -> Result<i32, String> {
     Ok(0)
 }
 
+/// `pantheon-sim gym` on standard input and output. Its output goes through its own buffer to
+/// the descriptor, not through `Stdout`'s line buffering, which would split a reply of binary
+/// records at every newline byte into several writes.
+fn gym_serve() -> io::Result<()> {
+    let stdout = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    gym::protocol::serve(io::stdin().lock(), BufWriter::with_capacity(1 << 16, stdout))
+}
+
 fn main() -> ExitCode {
     match usage::parse::<Cli>(NAME) {
         Ok(cli) => usage::exit(
@@ -99,6 +112,7 @@ fn main() -> ExitCode {
             match &cli.command {
                 Command::Run(args) => run(args),
                 Command::Batch(args) => batch(args),
+                Command::Gym => gym_serve().map(|()| 0).map_err(|e| format!("gym: {e}")),
             },
         ),
         Err(code) => code,

@@ -46,6 +46,40 @@ pub trait Observer {
     fn decisions(&mut self, _flow: usize, _records: &Records) {}
 }
 
+/// An observer lent to a run (`simulation::run` borrows its caller's).
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn records_link(&self) -> bool {
+        (**self).records_link()
+    }
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        (**self).data_sent(flow, uid, t_us);
+    }
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64) {
+        (**self).data_received(flow, uid, t_us, sent_us);
+    }
+    fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+        (**self).ack_sent(flow, uid, t_us);
+    }
+    fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
+        (**self).ack_received(flow, uid, t_us);
+    }
+    fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
+        (**self).link_entry(direction, t_us, link_uid, bytes);
+    }
+    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
+        (**self).link_departure(direction, t_us, link_uid, bytes, entry_us);
+    }
+    fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {
+        (**self).link_drop(direction, t_us, link_uid, bytes, cause);
+    }
+    fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
+        (**self).link_opportunity(direction, t_us);
+    }
+    fn decisions(&mut self, flow: usize, records: &Records) {
+        (**self).decisions(flow, records);
+    }
+}
+
 /// Two observers watching the same run (the records and the metrics of `pantheon-sim run`).
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn records_link(&self) -> bool {

@@ -46,6 +46,7 @@ use std::collections::VecDeque;
 
 use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
+use pantheon_cc::CongestionControl;
 use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::{Event, Path};
 
@@ -119,29 +120,37 @@ pub struct Totals {
     pub events: u64,
 }
 
-pub struct Simulation<'o, O: Observer> {
+/// A run in progress: `advance_until` moves it on to any instant, so that a driver can act
+/// between instants (the gym steers a window every decision interval, gym.rs); `run` moves it to
+/// its end in one go.
+pub struct Simulation<O: Observer> {
     uplink: Path<Packet>,
     downlink: Path<Packet>,
     flows: Vec<FlowState>,
-    observer: &'o mut O,
+    observer: O,
     runtime_us: u64,
     next_uplink_uid: u64,
     next_downlink_uid: u64,
     /// When the last acknowledgement entered the downlink (pushes must not go back in time).
     last_ack_entry_us: u64,
+    /// The instant of the last round, and how many rounds ran at it before (the guard against
+    /// time standing still, `MAX_ROUNDS_PER_INSTANT`).
+    last_round_us: u64,
+    rounds_at_last: u64,
     totals: Totals,
 }
 
 /// Runs `scenario` to its end, telling `observer` everything the real experiment would log; an
 /// error when the path lets a sender grow without bound (see `MAX_PACKETS_INSIDE`).
 pub fn run<O: Observer>(scenario: &Scenario, observer: &mut O) -> Result<Totals, String> {
-    let mut sim = Simulation::new(scenario, observer);
-    sim.run()?;
-    for (i, flow) in sim.flows.iter_mut().enumerate() {
-        if let Some(records) = flow.sender.take_records() {
-            sim.observer.decisions(i, &records);
-        }
-    }
+    let controllers = scenario
+        .flows
+        .iter()
+        .map(|plan| controller::build(&plan.cc).expect("the scenario checked every spec"))
+        .collect();
+    let mut sim = Simulation::new(scenario, controllers, observer);
+    sim.advance_until(scenario.runtime_us)?;
+    sim.finish();
     Ok(sim.totals)
 }
 
@@ -151,16 +160,20 @@ fn wake_time_us(start_us: u64, deadline: Instant) -> u64 {
     start_us.saturating_add(deadline.as_ns().div_ceil(NS_PER_US))
 }
 
-impl<'o, O: Observer> Simulation<'o, O> {
-    fn new(scenario: &Scenario, observer: &'o mut O) -> Simulation<'o, O> {
+impl<O: Observer> Simulation<O> {
+    /// The run of `scenario` at its start, flow i driven by `controllers[i]` (whatever the plan's
+    /// spec says: `run` builds them from the specs, the gym brings its own).
+    pub fn new(scenario: &Scenario, controllers: Vec<Box<dyn CongestionControl + Send>>, observer: O) -> Simulation<O> {
+        assert_eq!(controllers.len(), scenario.flows.len(), "one controller per flow");
         let recording = observer.records_link();
         let paths = &scenario.paths;
         let flows = scenario
             .flows
             .iter()
+            .zip(controllers)
             .enumerate()
-            .map(|(i, plan)| FlowState {
-                sender: Flow::new(controller::build(&plan.cc).expect("the scenario checked every spec")),
+            .map(|(i, (plan, cc))| FlowState {
+                sender: Flow::new(cc),
                 start_us: plan.start_us,
                 end_us: plan.end_us,
                 wake_us: plan.start_us,
@@ -178,24 +191,46 @@ impl<'o, O: Observer> Simulation<'o, O> {
             next_uplink_uid: 0,
             next_downlink_uid: 0,
             last_ack_entry_us: 0,
+            last_round_us: 0,
+            rounds_at_last: 0,
             totals: Totals::default(),
         }
     }
 
-    fn run(&mut self) -> Result<(), String> {
-        let mut last_us = 0;
-        let mut rounds_at_last = 0;
+    pub fn observer_mut(&mut self) -> &mut O {
+        &mut self.observer
+    }
+
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// Has flow `i`'s sender run at `t_us` (or earlier, if it is due earlier): a driver that
+    /// changed what its controller decides (a new window) lets it act on the change at once
+    /// rather than at its next acknowledgement. Nothing outside the flow's life.
+    pub fn wake_sender(&mut self, i: usize, t_us: u64) {
+        let flow = &mut self.flows[i];
+        if flow.start_us <= t_us && t_us < flow.end_us {
+            flow.wake_us = flow.wake_us.min(t_us);
+        }
+    }
+
+    /// Simulates every instant before `until_us` (and before the run's end): afterwards the run
+    /// stands at `until_us`, nothing at it done yet. Moving on in several calls does exactly what
+    /// one call does (the `advancing_in_steps_is_one_run` test).
+    pub fn advance_until(&mut self, until_us: u64) -> Result<(), String> {
+        let until_us = until_us.min(self.runtime_us);
         loop {
             let up_us = self.uplink.next_wakeup_us().unwrap_or(NEVER);
             let down_us = self.downlink.next_wakeup_us().unwrap_or(NEVER);
             let flows_us = self.flows.iter().map(|f| f.wake_us).min().unwrap_or(NEVER);
             let t_us = up_us.min(down_us).min(flows_us);
-            if t_us >= self.runtime_us {
-                break;
+            if t_us >= until_us {
+                return Ok(());
             }
-            rounds_at_last = if t_us == last_us { rounds_at_last + 1 } else { 0 };
-            last_us = t_us;
-            if rounds_at_last > MAX_ROUNDS_PER_INSTANT {
+            self.rounds_at_last = if t_us == self.last_round_us { self.rounds_at_last + 1 } else { 0 };
+            self.last_round_us = t_us;
+            if self.rounds_at_last > MAX_ROUNDS_PER_INSTANT {
                 return Err(format!(
                     "simulated time stands still at {t_us} us: datagrams cross an unlimited path without delay in no time; give --delay or a rate"
                 ));
@@ -219,12 +254,20 @@ impl<'o, O: Observer> Simulation<'o, O> {
                 }
             }
         }
-        // An idle link has no wake-ups, but its opportunities up to the end belong in the logs.
+    }
+
+    /// Ends the run (after `advance_until` its end): an idle link has no wake-ups, but its
+    /// opportunities up to the end belong in the logs, and so do the controllers' decision records.
+    pub fn finish(&mut self) {
         if let Some(last_us) = self.runtime_us.checked_sub(1) {
             self.poll_uplink(last_us);
             self.poll_downlink(last_us);
         }
-        Ok(())
+        for (i, flow) in self.flows.iter_mut().enumerate() {
+            if let Some(records) = flow.sender.take_records() {
+                self.observer.decisions(i, &records);
+            }
+        }
     }
 
     /// Serves the uplink through `t_us`: data reaches its receiver, which acknowledges it.
@@ -350,6 +393,9 @@ impl<'o, O: Observer> Simulation<'o, O> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Metrics;
+    use crate::scenario::FlowPlan;
+    use pantheon_cli::path_options::PathArgs;
 
     #[test]
     fn datagram_sizes_are_the_tunnels() {
@@ -362,5 +408,36 @@ mod tests {
         assert_eq!(wake_time_us(1_000, Instant::from_ns(11_712)), 1_012);
         assert_eq!(wake_time_us(1_000, Instant::from_ns(12_000)), 1_012);
         assert_eq!(wake_time_us(0, Instant::ZERO), 0);
+    }
+
+    #[test]
+    fn advancing_in_steps_is_one_run() {
+        let words: Vec<String> =
+            ["--delay", "15", "--uplink-rate", "12", "--uplink-queue", "droptail", "--uplink-queue-bytes", "30000"]
+                .map(String::from)
+                .to_vec();
+        let paths = PathArgs::validate_words(&words).unwrap();
+        let runtime_us = 2_000_000;
+        let flows = vec![
+            FlowPlan::new(1, "cubic", 0.0, None, runtime_us).unwrap(),
+            FlowPlan::new(2, "vegas", 0.5, Some(1.0), runtime_us).unwrap(),
+        ];
+        let scenario = Scenario::new(flows, runtime_us, paths).unwrap();
+        let mut whole = Metrics::new(2, 16);
+        let totals = run(&scenario, &mut whole).unwrap();
+        // Intervals of the gym's 10 ms and of an odd 3.333 ms.
+        for step_us in [10_000, 3_333] {
+            let controllers = scenario.flows.iter().map(|p| controller::build(&p.cc).unwrap()).collect();
+            let mut stepped = Simulation::new(&scenario, controllers, Metrics::new(2, 16));
+            let mut t_us = 0;
+            while t_us < runtime_us {
+                t_us = (t_us + step_us).min(runtime_us);
+                stepped.advance_until(t_us).unwrap();
+            }
+            stepped.finish();
+            assert_eq!(stepped.totals(), totals);
+            let Simulation { observer, .. } = stepped;
+            assert_eq!(observer.finish(), Metrics { flows: whole.flows.clone() }.finish());
+        }
     }
 }
