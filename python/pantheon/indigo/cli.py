@@ -25,8 +25,8 @@ WEIGHTS_DIR = ROOT / "data" / "indigo"
 QUICK_RATES_MBPS = (10, 20, 50)
 QUICK_DELAYS_MS = (20, 40)
 QUICK_VALIDATION = ((15, 15), (40, 25))
-QUICK = dict(runtime_s=4.0, hidden=16, iterations=6, patience=6, steps=200, batch=8, learning_rate=1e-2)
-"""--quick: 6 paths, 4-second episodes, a 16-unit network, 6 iterations: well under a minute of CPU."""
+QUICK = dict(runtime_s=4.0, hidden=16, iterations=16, patience=8, steps=100, batch=8, learning_rate=1e-2)
+"""--quick: 6 paths, 4-second episodes, a 16-unit network, at most 16 iterations: well under a minute of CPU."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "indigo.safetensors with --with-calibrated, indigo-quick.safetensors with --quick)")
     t.add_argument("--work-dir", type=Path, help="checkpoints (default: beside --out, OUT_STEM.train/); the same "
                    "command resumes from them")
-    t.add_argument("--iterations", type=int, help="the most DAgger iterations (default 20; 4 with --quick)")
+    t.add_argument("--iterations", type=int, help="the most DAgger iterations (default 60; 16 with --quick)")
     t.add_argument("--episode-s", type=float, help="simulated seconds per episode (default 10; 4 with --quick)")
     t.add_argument("--hidden", type=int, help="LSTM units (default 32, the paper's; 16 with --quick)")
     t.add_argument("--steps", type=int, help="Adam steps per iteration (default 150; 40 with --quick)")

@@ -7,6 +7,12 @@ action, add the labelled episodes to one data set, train the network on the whol
   `policy=expert`), later iterations the network just trained (β_i = 0 for i > 1, the common
   choice), so the data set grows with the states the network itself reaches — the mistakes a
   learner trained on the expert's states alone would compound.
+- Exploration: beside the network itself, each later iteration rolls out `explore` copies of it
+  with Gaussian noise on every weight (`explore_noise` × the tensor's RMS; parameter-space noise,
+  Plappert et al., ICLR 2018), labelled and aggregated the same way: on a deterministic path one
+  network makes one trajectory, and the states just off it — which the network meets as soon as
+  it errs a little elsewhere — would otherwise come in one at a time (the same aim as DART's
+  noise, Laskey et al., CoRL 2017). Only the unperturbed rollouts are measured.
 - The expert (oracle.py, crates/cc's `expert_action`): the action that brings the window closest
   to the path's best fixed window. Every rollout runs with `record=1` and the oracle given, so the
   controller returns, per decision, the network's input, the window, the action taken and the
@@ -38,7 +44,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +58,10 @@ from pantheon.sim.batch import FlowSpec, Job, Result
 
 STEP_MS = 10.0
 """Time between decisions (crates/cc/src/indigo): an episode has at most runtime / 10 ms."""
+SHORTEST_EPISODE_S = 0.25
+"""An episode the simulator refuses (a window grown without bound: more than a million packets in
+flight) runs again for half as long, down to this: its decisions up to the runaway are the
+states the expert's ÷2 must be learned in."""
 STEADY_SHARE = 0.5
 """Window tracking is measured over an episode's last half: the first is the ramp to the oracle."""
 
@@ -64,15 +74,19 @@ class Settings:
     """Rolled out and measured each iteration, never trained on."""
     runtime_s: float = 10.0
     hidden: int = 32
-    iterations: int = 20
+    iterations: int = 60
     """The most DAgger iterations (each: rollouts, then training)."""
-    patience: int = 4
+    patience: int = 12
     """Iterations without better held-out agreement before stopping."""
     steps: int = 150
     """Adam steps per iteration."""
     batch: int = 16
     """Episodes per step."""
     learning_rate: float = 3e-3
+    explore: int = 2
+    """Perturbed copies of the network rolled out per iteration, beside it."""
+    explore_noise: float = 0.1
+    """Their noise, relative to each tensor's RMS."""
     seed: int = 0
 
     def digest(self) -> str:
@@ -275,7 +289,12 @@ class Trainer:
         jobs = [Job([FlowSpec(spec(policy, o))], p.options, s.runtime_s, seed)
                 for p, o in zip(s.paths + s.validation, self.oracles)]
         started = time.monotonic()
-        results = self.runner.run(jobs, weights_bytes(params))
+        weights = weights_bytes(params)
+        results = self.runner.run(jobs, weights)
+        while failed := [i for i, r in enumerate(results) if not r.ok and jobs[i].runtime_s / 2 >= SHORTEST_EPISODE_S]:
+            jobs = [replace(job, runtime_s=job.runtime_s / 2) if i in failed else job for i, job in enumerate(jobs)]
+            for i, result in zip(failed, self.runner.run([jobs[i] for i in failed], weights)):
+                results[i] = result
         return episodes(results, list(range(len(jobs))), s.max_decisions), results, time.monotonic() - started
 
     def iterate(self, on_loss: Callable[[int, float], None]) -> Iteration:
@@ -297,6 +316,14 @@ class Trainer:
             record.validation_tracking_error = validation.tracking_error(self.oracles)
             record.validation_score = float(np.mean(scores[trained:]))
         self.data = self.data.plus(new)
+        if policy == "network":
+            rng = np.random.default_rng([s.seed, k])
+            for _ in range(s.explore):
+                noisy = model.fold(perturbed(self.params, s.explore_noise, rng), self.mean, self.std)
+                more, _, more_s = self.rollout(policy, noisy, s.seed + k)
+                self.data = self.data.plus(more.part(slice(0, trained)))
+                record.episodes += len(more)
+                record.rollout_s += more_s
         self.state.history.append(record)
         if k == 0:
             self.mean, self.std = standardisation(self.data)
@@ -314,6 +341,12 @@ class Trainer:
         if best is None:
             return self.weights_file(self.state.history[-1].iteration)
         return self.weights_file(best.iteration - 1)
+
+
+def perturbed(params: model.Params, noise: float, rng: np.random.Generator) -> model.Params:
+    """Each tensor plus Gaussian noise of `noise` times its RMS."""
+    return {name: value + rng.normal(0.0, noise * float(np.sqrt(np.mean(np.square(value)))), value.shape)
+            for name, value in params.items()}
 
 
 def standardisation(data: Episodes) -> tuple[np.ndarray, np.ndarray]:
