@@ -22,6 +22,8 @@ from pantheon.progress import Progress
 from pantheon.repository import ROOT
 
 WEIGHTS_DIR = ROOT / "data" / "indigo"
+"""Where the committed weights live: crates/cc's build.rs builds each NAME.safetensors directly in it
+into the controller as the model NAME (`indigo:model=NAME`); work directories are below it."""
 QUICK_RATES_MBPS = (10, 20, 50)
 QUICK_DELAYS_MS = (20, 40)
 QUICK_VALIDATION = ((15, 15), (40, 25))
@@ -43,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--preset", action="append", default=[], metavar="NAME|FILE.toml",
                    help="add a preset (built-in name or preset file) to the training paths; repeatable")
     t.add_argument("--out", type=Path, help="the weights file (default data/indigo/indigo-synthetic.safetensors, "
-                   "indigo.safetensors with --with-calibrated, indigo-quick.safetensors with --quick)")
+                   "indigo.safetensors with --with-calibrated, quick/indigo-quick.safetensors with --quick: a file directly in "
+                   "data/indigo/ is built into the controller as a model of its name)")
     t.add_argument("--work-dir", type=Path, help="checkpoints (default: beside --out, OUT_STEM.train/); the same "
                    "command resumes from them")
     t.add_argument("--iterations", type=int, help="the most DAgger iterations (default 60; 16 with --quick)")
@@ -63,7 +66,7 @@ def _settings(args: argparse.Namespace) -> tuple[dagger.Settings, Path]:
         chosen = paths.synthetic(QUICK_RATES_MBPS, QUICK_DELAYS_MS)
         validation = [paths.synthetic_path(rate, delay) for rate, delay in QUICK_VALIDATION]
         base: dict = dict(QUICK)
-        out = WEIGHTS_DIR / "indigo-quick.safetensors"
+        out = WEIGHTS_DIR / "quick" / "indigo-quick.safetensors"
     else:
         chosen = paths.training_set(args.with_calibrated, args.preset)
         validation = [paths.synthetic_path(rate, delay) for rate, delay in paths.VALIDATION]

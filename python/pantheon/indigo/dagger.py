@@ -68,7 +68,8 @@ STEADY_SHARE = 0.5
 
 @dataclass(frozen=True)
 class Settings:
-    """What one training run is; its digest names the checkpoints it may resume."""
+    """What one training run is; its digest names the checkpoints it may resume (the iterations
+    and the patience are left out of it: more of them continue the same run)."""
     paths: list[TrainingPath]
     validation: list[TrainingPath] = field(default_factory=list)
     """Rolled out and measured each iteration, never trained on."""
@@ -90,7 +91,8 @@ class Settings:
     seed: int = 0
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=list).encode()).hexdigest()[:12]
+        about = {k: v for k, v in asdict(self).items() if k not in ("iterations", "patience")}
+        return hashlib.sha256(json.dumps(about, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
     @property
     def max_decisions(self) -> int:
