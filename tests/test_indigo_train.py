@@ -16,6 +16,9 @@ from pantheon.indigo import model
 from pantheon.indigo.oracle import score
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
 
+# JAX warns at each fork that its threads may hold locks; the simulator's subprocess execs at once.
+pytestmark = pytest.mark.filterwarnings(r"ignore:os\.fork\(\) was called:RuntimeWarning")
+
 HELD_OUT = [link_options(rate_mbps=rate, delay_ms=delay) for rate, delay in ((12, 25), (30, 30), (45, 35))]
 """Within the range of --quick's paths (10, 20 and 50 Mbit/s × 20 and 40 ms) but none of them, nor
 its validation paths: bandwidth-delay products of 50, 150 and 262 packets, about half, one and a

@@ -93,14 +93,19 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     runner = Runner(args.scheduler)
     progress = Progress(settings.iterations + 1, quiet=args.quiet)
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            progress.write(line)
+
     try:
-        progress.write(f"indigo train: {len(settings.paths)} paths, {settings.runtime_s:g} s episodes, "
-                       f"{settings.hidden} units; simulating {runner.where}")
+        say(f"indigo train: {len(settings.paths)} paths, {settings.runtime_s:g} s episodes, {settings.hidden} units; "
+            f"simulating {runner.where}")
         progress.started("oracles: best fixed windows")
         every = settings.paths + settings.validation
         oracles = oracle.oracles(every, settings.runtime_s, runner.run)
         oracle_s = time.monotonic() - started
-        progress.write(f"oracles ({oracle_s:.0f} s): " + ", ".join(
+        say(f"oracles ({oracle_s:.0f} s): " + ", ".join(
             f"{p.name} {o.cwnd_packets} pkt ({o.cwnd_packets / p.bdp_packets:.2f} BDP)" for p, o in zip(every, oracles)))
         trainer = dagger.Trainer(settings, oracles, work_dir, runner)
         for h in trainer.state.history:

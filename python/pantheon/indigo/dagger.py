@@ -346,9 +346,11 @@ class Trainer:
 
 
 def perturbed(params: model.Params, noise: float, rng: np.random.Generator) -> model.Params:
-    """Each tensor plus Gaussian noise of `noise` times its RMS."""
-    return {name: value + rng.normal(0.0, noise * float(np.sqrt(np.mean(np.square(value)))), value.shape)
-            for name, value in params.items()}
+    """Each tensor plus Gaussian noise of `noise` times its RMS, drawn in the tensors' name order
+    (not the dict's, which differs between trained and reloaded weights: a resumed run is the same)."""
+    return {name: params[name] + rng.normal(0.0, noise * float(np.sqrt(np.mean(np.square(params[name])))),
+                                            params[name].shape)
+            for name in sorted(params)}
 
 
 def standardisation(data: Episodes) -> tuple[np.ndarray, np.ndarray]:
