@@ -60,6 +60,7 @@ def test_list_shows_broken_manifests_without_hiding_the_others(extra_schemes: Pa
     manifest(extra_schemes, "placeholder", sender='["{peer}", "{nonsense}"]')
     manifest(extra_schemes, "unbuilt", extra='[setup]\nready = ["{dir}/never-built"]\n')
     manifest(extra_schemes, "nodeb", extra='[setup]\ndebian = ["pantheon-no-such-package"]\n')
+    manifest(extra_schemes, "untrained", extra='needs_files = ["{dir}/../weights.safetensors"]\n')
     lines = listed({"PANTHEON_SCHEMES_PATH": str(extra_schemes)})
     assert "ready" in lines["cubic"]
     assert "broken" in lines["syntax"] and "not a readable TOML manifest" in lines["syntax"]
@@ -67,6 +68,8 @@ def test_list_shows_broken_manifests_without_hiding_the_others(extra_schemes: Pa
     assert "unknown placeholder" in lines["placeholder"] and "'nonsense'" in lines["placeholder"]
     assert "needs setup" in lines["unbuilt"] and "never-built is missing" in lines["unbuilt"]
     assert "Debian package pantheon-no-such-package not installed" in lines["nodeb"]
+    assert "unavailable" in lines["untrained"]
+    assert f"{extra_schemes.parent}/weights.safetensors is missing (no setup step makes it" in lines["untrained"]
 
 
 @needs_root

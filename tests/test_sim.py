@@ -18,6 +18,7 @@ line each, Ctrl-C and SIGKILL leave no process behind, and the batch API's good 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -29,8 +30,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pantheon import schemes
 from pantheon.harness import plan as plans
 from pantheon.harness import records as records_merge
+from pantheon.sim import simulable
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -278,3 +281,13 @@ def test_batch_returns_the_decisions_of_a_flow_that_records_them() -> None:
     d = recorded.decisions
     assert len(d.inputs) == len(d.cwnd_packets) == len(d.actions) > 20 and len(d.inputs[0]) == 9
     assert d.expert_actions == d.actions and d.cwnd_packets[-1] == 30
+
+
+def test_a_scheme_missing_a_file_it_needs_is_not_simulated(tmp_path: Path) -> None:
+    # Indigo's manifest needs its trained weights; until they exist the simulator has none either.
+    copa = schemes.registry().schemes["copa"]
+    known = schemes.Registry({"copa": dataclasses.replace(copa, needs_files=(str(tmp_path / "w.safetensors"),))}, {})
+    assert simulable.problem(known, "copa") == (f"{tmp_path}/w.safetensors is missing (no setup step makes it; "
+                                                "see the scheme's description)")
+    (tmp_path / "w.safetensors").touch()
+    assert simulable.problem(known, "copa") is None

@@ -59,6 +59,9 @@ class Scheme:
     directory: Path
     versions: str = ""
     needs_kernel_cc: str | None = None
+    needs_files: tuple[str, ...] = ()
+    """Files the scheme cannot run without that no setup step makes (committed data: Indigo's trained
+    weights); while one is missing the scheme is unavailable."""
     setup: Setup = field(default_factory=Setup)
     check_runtime_s: float = 5.0
     """Length of the flow `pantheon schemes check` runs; longer only for schemes that take seconds to
@@ -76,6 +79,8 @@ class Scheme:
         """Why this scheme cannot run on this machine whatever is installed, or None."""
         if self.needs_kernel_cc and self.needs_kernel_cc not in AVAILABLE_CC.read_text().split():
             return f"the kernel has no '{self.needs_kernel_cc}' congestion control (modprobe tcp_{self.needs_kernel_cc})"
+        if absent := [f for f in (self.expand(n) for n in self.needs_files) if not Path(f).exists()]:
+            return f"{os.path.normpath(absent[0])} is missing (no setup step makes it; see the scheme's description)"
         return None
 
     def missing_debian_packages(self) -> list[str]:
@@ -173,7 +178,8 @@ def load(path: Path) -> Scheme:
         scheme = Scheme(
             **texts, receiver=_strings(data["receiver"], "receiver"), sender=_strings(data["sender"], "sender"),
             directory=path.parent.resolve(), versions=str(data.get("versions", "")),
-            needs_kernel_cc=data.get("needs_kernel_cc"), setup=_setup(data.get("setup", {})),
+            needs_kernel_cc=data.get("needs_kernel_cc"), needs_files=_strings(data.get("needs_files", []), "needs_files"),
+            setup=_setup(data.get("setup", {})),
             check_runtime_s=data.get("check_runtime_s", 5.0),
         )
         if not isinstance(scheme.check_runtime_s, (int, float)) or not 1 <= scheme.check_runtime_s <= 60:

@@ -13,9 +13,10 @@
 //! write.
 //!
 //! Layout: one file per algorithm, a family in its folder with the helpers only it uses
-//! (`pcc/`, `sprout/`, `verus/`); `filter` serves several families; `params` (a spec's
-//! parameters and their error) is a leaf the algorithms import, and `registry` (`build`, `KNOWN`)
-//! imports the algorithms.
+//! (`pcc/`, `sprout/`, `verus/`, `indigo/`); `fixed` is a constant window, Indigo's yardstick;
+//! `filter` serves several families; `params` (a spec's parameters and their error) is a leaf the
+//! algorithms import, and `registry` (`build`, `KNOWN`) imports the algorithms. build.rs builds
+//! Indigo's committed weights (data/indigo/) into the crate.
 //!
 //! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
 //! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them

@@ -154,7 +154,8 @@ fn every_controller_uses_at_least_70_percent_of_a_faster_longer_path() {
     // Sprout too: its rate model tops out at 1000 packets/s (12 Mbit/s) and its window at
     // ~100 ms of forecast deliveries, a quarter of this BDP (sprout/mod.rs tests both regimes).
     // Fixed and Indigo too: a fixed window fills the path only if it is given one as large, and
-    // Indigo fills it only with trained weights (the registry has none to give it).
+    // Indigo's trained weights, when built in, are checked as the scheme `indigo` over the
+    // emulator (tests/test_behaviour.py).
     let left_out = ["fixed", "indigo", "ledbat", "scream", "sprout"];
     for spec in pantheon_cc::KNOWN.iter().copied().filter(|name| !left_out.contains(name)) {
         let o = run(spec, &s);

@@ -49,7 +49,8 @@ def simulable(known: Registry) -> dict[str, str]:
 
 
 def problem(known: Registry, name: str) -> str | None:
-    """Why `name` cannot be simulated (unknown, broken manifest, not a crates/cc scheme), or None.
+    """Why `name` cannot be simulated (unknown, broken manifest, not a crates/cc scheme, a file it
+    needs missing), or None.
     Whether pantheon-udp is built does not matter: the simulator does not run it."""
     if name in known.broken:
         return known.broken[name]
@@ -57,4 +58,5 @@ def problem(known: Registry, name: str) -> str | None:
         return f"unknown scheme (simulable schemes: {', '.join(simulable(known))})"
     if cc_spec(known.schemes[name]) is None:
         return f"cannot be simulated ({why_not(known.schemes[name])}); simulable schemes: {', '.join(simulable(known))}"
-    return None
+    # A file the controller is built from (Indigo's weights) is missing: the simulator lacks it too.
+    return known.schemes[name].unavailable_reason()

@@ -19,8 +19,9 @@
 //!   packets that ÷2 can make fractional; the driver gets it rounded up to whole packets, which is
 //!   what the released sender's test "packets in flight < cwnd" allows.
 //!
-//! Built from a spec (registry.rs) as `indigo:weights=PATH[,policy=...][,oracle_cwnd_packets=X]
-//! [,seed=S][,record=1]` (docs/cc.md). Besides the network's policy, two more pick the actions
+//! Built from a spec (registry.rs) as `indigo[:weights=PATH|model=NAME][,policy=...]
+//! [,oracle_cwnd_packets=X][,seed=S][,record=1]` (docs/cc.md); trained weights committed in
+//! data/indigo/ are built into the binary (build.rs) and `indigo` alone runs the model `indigo`. Besides the network's policy, two more pick the actions
 //! for training and baselines — `expert`, the action that brings the window closest to an oracle's
 //! (`expert_action`; the expert DAgger imitates), and `random`, uniform from a seeded generator —
 //! while the network still steps on every decision, so its state is what it would be. With
@@ -144,12 +145,43 @@ impl IndigoConfig {
     }
 }
 
-/// The weights a spec names: `weights=PATH`, a safetensors file (weights.rs).
+/// The trained weights built into this binary (build.rs: data/indigo/NAME.safetensors).
+mod built_in {
+    include!(concat!(env!("OUT_DIR"), "/indigo_models.rs"));
+}
+
+/// The model `indigo` alone runs.
+pub const DEFAULT_MODEL: &str = "indigo";
+
+/// The names of the models built in, sorted.
+pub fn built_in_models() -> impl Iterator<Item = &'static str> {
+    built_in::MODELS.iter().map(|&(name, _)| name)
+}
+
+/// The weights a spec names: `weights=PATH` (a safetensors file, weights.rs), `model=NAME` (one
+/// built in), or neither (the model `DEFAULT_MODEL`, when it is built in).
 pub fn weights_from_params(p: &mut Params) -> Result<Weights, SpecError> {
-    match p.text("weights") {
-        Some(path) => Weights::load(std::path::Path::new(path)).map_err(|e| SpecError(e.0)),
-        None => Err(p.error("give weights=PATH (a safetensors file; pantheon indigo train makes one)")),
-    }
+    weights_among(p, built_in::MODELS)
+}
+
+fn weights_among(p: &mut Params, models: &[(&str, &[u8])]) -> Result<Weights, SpecError> {
+    let (path, model) = (p.text("weights"), p.text("model"));
+    let name = match (path, model) {
+        (Some(_), Some(_)) => return Err(p.error("give weights=PATH or model=NAME, not both")),
+        (Some(path), None) => return Weights::load(std::path::Path::new(path)).map_err(|e| SpecError(e.0)),
+        (None, Some(name)) => name,
+        (None, None) if models.iter().any(|&(n, _)| n == DEFAULT_MODEL) => DEFAULT_MODEL,
+        (None, None) => {
+            return Err(p.error("give weights=PATH (a safetensors file; pantheon indigo train makes one)"));
+        }
+    };
+    let Some(&(_, bytes)) = models.iter().find(|&&(n, _)| n == name) else {
+        let names: Vec<&str> = models.iter().map(|&(n, _)| n).collect();
+        let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(p.error(format!("no built-in model '{name}' (built in: {known}); give weights=PATH")));
+    };
+    // A bug rather than a user's mistake (the file was committed), but still one line.
+    Weights::from_bytes(bytes).map_err(|e| p.error(format!("built-in model '{name}': {e}")))
 }
 
 #[derive(Debug, Clone)]
@@ -273,5 +305,61 @@ impl CongestionControl for Indigo {
     fn decision(&self) -> Decision {
         let packets = self.cwnd_packets.ceil() as u64;
         Decision { cwnd_bytes: Some(packets * self.config.mss_bytes), pacing_rate_bps: None, wake_at_us: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/indigo/lstm32.safetensors");
+
+    fn weights(params: &str, models: &[(&str, &[u8])]) -> Result<Weights, String> {
+        let mut p = Params::parse("indigo", params).unwrap();
+        weights_among(&mut p, models).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn a_built_in_model_is_chosen_by_name_and_indigo_is_the_default() {
+        let models: &[(&str, &[u8])] = &[("indigo", FIXTURE), ("indigo-synthetic", FIXTURE)];
+        let fixture = Weights::from_bytes(FIXTURE).unwrap();
+        assert_eq!(weights("", models), Ok(fixture.clone()));
+        assert_eq!(weights("model=indigo-synthetic", models), Ok(fixture));
+        assert_eq!(
+            weights("model=indigo-calibrated", models),
+            Err(
+                "indigo: no built-in model 'indigo-calibrated' (built in: indigo, indigo-synthetic); give weights=PATH"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            weights("model=indigo,weights=x", models),
+            Err("indigo: give weights=PATH or model=NAME, not both".into())
+        );
+        let broken: &[(&str, &[u8])] = &[("indigo", b"not weights")];
+        assert!(weights("", broken)
+            .unwrap_err()
+            .starts_with("indigo: built-in model 'indigo': not a safetensors file"));
+    }
+
+    #[test]
+    fn without_built_in_models_weights_are_required() {
+        assert_eq!(
+            weights("", &[]),
+            Err("indigo: give weights=PATH (a safetensors file; pantheon indigo train makes one)".to_string())
+        );
+        assert_eq!(
+            weights("model=indigo", &[]),
+            Err("indigo: no built-in model 'indigo' (built in: none); give weights=PATH".to_string())
+        );
+        // Only the model named `indigo` is a default.
+        assert!(weights("", &[("indigo-synthetic", FIXTURE)]).unwrap_err().starts_with("indigo: give weights=PATH"));
+    }
+
+    #[test]
+    fn every_built_in_model_loads() {
+        for &(name, bytes) in built_in::MODELS {
+            assert!(Weights::from_bytes(bytes).is_ok(), "data/indigo/{name}.safetensors does not load");
+        }
     }
 }
