@@ -12,6 +12,7 @@
     pantheon demo                           every scheme over an emulated 12 Mbit/s, 20 ms path, and a report
     pantheon archive serve|token|upload     the results archive: its website and API, upload tokens, uploads
     pantheon observe SCHEDULE.toml          the observatory: a schedule's experiments round after round, on Dask
+    pantheon indigo train                   Indigo's LSTM trained by DAgger over the simulator
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from pantheon.calibrate import cli as calibrate_cli
 from pantheon.demo import run_demo
 from pantheon.errors import PantheonError
 from pantheon.harness import cli as harness_cli
+from pantheon.indigo import cli as indigo_cli
 from pantheon.observe import cli as observe_cli
 from pantheon.sim import cli as sim_cli
 
@@ -83,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     schemes_cli.add_parser(sub)
     archive_cli.add_parser(sub)
     observe_cli.add_parser(sub)
+    indigo_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="every scheme that can run here over an emulated 12 Mbit/s, 20 ms path; a report")
     demo.add_argument("--runtime", type=float, default=10.0, help="seconds each scheme runs (default 10)")
     demo.add_argument("--schemes", help="comma-separated scheme names (default: all that can run here)")
@@ -141,6 +144,8 @@ def _command(argv: list[str]) -> int:
         return archive_cli.run(args)
     if args.command == "observe":
         return observe_cli.run(args)
+    if args.command == "indigo":
+        return indigo_cli.run(args)
     if args.command == "emulators":
         print(presets.table())
         return 0

@@ -1,0 +1,72 @@
+"""The paths Indigo trains on (Yan et al., ATC 2018, §6): the paper's synthetic ones — a constant
+rate of 5, 10, 20, 50, 100 or 200 Mbit/s × a one-way delay of 10, 20, 40 or 80 ms, an infinite
+buffer and no loss (24 paths) — and, for the variant the paper called "Indigo" as against
+"Indigo w/o calib", the calibrated emulators of real paths (presets/, §4), or any preset file.
+
+Each path is simulator options (pantheon.sim.batch's `path_options`) and its bandwidth-delay
+product, where the oracle's search starts (oracle.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pantheon import presets
+from pantheon.sim.batch import link_options
+
+SYNTHETIC_RATES_MBPS = (5, 10, 20, 50, 100, 200)
+SYNTHETIC_DELAYS_MS = (10, 20, 40, 80)
+CALIBRATED = ("china-wired", "colombia-cellular", "india-wired", "mexico-cellular", "mexico-wired", "nepal-wifi")
+"""The calibrated presets `--with-calibrated` adds (presets/NAME.toml)."""
+VALIDATION = ((7, 15), (35, 60), (150, 30))
+"""(Mbit/s, one-way ms) of the synthetic paths off the training grid that measure how the network
+generalises (dagger.py): rolled out each iteration, never trained on."""
+PACKET_BYTES = 1500
+"""The controllers' packet (crates/cc's DEFAULT_MSS_BYTES): windows are counted in these."""
+
+
+@dataclass(frozen=True)
+class TrainingPath:
+    name: str
+    options: tuple[str, ...]
+    """pantheon-sim's path options."""
+    rate_mbps: float
+    """The bottleneck's (mean) rate."""
+    delay_ms: float
+    """One way; the round trip's propagation is twice this."""
+    random: bool = False
+    """Whether runs differ by seed (Poisson delivery, loss): the oracle then averages seeds."""
+
+    @property
+    def bdp_packets(self) -> float:
+        """Bandwidth × round-trip propagation delay, in packets (at least the controllers' floor of 2)."""
+        return max(2.0, self.rate_mbps * 1e6 * 2 * self.delay_ms / 1e3 / (PACKET_BYTES * 8))
+
+
+def synthetic_path(rate_mbps: float, delay_ms: float) -> TrainingPath:
+    """A constant rate, an infinite buffer, no loss."""
+    options = tuple(link_options(rate_mbps=rate_mbps, delay_ms=delay_ms))
+    return TrainingPath(f"{rate_mbps:g}mbps-{delay_ms:g}ms", options, rate_mbps, delay_ms)
+
+
+def synthetic(rates_mbps=SYNTHETIC_RATES_MBPS, delays_ms=SYNTHETIC_DELAYS_MS) -> list[TrainingPath]:
+    return [synthetic_path(rate, delay) for rate in rates_mbps for delay in delays_ms]
+
+
+def from_preset(name: str) -> TrainingPath:
+    """A built-in preset by name or a preset file's path (a PresetError if neither); a trace's rate
+    is its mean."""
+    preset = presets.lookup(name)
+    up = preset.uplink
+    if up.trace_ms is not None:
+        rate = len(up.trace_ms) * PACKET_BYTES * 8 / (max(up.trace_ms[-1], 1) * 1e3)
+    else:
+        rate = up.rate_mbps or presets.DEFAULT_DIRECTION.rate_mbps or 0.0
+    options = tuple(preset.options(presets.traces_cache()))
+    random = any(d.poisson or d.loss > 0 for d in (preset.uplink, preset.downlink))
+    return TrainingPath(preset.name, options, rate, preset.delay_ms, random)
+
+
+def training_set(with_calibrated: bool, extra: list[str]) -> list[TrainingPath]:
+    """The synthetic paths, plus the calibrated presets when asked, plus the presets `extra` names."""
+    names = [*(CALIBRATED if with_calibrated else ()), *extra]
+    return synthetic() + [from_preset(name) for name in dict.fromkeys(names)]
