@@ -3,8 +3,10 @@ experiments (2 s each) into a real archive server, and the faults it survives: a
 every time, the archive down during a round, the observatory itself stopped mid-round."""
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -100,6 +102,22 @@ def test_a_round_uploads_each_result_and_records_a_scheme_that_always_fails(
     assert uploaded["ran_on"]["worker_resources"] == {"emulation": 1} and uploaded["ran_on"]["other_tasks"] == []
     status = observe("--status", "--state", str(state), env=env).stdout
     assert "failed    nepal-wifi.crashes.1flow: attempt 2" in status and "Dask dashboard: http" in status, status
+    assert_status_page(state, failed, events(state, "uploaded"))
+
+
+def assert_status_page(state: Path, failed: dict, uploaded: list[dict]) -> None:
+    """status.html, as the journal's last line left it: each experiment's row with its reason or its
+    archive link, links to logs that exist, the dashboard's link, no round to come (--once)."""
+    page = (state / "status.html").read_text()
+    assert "ended" in page and "no next round scheduled" in page, page
+    row = re.search(r'<tr class="failed"><td>failed</td><td>nepal-wifi.crashes.1flow</td><td>([^<]*)</td>', page)
+    assert row and html.unescape(row[1]) == failed["reason"], page
+    for line in uploaded:
+        assert (f'<td>uploaded</td><td>{line["experiment"]}</td><td><a href="{html.escape(line["url"])}">'
+                in page), page
+    logs = re.findall(r'<a href="(rounds/[^"]+\.log)">', page)
+    assert len(logs) == 4 and all((state / log).is_file() for log in logs), logs
+    assert re.search(r'<a href="http://[^"]+:\d+/status">Dask dashboard</a>', page), page
 
 
 def test_results_wait_for_an_archive_that_is_down_and_go_once_it_is_up(
