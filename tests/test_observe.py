@@ -80,6 +80,14 @@ def test_schedule_mistakes_are_one_line_errors(tmp_path: Path, env: dict[str, st
             schedule.parse(text, Path("s.toml"))
     with pytest.raises(schedule.ScheduleError, match="is not a duration"):
         schedule.parse('period = "often"\n' + text, Path("s.toml"))
+    pair = '[[pair]]\nname = "p"\nremote = "root@node2"\nlocal = "lab"\nschemes = ["copa"]\n'
+    [one_way] = schedule.parse(pair, Path("s.toml")).experiments
+    assert one_way.resources() == {"emulation": 1, "host:lab": 1} and one_way.command()[:3] == ["test", "remote", "root@node2"]
+    for line, message in {'senders = ["up"]': "senders must be a list", 'local = "a b"': "local must be a name",
+                          'remote = "-oProxyCommand=x"': "remote must be an ssh destination"}.items():
+        with pytest.raises(schedule.ScheduleError, match=message):
+            kept = [existing for existing in pair.splitlines() if not existing.startswith(line.split(" ")[0] + " ")]
+            schedule.parse("\n".join([*kept, line]), Path("s.toml"))
     done = observe(str(write_schedule(tmp_path / "s.toml", ["nowhere"], ["copa"])), "--once", env=env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
 
