@@ -4,6 +4,7 @@ experiment takes that experiment's result when it restarts, without running it a
 (remote mode, over a real OpenSSH server: tests/remote_hosts.py) run only on their local end's worker."""
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from archive_server import stop_group
+from pantheon.archive.client import pack
+from pantheon.observe.round import take_in
 from remote_hosts import REPO, two_hosts
 from test_observe import events, free_port, wait_for, write_schedule
 
@@ -118,3 +121,26 @@ def test_a_node_pair_runs_over_ssh_on_its_local_ends_worker_only(tmp_path: Path)
     assert {e["ran_on"]["worker"] for e in finished} == {local_end}
     for line in finished:
         assert (Path(line["data_dir"]) / "perf.json").is_file()
+
+
+def test_a_data_dir_that_does_not_arrive_whole_is_not_taken(tmp_path: Path) -> None:
+    """A task's data dir, cut short or altered on the way: the experiment fails with the reason,
+    and neither the data dir nor the staging directory is left; a whole one lands in place."""
+    source = tmp_path / "source"
+    (source / "cubic").mkdir(parents=True)
+    (source / "perf.json").write_text("{}\n")
+    (source / "cubic" / "run.json").write_text('{"ok": true}\n' * 1000)
+    body = io.BytesIO()
+    pack(source, body)
+    whole = body.getvalue()
+    outcome = {"status": "done", "reason": "", "attempts": 1, "ran_on": {}, "logs": {"attempt1.log": "ok\n"}}
+    for broken in (whole[:len(whole) // 2], whole[:-30] + bytes(30)):
+        exp_dir = tmp_path / f"broken{len(broken)}"
+        record = take_in(outcome | {"data": broken}, exp_dir)
+        assert record["status"] == "failed" and record["data_dir"] is None, record
+        assert record["reason"].startswith("its data dir did not arrive whole: "), record
+        assert sorted(p.name for p in exp_dir.iterdir()) == ["attempt1.log"]
+    record = take_in(outcome | {"data": whole}, tmp_path / "whole")
+    assert record["status"] == "done" and record["data_dir"] == str(tmp_path / "whole" / "data")
+    assert (tmp_path / "whole" / "data" / "cubic" / "run.json").read_bytes() == (source / "cubic" / "run.json").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "whole").iterdir()) == ["attempt1.log", "data"]
