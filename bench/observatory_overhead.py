@@ -11,7 +11,8 @@ What is measured
         ideal wall  = sum of the experiments' durations / 2 workers
         overhead    = wall / ideal wall - 1      (goal: at most 10 %)
     and, apart, what the harness adds to the experiments' 2 x 10 s of traffic each (namespaces,
-    scheme start-up, analysis): sum of durations / (16 x 20 s) - 1. No archive: uploads are the
+    scheme start-up, analysis): sum of durations / (16 x 20 s) - 1, and the size of the data dirs
+    that crossed the cluster. No archive: uploads are the
     archive's cost, not orchestration's. Two experiments share the machine's cores at a time, as the
     issue asks; on a 2-core machine the durations are longer than alone, and both sides of the ratio
     include that.
@@ -60,6 +61,8 @@ def main() -> int:
         wall_s = time.monotonic() - start
         end_t = time.time()
         lines = [json.loads(text) for text in (state / "journal.jsonl").read_text().splitlines()]
+        data_bytes = [sum(f.stat().st_size for f in Path(line["data_dir"]).rglob("*") if f.is_file())
+                      for line in lines if line["event"] == "done"]
     finished = [line for line in lines if line["event"] in ("done", "failed") and line.get("ran_on")]
     durations_s = [line["ran_on"]["ended_t"] - line["ran_on"]["started_t"] for line in finished]
     experiments = len(PRESETS) * len(SCHEMES)
@@ -78,6 +81,9 @@ def main() -> int:
     print(f"of the wall: {first_t - start_t:.1f} s before the first experiment started (start-up), "
           f"{end_t - last_t:.1f} s after the last ended; busy workers {100 * total_s / (WORKERS * (last_t - first_t)):.1f} % "
           "of the time between")
+    if data_bytes:
+        print(f"data dirs sent back: mean {sum(data_bytes) / len(data_bytes) / 1e6:.1f} MB, "
+              f"largest {max(data_bytes) / 1e6:.1f} MB (unpacked)")
     print(f"harness per experiment: {total_s:.1f} s for {traffic_s:.0f} s of traffic ({100 * (total_s / traffic_s - 1):+.1f} %)")
     return 0 if done.returncode == 0 and wall_s <= (1 + GOAL) * ideal_s else 1
 
