@@ -90,6 +90,10 @@ def test_schedule_mistakes_are_one_line_errors(tmp_path: Path, env: dict[str, st
             schedule.parse("\n".join([*kept, line]), Path("s.toml"))
     done = observe(str(write_schedule(tmp_path / "s.toml", ["nowhere"], ["copa"])), "--once", env=env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    (tmp_path / "pair.toml").write_text(pair.replace('local = "lab"', 'local = "elsewhere"'))
+    done = observe(str(tmp_path / "pair.toml"), "--once", "--state", str(tmp_path / "state"), env=env)
+    assert done.returncode == 2 and done.stderr.strip().endswith("without --scheduler only this host "
+                                                                 f"({socket.gethostname().split('.')[0]!r}) runs experiments"), done.stderr
 
 
 def test_a_round_uploads_each_result_and_records_a_scheme_that_always_fails(
@@ -107,7 +111,9 @@ def test_a_round_uploads_each_result_and_records_a_scheme_that_always_fails(
     assert failed["experiment"] == "nepal-wifi.crashes.1flow" and failed["attempts"] == 2
     assert failed["reason"].endswith("receiver exited early with status 3: cannot bind"), failed
     uploaded = json.loads((Path(events(state, "uploaded")[0]["data_dir"]) / "observatory.json").read_text())
-    assert uploaded["ran_on"]["worker_resources"] == {"emulation": 1} and uploaded["ran_on"]["other_tasks"] == []
+    this_host = socket.gethostname().split(".")[0]
+    assert uploaded["ran_on"]["worker_resources"] == {"emulation": 1, f"host:{this_host}": 1}
+    assert uploaded["ran_on"]["other_tasks"] == []
     status = observe("--status", "--state", str(state), env=env).stdout
     assert "failed    nepal-wifi.crashes.1flow: attempt 2" in status and "Dask dashboard: http" in status, status
     assert_status_page(state, failed, events(state, "uploaded"))

@@ -5,8 +5,9 @@ Each task asks for the worker resources of its experiment (schedule.Experiment.r
 of "emulation", so a worker started with `--resources emulation=1` runs one experiment at a time,
 however many threads it has, because two real-time experiments on the same cores would each measure
 the other; and a node pair's also "host:LOCAL", which only the worker on the pair's local end has.
-The default cluster is a LocalCluster of one worker with one thread and one "emulation", in this
-process (its tasks start `pantheon test local` processes, so they need no process of their own).
+The default cluster is a LocalCluster of one worker with one thread, one "emulation" and this host's
+"host:NAME", in this process (its tasks start `pantheon` processes, so they need no process of
+their own): there, a pair must name this host as its local end.
 
 A task's result carries its data dir (worker.py); the observatory unpacks it beside the journal,
 verified as the archive verifies an upload (archive/staging.py), and renames it into place whole
@@ -26,15 +27,17 @@ from __future__ import annotations
 
 import queue
 import shutil
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from pantheon.cluster import dask_client
+from pantheon.errors import PantheonError
 from pantheon.observe import worker
 from pantheon.observe.journal import FINISHED, Journal, Round
-from pantheon.observe.schedule import RESOURCE, Experiment, Schedule
+from pantheon.observe.schedule import HOST_RESOURCE, RESOURCE, Experiment, Schedule
 
 POLL_S = 1.0
 """How often the loop looks for experiments that have started, s."""
@@ -46,9 +49,35 @@ FILES = 100_000
 """The most files a data dir taken from a worker may hold."""
 
 
+def this_host() -> str:
+    """This host's name as a pair's `local` gives it: the first label of its host name."""
+    return socket.gethostname().split(".")[0]
+
+
 def client(scheduler: str | None):
     """A Dask client: of the cluster at `scheduler`, or of a one-worker, one-thread LocalCluster here."""
-    return dask_client(scheduler, threads=1, resources={RESOURCE: 1})
+    return dask_client(scheduler, threads=1, resources={RESOURCE: 1, HOST_RESOURCE + this_host(): 1})
+
+
+def check_pairs(schedule: Schedule, scheduler: str | None) -> None:
+    """Without a cluster of its own (--scheduler) the observatory runs only pairs whose local end is
+    this host: a PantheonError for another."""
+    for experiment in schedule.experiments:
+        if scheduler is None and experiment.pair is not None and experiment.pair.local != this_host():
+            raise PantheonError(f"{schedule.source}: pair {experiment.pair.name}'s local end is "
+                                f"{experiment.pair.local!r}, but without --scheduler only this host "
+                                f"({this_host()!r}) runs experiments")
+
+
+def _warn_unrunnable(dask, experiment: Experiment) -> None:
+    """Says so when no worker of the cluster has the resources `experiment` needs: its task waits
+    for one to join (a measurement host coming back), which may be never."""
+    needs = experiment.resources()
+    workers = dask.scheduler_info(n_workers=-1)["workers"].values()
+    if not any(all(w.get("resources", {}).get(name, 0) >= amount for name, amount in needs.items()) for w in workers):
+        print(f"pantheon observe: {experiment.id} waits for a worker with the resources "
+              f"{','.join(f'{name}={amount:g}' for name, amount in needs.items())}: none has joined yet",
+              file=sys.stderr, flush=True)
 
 
 class Uploader:
@@ -128,6 +157,7 @@ def _futures(schedule: Schedule, state_dir: Path, journal: Journal, round_: Roun
         # What a restart cut short left here goes: the experiment starts again from scratch.
         shutil.rmtree(exp_dir, ignore_errors=True)
         journal.write("queued", round=round_.id, experiment=experiment.id)
+        _warn_unrunnable(dask, experiment)
         future = _submit(dask, experiment, round_.id, retries, key)
         dask.publish_dataset(future, name=name, override=True)
         futures[future] = (experiment.id, exp_dir, name)
@@ -187,6 +217,7 @@ def observe(schedule: Schedule, state_dir: Path, once: bool, retries: int, sched
     """Resumes the round a previous observatory left unfinished, or starts one; with a period (and not
     `once`) starts the next when it is due, for ever. Returns 0, or 1 if an experiment of the last round failed."""
     journal = uploader.journal
+    check_pairs(schedule, scheduler)
     uploader.send_waiting()
     with client(scheduler) as dask:
         journal.write("start", dashboard=dask.dashboard_link, schedule=str(schedule.source))
