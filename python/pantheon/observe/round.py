@@ -25,6 +25,7 @@ has started by a Dask event (worker.TOPIC), which the loop below journals while 
 """
 from __future__ import annotations
 
+import hashlib
 import queue
 import shutil
 import socket
@@ -42,7 +43,8 @@ from pantheon.observe.schedule import HOST_RESOURCE, RESOURCE, Experiment, Sched
 POLL_S = 1.0
 """How often the loop looks for experiments that have started, s."""
 DATASET = "pantheon-observe/"
-"""Prefix of the scheduler's dataset names this observatory publishes (DATASET + the task's key)."""
+"""Prefix of the scheduler's dataset names observatories publish: DATASET + the observatory's own id
+(datasets_prefix) + "/" + the task's key."""
 UNPACKED_BYTES = 16 << 30
 """The largest data dir taken from a worker, bytes (a 30 s run's is some MB)."""
 FILES = 100_000
@@ -137,16 +139,24 @@ def take_in(outcome: dict, exp_dir: Path) -> dict:
     return record | {"data_dir": str(data_dir)}
 
 
+def datasets_prefix(state_dir: Path) -> str:
+    """The names of this observatory's datasets start so: its host and state dir, hashed, so that
+    observatories sharing a cluster neither take nor remove each other's."""
+    identity = f"{socket.gethostname()}:{state_dir.resolve()}".encode()
+    return f"{DATASET}{hashlib.sha256(identity).hexdigest()[:16]}/"
+
+
 def _futures(schedule: Schedule, state_dir: Path, journal: Journal, round_: Round, dask, retries: int) -> dict:
     """The round's unfinished experiments' futures: those a previous observatory left on the
     cluster (published), the others submitted now; future -> (experiment id, its directory, dataset)."""
-    published = {name for name in dask.list_datasets() if str(name).startswith(DATASET)}
+    prefix = datasets_prefix(state_dir)
+    published = {name for name in dask.list_datasets() if str(name).startswith(prefix)}
     futures = {}
     for experiment in schedule.experiments:
         if round_.experiments.get(experiment.id, {}).get("event") in FINISHED:
             continue
         key = f"{round_.id}/{experiment.id}"
-        name = DATASET + key
+        name = prefix + key
         exp_dir = state_dir / "rounds" / round_.id / experiment.id
         if name in published:
             published.discard(name)
