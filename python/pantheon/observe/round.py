@@ -46,7 +46,7 @@ DATASET = "pantheon-observe/"
 """Prefix of the scheduler's dataset names observatories publish: DATASET + the observatory's own id
 (datasets_prefix) + "/" + the task's key."""
 UNPACKED_BYTES = 16 << 30
-"""The largest data dir taken from a worker, bytes (a 30 s run's is some MB)."""
+"""The largest data dir taken from a worker, bytes (a 30 s run's is tens of MB)."""
 FILES = 100_000
 """The most files a data dir taken from a worker may hold."""
 
