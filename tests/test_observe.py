@@ -3,8 +3,10 @@ experiments (2 s each) into a real archive server, and the faults it survives: a
 every time, the archive down during a round, the observatory itself stopped mid-round."""
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -78,8 +80,20 @@ def test_schedule_mistakes_are_one_line_errors(tmp_path: Path, env: dict[str, st
             schedule.parse(text, Path("s.toml"))
     with pytest.raises(schedule.ScheduleError, match="is not a duration"):
         schedule.parse('period = "often"\n' + text, Path("s.toml"))
+    pair = '[[pair]]\nname = "p"\nremote = "root@node2"\nlocal = "lab"\nschemes = ["copa"]\n'
+    [one_way] = schedule.parse(pair, Path("s.toml")).experiments
+    assert one_way.resources() == {"emulation": 1, "host:lab": 1} and one_way.command()[:3] == ["test", "remote", "root@node2"]
+    for line, message in {'senders = ["up"]': "senders must be a list", 'local = "a b"': "local must be a name",
+                          'remote = "-oProxyCommand=x"': "remote must be an ssh destination"}.items():
+        with pytest.raises(schedule.ScheduleError, match=message):
+            kept = [existing for existing in pair.splitlines() if not existing.startswith(line.split(" ")[0] + " ")]
+            schedule.parse("\n".join([*kept, line]), Path("s.toml"))
     done = observe(str(write_schedule(tmp_path / "s.toml", ["nowhere"], ["copa"])), "--once", env=env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    (tmp_path / "pair.toml").write_text(pair.replace('local = "lab"', 'local = "elsewhere"'))
+    done = observe(str(tmp_path / "pair.toml"), "--once", "--state", str(tmp_path / "state"), env=env)
+    assert done.returncode == 2 and done.stderr.strip().endswith("without --scheduler only this host "
+                                                                 f"({socket.gethostname().split('.')[0]!r}) runs experiments"), done.stderr
 
 
 def test_a_round_uploads_each_result_and_records_a_scheme_that_always_fails(
@@ -97,9 +111,27 @@ def test_a_round_uploads_each_result_and_records_a_scheme_that_always_fails(
     assert failed["experiment"] == "nepal-wifi.crashes.1flow" and failed["attempts"] == 2
     assert failed["reason"].endswith("receiver exited early with status 3: cannot bind"), failed
     uploaded = json.loads((Path(events(state, "uploaded")[0]["data_dir"]) / "observatory.json").read_text())
-    assert uploaded["ran_on"]["worker_resources"] == {"emulation": 1} and uploaded["ran_on"]["other_tasks"] == []
+    this_host = socket.gethostname().split(".")[0]
+    assert uploaded["ran_on"]["worker_resources"] == {"emulation": 1, f"host:{this_host}": 1}
+    assert uploaded["ran_on"]["other_tasks"] == []
     status = observe("--status", "--state", str(state), env=env).stdout
     assert "failed    nepal-wifi.crashes.1flow: attempt 2" in status and "Dask dashboard: http" in status, status
+    assert_status_page(state, failed, events(state, "uploaded"))
+
+
+def assert_status_page(state: Path, failed: dict, uploaded: list[dict]) -> None:
+    """status.html, as the journal's last line left it: each experiment's row with its reason or its
+    archive link, links to logs that exist, the dashboard's link, no round to come (--once)."""
+    page = (state / "status.html").read_text()
+    assert "ended" in page and "no next round scheduled" in page, page
+    row = re.search(r'<tr class="failed"><td>failed</td><td>nepal-wifi.crashes.1flow</td><td>([^<]*)</td>', page)
+    assert row and html.unescape(row[1]) == failed["reason"], page
+    for line in uploaded:
+        assert (f'<td>uploaded</td><td>{line["experiment"]}</td><td><a href="{html.escape(line["url"])}">'
+                in page), page
+    logs = re.findall(r'<a href="(rounds/[^"]+\.log)">', page)
+    assert len(logs) == 4 and all((state / log).is_file() for log in logs), logs
+    assert re.search(r'<a href="http://[^"]+:\d+/status">Dask dashboard</a>', page), page
 
 
 def test_results_wait_for_an_archive_that_is_down_and_go_once_it_is_up(

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import math
-import time
 from pathlib import Path
 
 from pantheon.errors import PantheonError
-from pantheon.observe.journal import Journal, State
+from pantheon.observe.journal import Journal
+from pantheon.observe.status import status_text, write_page
 
 DEFAULT_STATE = Path("observatory")
 
@@ -20,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="The observatory: runs the experiments SCHEDULE.toml declares (docs/observatory.md), "
                        "each a Dask task, retried when it fails, each result uploaded to the archive as it completes.")
     p.add_argument("schedule", type=Path, nargs="?", metavar="SCHEDULE.toml")
-    p.add_argument("--status", action="store_true", help="print what ran, runs, failed and waits for upload, and exit")
+    p.add_argument("--status", action="store_true", help="print what ran, runs, failed and waits for upload, and exit (the same as STATE/status.html)")
     p.add_argument("--once", action="store_true", help="one round (resuming an unfinished one), then exit")
     p.add_argument("--archive", metavar="URL", help="the results archive to upload to (http://HOST:PORT/)")
     p.add_argument("--token", help="the archive's upload token (default: --token-file, "
@@ -57,36 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     plan = schedule.load(args.schedule)
     args.state.mkdir(parents=True, exist_ok=True)
-    uploader = Uploader(Journal(args.state), args.archive, _token(args))
-    return observe(plan, args.state.resolve(), args.once, args.retries, args.scheduler, uploader)
-
-
-def _when(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
-
-
-def status_text(state: State) -> str:
-    if not state.rounds:
-        return "no round yet (pantheon observe SCHEDULE.toml starts one)"
-    last = state.rounds[-1]
-    lines = [f"round {last.id}, started {_when(last.started_t)}"
-             + (f", ended {_when(last.ended_t)}" if last.ended_t else ", in progress")]
-    by_status: dict[str, list[dict]] = {}
-    for line in last.experiments.values():
-        by_status.setdefault(line["event"], []).append(line)
-    for status in ("uploaded", "done", "running", "queued", "failed"):
-        for line in by_status.get(status, []):
-            extra = {"failed": f": {line.get('reason')}", "uploaded": f" {line.get('url')}",
-                     "running": f" on {line.get('worker')}"}.get(status, "")
-            lines.append(f"  {status:<9} {line['experiment']}{extra}")
-    waiting = state.waiting_uploads()
-    if waiting:
-        lines.append(f"{len(waiting)} result(s) wait for the archive"
-                     + (f" ({state.upload_problem})" if state.upload_problem else ""))
-    if last.ended_t is not None:
-        next_t = last.next_t
-        lines.append(f"next round at {_when(next_t)}" if next_t is not None and math.isfinite(next_t)
-                     else "no next round scheduled")
-    if state.dashboard:
-        lines.append(f"Dask dashboard: {state.dashboard} (while the observatory runs)")
-    return "\n".join(lines)
+    state_dir = args.state.resolve()
+    uploader = Uploader(Journal(state_dir, on_change=lambda state: write_page(state_dir, state)), args.archive,
+                        _token(args))
+    return observe(plan, state_dir, args.once, args.retries, args.scheduler, uploader)

@@ -5,12 +5,16 @@ one that was running is run again from scratch) and to send the results still wa
 
 An experiment's statuses, in order: queued, running, done or failed, then uploaded (a done one). A
 line cut short by a crash is the last one and is skipped on reading: what it said had not happened.
+
+The writer keeps the state the journal describes up to date line by line (not by reading the file
+again) and hands it to `on_change` after every line: the status page (status.py) is rewritten so.
 """
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,42 +52,66 @@ class State:
         return [(r, line) for r in self.rounds for line in r.experiments.values() if line["event"] == "done"]
 
 
+def _apply(state: State, line: dict) -> None:
+    """Updates `state` with one journal line."""
+    event = line.get("event")
+    if event == "start":
+        state.dashboard = line.get("dashboard")
+    elif event == "upload-waits":
+        state.upload_problem = line.get("reason")
+    elif event == "uploaded":
+        state.upload_problem = None
+    if event == "round":
+        state.rounds.append(Round(line["round"], line["t"], next_t=line.get("next_t")))
+        return
+    # Mostly the last round's; an upload may finish an older round's result.
+    found = next((r for r in reversed(state.rounds) if r.id == line.get("round")), None)
+    if found is None:
+        return
+    if event == "round-end":
+        found.ended_t = line["t"]
+        found.next_t = line.get("next_t")
+    elif "experiment" in line:
+        found.experiments[line["experiment"]] = line
+
+
 class Journal:
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, on_change: Callable[[State], None] | None = None) -> None:
         self.path = state_dir / NAME
+        self.on_change = on_change
+        """Called with the state after every line written (the status page)."""
+        self._state: State | None = None
+        """What the file says, kept by the writer line by line; None until first needed."""
 
     def write(self, event: str, **fields: object) -> None:
-        line = json.dumps({"event": event, "t": round(time.time(), 3), **fields}, sort_keys=True) + "\n"
+        line = {"event": event, "t": round(time.time(), 3), **fields}
+        text = json.dumps(line, sort_keys=True) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode())
+            os.write(fd, text.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
+        state = self.state()
+        _apply(state, json.loads(text))
+        if self.on_change is not None:
+            self.on_change(state)
+
+    def state(self) -> State:
+        """The journal's state as this writer knows it (read from the file once)."""
+        if self._state is None:
+            self._state = self.read()
+        return self._state
 
     def read(self) -> State:
+        """The state, read from the file (what another process sees)."""
         state = State()
         if not self.path.is_file():
             return state
-        rounds: dict[str, Round] = {}
         for text in self.path.read_text().splitlines():
             try:
                 line = json.loads(text)
             except ValueError:
                 continue
-            event = line.get("event")
-            if event == "start":
-                state.dashboard = line.get("dashboard")
-            elif event == "upload-waits":
-                state.upload_problem = line.get("reason")
-            elif event == "uploaded":
-                state.upload_problem = None
-            if event == "round":
-                rounds[line["round"]] = Round(line["round"], line["t"])
-                state.rounds.append(rounds[line["round"]])
-            elif event == "round-end" and line.get("round") in rounds:
-                rounds[line["round"]].ended_t = line["t"]
-                rounds[line["round"]].next_t = line.get("next_t")
-            elif line.get("round") in rounds and "experiment" in line:
-                rounds[line["round"]].experiments[line["experiment"]] = line
+            _apply(state, line)
         return state
