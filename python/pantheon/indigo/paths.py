@@ -21,7 +21,8 @@ VALIDATION = ((7, 15), (35, 60), (150, 30))
 """(Mbit/s, one-way ms) of the synthetic paths off the training grid that measure how the network
 generalises (dagger.py): rolled out each iteration, never trained on."""
 PACKET_BYTES = 1500
-"""The controllers' packet (crates/cc's DEFAULT_MSS_BYTES): windows are counted in these."""
+"""A packet on the wire: pantheon-udp's 1464-byte datagram (the controller's window is counted in
+them) and 36 bytes of headers (crates/sim/src/simulation.rs), so the BDP is in the window's unit."""
 
 
 @dataclass(frozen=True)
