@@ -212,7 +212,7 @@ impl Allegro {
 impl AllegroControl {
     /// Decides around `base_bps` with step `epsilon`, the trial orders drawn from `rng`.
     fn enter_deciding(&mut self, rng: &mut SplitMix64, base_bps: f64, epsilon: f64) -> Step {
-        self.state = State::Deciding { epsilon, trials: Trials::draw(rng), utilities: [None; 2 * MAX_PAIRS] };
+        self.state = State::Deciding { epsilon, trials: Trials::draw(rng, PAIRS), utilities: [None; 2 * MAX_PAIRS] };
         Step::Enter { base_bps }
     }
 
@@ -253,7 +253,7 @@ impl RateControl for AllegroControl {
     fn next_interval(&mut self, base_bps: f64, first_of_state: bool) -> (f64, Role) {
         match &mut self.state {
             State::Starting { .. } => (starting_rate_bps(base_bps, first_of_state), Role::Starting),
-            State::Deciding { epsilon, trials, .. } => trials.launch(PAIRS, base_bps, *epsilon),
+            State::Deciding { epsilon, trials, .. } => trials.launch(base_bps, *epsilon),
             State::Adjusting { dir, n, .. } => {
                 let rate = base_bps * (1.0 + f64::from(*n) * EPSILON_MIN * *dir);
                 *n += 1;
