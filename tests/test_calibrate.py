@@ -179,3 +179,5 @@ def test_ablation_frees_one_parameter_a_step(truth_data: Path, tmp_path: Path) -
     first, second, third = (s["path"] for s in steps[:3])
     assert first["delay_ms"] == 0 and first["buffer_bytes"] is None and first["loss"] == 0 and not first["poisson"]
     assert second["buffer_bytes"] is None and third["buffer_bytes"] is not None and third["loss"] == 0
+    page = (data / "calibration" / "calibrated.html").read_text()  # the report page, its figures embedded
+    assert "Ablation" in page and "+ Poisson" in page and page.count("data:image/png;base64,") == 3
