@@ -181,3 +181,25 @@ def test_ablation_frees_one_parameter_a_step(truth_data: Path, tmp_path: Path) -
     assert second["buffer_bytes"] is None and third["buffer_bytes"] is not None and third["loss"] == 0
     page = (data / "calibration" / "calibrated.html").read_text()  # the report page, its figures embedded
     assert "Ablation" in page and "+ Poisson" in page and page.count("data:image/png;base64,") == 3
+
+
+def test_cross_traffic_is_left_out_of_the_targets(tmp_path: Path) -> None:
+    """Runs of a measured flow beside cross traffic (here the cross flow first, so the measured one
+    is the run's flow 2): the target is the measured flow alone, numbered as its simulation will
+    number it, with the run's flow-2 figures, and the path's bounds come from it."""
+    (tmp_path / "truth.toml").write_text(TRUTH_TOML)
+    data = tmp_path / "data"
+    for scheme, flows in (("copa", (("reno-user", 1), ("copa", 0))), ("vegas-user", (("vegas-user", 0), ("reno-user", 1)))):
+        scenario = tmp_path / f"{scheme}.toml"
+        scenario.write_text(f'name = "{scheme}"\nruntime_s = 3\n' + "".join(
+            f'[[flow]]\nscheme = "{s}"\nstart_s = {start}\nduration_s = {3 - start}\n' for s, start in flows))
+        done = pantheon("sim", "--scenario", str(scenario), "--seed", "100", "--emulator", str(tmp_path / "truth.toml"),
+                        "--data-dir", str(data), "--no-analyze", "--quiet")
+        assert done.returncode == 0, done.stderr
+    found = targets.read(data, cross_traffic=("reno-user",))
+    by_label = {t.setting.label: t for t in found.targets}
+    assert [f.scheme for f in by_label["copa"].setting.flows] == ["copa"] and by_label["copa"].flow_numbers == ("2",)
+    assert by_label["vegas-user"].flow_numbers == ("1",)
+    run = by_label["copa"].runs[0]
+    assert by_label["copa"].means()[0] == {"1": next(m.throughput_mbps for m in run.flows if m.flow == "2")}
+    assert found.observed.max_throughput_mbps < max(r.all.throughput_mbps for t in found.targets for r in t.runs)

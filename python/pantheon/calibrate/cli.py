@@ -59,6 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "predict them over the calibrated path (its replication error says how well the path generalises)")
     p.add_argument("--ablation", action="store_true", help="also calibrate with fewer parameters free (rate only, "
                    "+ delay, + buffer, + loss; the paper's Fig. 5), each with --trials trials")
+    p.add_argument("--cross-traffic", metavar="SCHEMES", help="comma-separated schemes whose flows in the runs are "
+                   "cross traffic: left out of the targets and the simulation (docs/calibration.md)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -130,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
         raise CalibrationError(f"--minutes must be positive and finite, got {args.minutes:g}")
     asked = [s for s in (args.schemes or "").split(",") if s]
-    data = targets.read(args.data_dir, asked or None)
+    cross = tuple(s for s in (args.cross_traffic or "").split(",") if s)
+    data = targets.read(args.data_dir, asked or None, cross)
     for run_name, why in data.left_out.items():
         print(f"pantheon calibrate: leaving out {run_name}: {why}", file=sys.stderr)
     found = _stand_ins(data, bool(asked), args.quiet)
