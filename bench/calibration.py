@@ -14,6 +14,10 @@ What is measured
                        a propagation delay and a DropTail buffer; the acknowledgements get FILE's
                        .down twin where there is one, else FILE. No five-parameter path
                        reproduces a varying rate: this is a path that can only be approximated.
+    and, with --cross-traffic SCHEME,START_S,DURATION_S, each run also carries a flow of SCHEME
+    (not measured: each scheme's runs are a scenario of its flow and that one, and the calibration
+    leaves SCHEME's flows out, `pantheon calibrate --cross-traffic`), the other kind of path the
+    five parameters can only approximate. Such data cannot be re-run by --confirm.
     Then `pantheon calibrate` runs on it once per sampler seed (with --confirm K: its K best
     candidates also run over the emulator, and the choice is the emulator's), and the table gives
     per seed:
@@ -38,7 +42,7 @@ on the same data (and data made in pieces, a scheme at a time, can be calibrated
 
 Run from the repository (cargo build --release and ./setup.sh first):
     python3 bench/calibration.py [--source sim|local] [--truth five|trace:FILE,DELAY_MS,BUFFER_BYTES]
-        [--runs 3] [--runtime 10] [--trials 200] [--seeds 1,2,3,4] [--confirm K]
+        [--cross-traffic SCHEME,START_S,DURATION_S] [--runs 3] [--runtime 10] [--trials 200] [--seeds 1,2,3,4] [--confirm K]
         [--schemes cubic-user,bbr-user,copa,vegas-user] [--data-dir DIR]
 """
 from __future__ import annotations
