@@ -17,7 +17,7 @@ What is measured
     and, with --cross-traffic SCHEME,START_S,DURATION_S, each run also carries a flow of SCHEME
     (not measured: each scheme's runs are a scenario of its flow and that one, and the calibration
     leaves SCHEME's flows out, `pantheon calibrate --cross-traffic`), the other kind of path the
-    five parameters can only approximate. Such data cannot be re-run by --confirm.
+    five parameters can only approximate (--confirm re-runs the measured flows alone).
     Then `pantheon calibrate` runs on it once per sampler seed (with --confirm K: its K best
     candidates also run over the emulator, and the choice is the emulator's), and the table gives
     per seed:

@@ -203,3 +203,14 @@ def test_cross_traffic_is_left_out_of_the_targets(tmp_path: Path) -> None:
     run = by_label["copa"].runs[0]
     assert by_label["copa"].means()[0] == {"1": next(m.throughput_mbps for m in run.flows if m.flow == "2")}
     assert found.observed.max_throughput_mbps < max(r.all.throughput_mbps for t in found.targets for r in t.runs)
+
+
+def test_confirm_reruns_flows_settings_by_flows_and_others_as_scenarios(tmp_path: Path) -> None:
+    from pantheon.calibrate import confirm
+    from pantheon.harness.plan import Flow, Plan, scenario, uniform
+
+    mixed = Plan("cubic-vs-copa", (Flow("cubic-user", 0.0, 10.0), Flow("copa", 5.0, 5.0)), 10.0)
+    settings = [uniform("copa", 2, 1.0, 10.0), uniform("vegas-user", 2, 1.0, 10.0), mixed]
+    batches = confirm._batches([targets.Target(s, [], [], ()) for s in settings], tmp_path)
+    assert batches[0] == ["--schemes", "copa,vegas-user", "--runtime", "10.0", "--flows", "2", "--interval", "1.0"]
+    assert batches[1][0] == "--scenario" and scenario(Path(batches[1][1])) == mixed and len(batches) == 2
