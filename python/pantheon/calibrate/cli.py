@@ -213,13 +213,13 @@ def run(args: argparse.Namespace) -> int:
         held_line = (f"held out {args.hold_out}: replication error {held_out['error_pct']:.2f}% (real "
                      f"{_num(real_t.get('1'))} Mbit/s, {_num(real_d.get('1'))} ms; predicted {_num(sim_t.get('1'))} "
                      f"Mbit/s, {_num(sim_d.get('1'))} ms)")
-    emulated_line = (f"over the emulator (chosen of {len(confirmations)} candidates; "
+    emulated_line = (f"Over the emulator (chosen of {len(confirmations)} candidates; "
                      + ", ".join(f"{c.emulated.overall_pct:.2f}%" for c in confirmations) + ")")
     from pantheon.calibrate import report  # matplotlib, imported where drawn (see analysis/analyze.py)
     replication_pngs = [("Simulated over the calibrated path",
                          report.replication_figure(problem.targets, problem.real, figures, errors, out.with_suffix(".png")))]
     if confirmations:
-        replication_pngs.append((emulated_line.capitalize(),
+        replication_pngs.append((emulated_line,
                                  report.replication_figure(problem.targets, problem.real, confirmations[0].figures,
                                                            confirmations[0].emulated, out.with_name(f"{out.stem}.emulated.png"),
                                                            "emulated")))
