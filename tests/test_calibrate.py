@@ -179,3 +179,38 @@ def test_ablation_frees_one_parameter_a_step(truth_data: Path, tmp_path: Path) -
     first, second, third = (s["path"] for s in steps[:3])
     assert first["delay_ms"] == 0 and first["buffer_bytes"] is None and first["loss"] == 0 and not first["poisson"]
     assert second["buffer_bytes"] is None and third["buffer_bytes"] is not None and third["loss"] == 0
+    page = (data / "calibration" / "calibrated.html").read_text()  # the report page, its figures embedded
+    assert "Ablation" in page and "+ Poisson" in page and page.count("data:image/png;base64,") == 3
+
+
+def test_cross_traffic_is_left_out_of_the_targets(tmp_path: Path) -> None:
+    """Runs of a measured flow beside cross traffic (here the cross flow first, so the measured one
+    is the run's flow 2): the target is the measured flow alone, numbered as its simulation will
+    number it, with the run's flow-2 figures, and the path's bounds come from it."""
+    (tmp_path / "truth.toml").write_text(TRUTH_TOML)
+    data = tmp_path / "data"
+    for scheme, flows in (("copa", (("reno-user", 1), ("copa", 0))), ("vegas-user", (("vegas-user", 0), ("reno-user", 1)))):
+        scenario = tmp_path / f"{scheme}.toml"
+        scenario.write_text(f'name = "{scheme}"\nruntime_s = 3\n' + "".join(
+            f'[[flow]]\nscheme = "{s}"\nstart_s = {start}\nduration_s = {3 - start}\n' for s, start in flows))
+        done = pantheon("sim", "--scenario", str(scenario), "--seed", "100", "--emulator", str(tmp_path / "truth.toml"),
+                        "--data-dir", str(data), "--no-analyze", "--quiet")
+        assert done.returncode == 0, done.stderr
+    found = targets.read(data, cross_traffic=("reno-user",))
+    by_label = {t.setting.label: t for t in found.targets}
+    assert [f.scheme for f in by_label["copa"].setting.flows] == ["copa"] and by_label["copa"].flow_numbers == ("2",)
+    assert by_label["vegas-user"].flow_numbers == ("1",)
+    run = by_label["copa"].runs[0]
+    assert by_label["copa"].means()[0] == {"1": next(m.throughput_mbps for m in run.flows if m.flow == "2")}
+    assert found.observed.max_throughput_mbps < max(r.all.throughput_mbps for t in found.targets for r in t.runs)
+
+
+def test_confirm_reruns_flows_settings_by_flows_and_others_as_scenarios(tmp_path: Path) -> None:
+    from pantheon.calibrate import confirm
+    from pantheon.harness.plan import Flow, Plan, scenario, uniform
+
+    mixed = Plan("cubic-vs-copa", (Flow("cubic-user", 0.0, 10.0), Flow("copa", 5.0, 5.0)), 10.0)
+    settings = [uniform("copa", 2, 1.0, 10.0), uniform("vegas-user", 2, 1.0, 10.0), mixed]
+    batches = confirm._batches([targets.Target(s, [], [], ()) for s in settings], tmp_path)
+    assert batches[0] == ["--schemes", "copa,vegas-user", "--runtime", "10.0", "--flows", "2", "--interval", "1.0"]
+    assert batches[1][0] == "--scenario" and scenario(Path(batches[1][1])) == mixed and len(batches) == 2

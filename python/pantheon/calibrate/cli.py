@@ -8,6 +8,8 @@ Writes, by default under DATA_DIR/calibration/:
     calibrated.json   the summary: the path, the errors overall and per scheme with the noise
                       floor, each scheme's real and simulated figures, the stand-ins, the bounds
     calibrated.png, calibrated.convergence.png   the paper's Fig. 3 and the search's convergence
+                      (and .emulated.png with --confirm, .ablation.png with --ablation)
+    calibrated.html   the report page: the path, those figures, the per-scheme tables
 and prints the per-scheme table on stdout.
 """
 from __future__ import annotations
@@ -57,6 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "predict them over the calibrated path (its replication error says how well the path generalises)")
     p.add_argument("--ablation", action="store_true", help="also calibrate with fewer parameters free (rate only, "
                    "+ delay, + buffer, + loss; the paper's Fig. 5), each with --trials trials")
+    p.add_argument("--cross-traffic", metavar="SCHEMES", help="comma-separated schemes whose flows in the runs are "
+                   "cross traffic: left out of the targets and the simulation (docs/calibration.md)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -96,21 +100,26 @@ def _label(target: targets.Target, flow: str) -> str:
     return name
 
 
-def table(problem: search.Problem, figures: list[replication.Figures], errors: replication.Errors,
-          floor: replication.Errors | None, side: str = "sim") -> str:
+def rows(problem: search.Problem, figures: list[replication.Figures], errors: replication.Errors,
+         floor: replication.Errors | None, side: str = "sim") -> list[tuple[str, ...]]:
     """Per scheme (and flow): real and `side`'s (simulated or emulated) figures, the error and the
-    noise floor."""
-    rows = [("scheme", "runs", "real Mbit/s", f"{side} Mbit/s", "real p95 ms", f"{side} p95 ms", "error %", "floor %")]
+    noise floor; a header first and the means last."""
+    found: list[tuple[str, ...]] = [("scheme", "runs", "real Mbit/s", f"{side} Mbit/s", "real p95 ms", f"{side} p95 ms", "error %", "floor %")]
     for target, (real_t, real_d), (sim_t, sim_d) in zip(problem.targets, problem.real, figures):
         label = target.setting.label
         for flow, throughput in real_t.items():
-            rows.append((_label(target, flow), str(len(target.runs)), _num(throughput), _num(sim_t.get(flow)),
-                         _num(real_d.get(flow)), _num(sim_d.get(flow)), _num(errors.per_scheme_pct.get(label)),
-                         _num(floor.per_scheme_pct.get(label) if floor else None)))
-    rows.append(("mean", "", "", "", "", "", _num(errors.overall_pct), _num(floor.overall_pct if floor else None)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+            found.append((_label(target, flow), str(len(target.runs)), _num(throughput), _num(sim_t.get(flow)),
+                          _num(real_d.get(flow)), _num(sim_d.get(flow)), _num(errors.per_scheme_pct.get(label)),
+                          _num(floor.per_scheme_pct.get(label) if floor else None)))
+    found.append(("mean", "", "", "", "", "", _num(errors.overall_pct), _num(floor.overall_pct if floor else None)))
+    return found
+
+
+def table(found: list[tuple[str, ...]]) -> str:
+    """`rows` as text columns."""
+    widths = [max(len(r[i]) for r in found) for i in range(len(found[0]))]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in rows)
+                     for r in found)
 
 
 def _num(value: float | None) -> str:
@@ -123,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
         raise CalibrationError(f"--minutes must be positive and finite, got {args.minutes:g}")
     asked = [s for s in (args.schemes or "").split(",") if s]
-    data = targets.read(args.data_dir, asked or None)
+    cross = tuple(s for s in (args.cross_traffic or "").split(",") if s)
+    data = targets.read(args.data_dir, asked or None, cross)
     for run_name, why in data.left_out.items():
         print(f"pantheon calibrate: leaving out {run_name}: {why}", file=sys.stderr)
     found = _stand_ins(data, bool(asked), args.quiet)
@@ -192,23 +202,54 @@ def run(args: argparse.Namespace) -> int:
                      for t, r, f in zip(problem.targets, problem.real, figures)],
     }
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    floor_pct = floor.overall_pct if floor else None
+    simulated = rows(problem, figures, errors, floor)
+    emulated = rows(problem, confirmations[0].figures, confirmations[0].emulated, floor, "emu") if confirmations else None
+    ablation_rows: list[tuple[str, ...]] = [("parameters free", "replication error %", "path")]
+    ablation_rows += [(step.name, _num(step.error_pct), step.candidate.describe()) for step in steps]
+    held_line = None
+    if held_out:
+        (real_t, real_d), (sim_t, sim_d) = held_out["real"][0], held_out["predicted"][0]
+        held_line = (f"held out {args.hold_out}: replication error {held_out['error_pct']:.2f}% (real "
+                     f"{_num(real_t.get('1'))} Mbit/s, {_num(real_d.get('1'))} ms; predicted {_num(sim_t.get('1'))} "
+                     f"Mbit/s, {_num(sim_d.get('1'))} ms)")
+    emulated_line = (f"Over the emulator (chosen of {len(confirmations)} candidates; "
+                     + ", ".join(f"{c.emulated.overall_pct:.2f}%" for c in confirmations) + ")")
     from pantheon.calibrate import report  # matplotlib, imported where drawn (see analysis/analyze.py)
-    report.replication_figure(problem.targets, problem.real, figures, errors, out.with_suffix(".png"))
-    report.convergence_figure(phases, floor.overall_pct if floor else None, out.with_name(f"{out.stem}.convergence.png"))
-    print(f"path: {candidate.describe()}")
-    print(table(problem, figures, errors, floor))
+    replication_pngs = [("Simulated over the calibrated path",
+                         report.replication_figure(problem.targets, problem.real, figures, errors, out.with_suffix(".png")))]
     if confirmations:
-        print(f"over the emulator (chosen of {len(confirmations)} candidates; "
-              + ", ".join(f"{c.emulated.overall_pct:.2f}%" for c in confirmations) + "):")
-        print(table(problem, confirmations[0].figures, confirmations[0].emulated, floor, "emu"))
+        replication_pngs.append((emulated_line,
+                                 report.replication_figure(problem.targets, problem.real, confirmations[0].figures,
+                                                           confirmations[0].emulated, out.with_name(f"{out.stem}.emulated.png"),
+                                                           "emulated")))
+    convergence = report.convergence_figure(phases, floor_pct, out.with_name(f"{out.stem}.convergence.png"))
+    ablation_png = None
+    if steps:
+        ablation_png = report.ablation_figure([(s.name, s.error_pct) for s in steps], floor_pct,
+                                              out.with_name(f"{out.stem}.ablation.png"))
+    facts = [("Path", candidate.describe()), ("Preset", str(out)),
+             ("Replication error", f"{errors.overall_pct:.2f}% in the simulator"
+              + (f", {confirmations[0].emulated.overall_pct:.2f}% over the emulator" if confirmations else "")),
+             ("Noise floor", f"{_num(floor_pct)}% (run halves against each other)"),
+             ("Search", f"{summary['complete_trials']} trials; best: trial {best.number} of {best_study}"),
+             ("Stand-ins", ", ".join(f"{s} as {i.scheme}" for s, i in found.items() if i.scheme != s) or "none"),
+             ("Bounds", problem.bounds.describe()),
+             ("Use", f"pantheon test local --emulator {out}; pantheon sim --emulator {out}")]
+    page = report.write_page(report.Page(
+        args.data_dir.resolve(), facts, replication_pngs,
+        [("Simulated over the calibrated path", simulated)] + ([(emulated_line, emulated)] if emulated else []),
+        convergence, (ablation_rows, ablation_png) if ablation_png else None, held_line), out.with_suffix(".html"))
+    print(f"path: {candidate.describe()}")
+    print(table(simulated))
+    if emulated:
+        print(emulated_line + ":")
+        print(table(emulated))
     if steps:
         print("ablation (paper Fig. 5): parameters free, replication error, path")
         for step in steps:
             print(f"  {step.name:<10} {step.error_pct:7.2f}%  {step.candidate.describe()}")
-    if held_out:
-        (real_t, real_d), (sim_t, sim_d) = held_out["real"][0], held_out["predicted"][0]
-        print(f"held out {args.hold_out}: replication error {held_out['error_pct']:.2f}% (real {_num(real_t.get('1'))} "
-              f"Mbit/s, {_num(real_d.get('1'))} ms; predicted {_num(sim_t.get('1'))} Mbit/s, {_num(sim_d.get('1'))} ms)")
-    print(f"preset: {out} (summary {out.with_suffix('.json')}, figures {out.with_suffix('.png')} and "
-          f"{out.with_name(out.stem + '.convergence.png')})")
+    if held_line:
+        print(held_line)
+    print(f"preset: {out} (summary {out.with_suffix('.json')}, report {page})")
     return 0

@@ -8,12 +8,15 @@ emulator's best. Each candidate is written as a preset and run as the data was (
 flows, interval and run length), into DATA_DIR/calibration/confirm-N/, and its targets are read as
 the data's were (targets.py), so the two errors are computed alike.
 
-Only data dirs of `--flows N --interval S` runs can be re-run (a scenario's mixed flows cannot be
-asked of `pantheon test local` by scheme); the emulated runs take real time, the schemes' run time
-times runs times candidates, and need root, as `pantheon test local` does.
+Settings of `--flows N --interval S` runs are re-run so, grouped by flows, interval and run length;
+any other (a scenario's, or one whose cross traffic calibration left out: targets.py) is re-run as
+a scenario file of the setting's own flows, so the candidate path, not the cross traffic, is what
+the measured flows meet. The emulated runs take real time, the schemes' run time times runs times
+candidates, and need network namespaces, as `pantheon test local` does.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,25 +37,40 @@ class Confirmation:
     """The emulated figures, aligned with the targets."""
 
 
-def _groups(targets: list[Target]) -> dict[tuple[int, float, float], list[str]]:
-    """(flows, interval, runtime) -> the labels run that way; a CalibrationError for a setting
-    `pantheon test local --flows N --interval S` does not make."""
+def _uniform(setting: plans.Plan, key: tuple[int, float, float]) -> bool:
+    """Whether `pantheon test local --flows N --interval S --runtime T` makes `setting`."""
+    try:
+        return plans.uniform(setting.label, *key) == setting
+    except plans.PlanError:  # flows no --interval spaces so (uneven, or out of order)
+        return False
+
+
+def _batches(targets: list[Target], scenarios: Path) -> list[list[str]]:
+    """`pantheon test local` options that re-run the targets' settings: one batch per (flows,
+    interval, run length) of `--flows N --interval S` settings, one scenario file (written under
+    `scenarios`) per other setting."""
     groups: dict[tuple[int, float, float], list[str]] = {}
+    batches: list[list[str]] = []
     for target in targets:
-        flows = target.setting.flows
-        interval = flows[1].start_s - flows[0].start_s if len(flows) > 1 else 0.0
-        key = (len(flows), interval, target.setting.runtime_s)
-        if plans.uniform(target.setting.label, *key) != target.setting:
-            raise CalibrationError(f"--confirm re-runs --flows N --interval S runs only; {target.setting.label}'s are "
-                                   "a scenario's")
-        groups.setdefault(key, []).append(target.setting.label)
-    return groups
+        setting = target.setting
+        interval = setting.flows[1].start_s - setting.flows[0].start_s if len(setting.flows) > 1 else 0.0
+        key = (len(setting.flows), interval, setting.runtime_s)
+        if _uniform(setting, key):
+            groups.setdefault(key, []).append(setting.label)
+            continue
+        scenarios.mkdir(parents=True, exist_ok=True)
+        scenario = scenarios / f"{len(batches) + 1}.toml"
+        scenario.write_text(f"name = {json.dumps(setting.label)}\nruntime_s = {setting.runtime_s!r}\n" + "".join(
+            f"[[flow]]\nscheme = {json.dumps(f.scheme)}\nstart_s = {f.start_s!r}\nduration_s = {f.duration_s!r}\n"
+            for f in setting.flows))
+        batches.append(["--scenario", str(scenario)])
+    return [["--schemes", ",".join(labels), "--runtime", repr(runtime), "--flows", str(flows), "--interval", repr(interval)]
+            for (flows, interval, runtime), labels in groups.items()] + batches
 
 
 def run(targets: list[Target], candidates: list[tuple[space.Candidate, float]], study_dir: Path,
         quiet: bool) -> list[Confirmation]:
     """Each (candidate, its simulated error) over the emulator; the confirmations, best first."""
-    groups = _groups(targets)
     runs = max(max(t.run_numbers) for t in targets)
     real = [t.means() for t in targets]
     found = []
@@ -61,14 +79,12 @@ def run(targets: list[Target], candidates: list[tuple[space.Candidate, float]], 
         preset = data_dir.with_suffix(".toml")
         preset.write_text(candidate.preset(preset.stem).toml(f"Candidate {n} of the emulator's confirmation."))
         if not (data_dir / "metadata.json").exists():
-            for flows, interval, runtime in groups:
-                if not quiet:
-                    print(f"pantheon calibrate: confirming candidate {n} over the emulator: {candidate.describe()}",
-                          file=sys.stderr, flush=True)
-                done = subprocess.run([sys.executable, "-m", "pantheon.cli", "test", "local",
-                                       "--schemes", ",".join(groups[(flows, interval, runtime)]),
-                                       "--run-times", str(runs), "--runtime", repr(runtime), "--flows", str(flows),
-                                       "--interval", repr(interval), "--emulator", str(preset),
+            if not quiet:
+                print(f"pantheon calibrate: confirming candidate {n} over the emulator: {candidate.describe()}",
+                      file=sys.stderr, flush=True)
+            for batch in _batches(targets, study_dir / f"confirm-{n}.scenarios"):
+                done = subprocess.run([sys.executable, "-m", "pantheon.cli", "test", "local", *batch,
+                                       "--run-times", str(runs), "--emulator", str(preset),
                                        "--data-dir", str(data_dir), "--no-analyze", "--quiet"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 if done.returncode not in (0, 1):

@@ -9,6 +9,13 @@ with one `--flows` setting has one per scheme; a scenario (schemes mixed in a ru
 whose flows have different schemes. Per flow, because a simulated run gives per-flow metrics (and
 for one flow, flow 1's figures are the run's).
 
+Cross traffic (issue 17 §2: a path carrying traffic that is not one of the measured schemes): the
+flows of the schemes named cross traffic are left out of each setting, so the search fits the
+measured flows over a path whose five parameters must account for the cross traffic's effect, as
+over a real path, where the cross traffic is not seen. A data dir of such runs is made with
+scenarios, each of a measured flow and the cross traffic's (bench/calibration.py --cross-traffic);
+the analysis still shows every flow.
+
 Also from the data: what bounds the search (space.py) and the checks of §3 of issue 17 (no valid
 run, one scheme only, runs of different paths mixed).
 """
@@ -19,7 +26,7 @@ from pathlib import Path
 
 from pantheon.analysis.analyze import analyse_run
 from pantheon.analysis.datadir import open_data_dir
-from pantheon.analysis.metrics import RunMetrics, scheme_summary
+from pantheon.analysis.metrics import FlowMetrics, RunMetrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS
 from pantheon.errors import PantheonError
 from pantheon.harness.plan import Flow, Plan
@@ -42,13 +49,24 @@ class Target:
     runs: list[RunMetrics]
     """The valid runs, in run order."""
     run_numbers: list[int]
+    flow_numbers: tuple[str, ...]
+    """The runs' flow numbers ("1", ...) of the setting's flows, in order: all of them, or those
+    left when cross traffic is left out."""
 
     def means(self, runs: list[RunMetrics] | None = None) -> tuple[dict[str, float | None], dict[str, float | None]]:
-        """Per flow number ("1", ...): the mean throughput (Mbit/s) and mean p95 delay (ms) of
-        `runs` (default: all of the target's), by the analysis's scheme_summary."""
+        """Per flow of the setting ("1", ... in the setting's order, as a simulation numbers them):
+        the mean throughput (Mbit/s) and mean p95 delay (ms) of `runs` (default: all of the
+        target's), by the analysis's scheme_summary."""
         flows = scheme_summary(self.runs if runs is None else runs)["flows"]
-        return ({f: m["throughput_mbps"]["mean"] for f, m in flows.items()},
-                {f: m["delay_p95_ms"]["mean"] for f, m in flows.items()})
+        kept = [(str(n), flows[f]) for n, f in enumerate(self.flow_numbers, start=1) if f in flows]
+        return ({n: m["throughput_mbps"]["mean"] for n, m in kept}, {n: m["delay_p95_ms"]["mean"] for n, m in kept})
+
+    def measured(self, run: RunMetrics) -> list[FlowMetrics]:
+        """What the run shows of the path: all its flows together, or, where cross traffic was left
+        out, each measured flow (the path's rate, delay and loss bounds come from these)."""
+        if len(run.flows) == len(self.flow_numbers):
+            return [run.all]
+        return [m for m in run.flows if m.flow in self.flow_numbers]
 
 
 @dataclass(frozen=True)
@@ -76,9 +94,9 @@ class Data:
     """Runs not used ("LABEL run K") and why."""
 
 
-def read(data_dir: Path, schemes: list[str] | None = None) -> Data:
-    """The targets of a data dir (only labels in `schemes`, where given); a CalibrationError when
-    there is nothing to calibrate on."""
+def read(data_dir: Path, schemes: list[str] | None = None, cross_traffic: tuple[str, ...] = ()) -> Data:
+    """The targets of a data dir (only labels in `schemes`, where given; without the flows of the
+    schemes in `cross_traffic`); a CalibrationError when there is nothing to calibrate on."""
     data = open_data_dir(data_dir)
     groups: dict[Plan, Target] = {}
     left_out: dict[str, str] = {}
@@ -100,9 +118,13 @@ def read(data_dir: Path, schemes: list[str] | None = None) -> Data:
             continue
         if metrics.metrics.capacity_mbps:
             capacities.append((metrics.metrics.capacity_mbps, source.name))
-        setting = Plan(source.label, tuple(Flow(f.scheme, f.start_s, f.duration_s) for f in source.flows),
+        measured = [(str(n), f) for n, f in enumerate(source.flows, start=1) if f.scheme not in cross_traffic]
+        if not measured:
+            left_out[source.name] = "all its flows are cross traffic"
+            continue
+        setting = Plan(source.label, tuple(Flow(f.scheme, f.start_s, f.duration_s) for _, f in measured),
                        float(source.runtime_s))
-        target = groups.setdefault(setting, Target(setting, [], []))
+        target = groups.setdefault(setting, Target(setting, [], [], tuple(n for n, _ in measured)))
         target.runs.append(metrics.metrics)
         target.run_numbers.append(source.number)
     targets = list(groups.values())
@@ -122,15 +144,16 @@ def read(data_dir: Path, schemes: list[str] | None = None) -> Data:
 
 
 def _observed(targets: list[Target]) -> Observed:
-    runs = [r for t in targets for r in t.runs]
+    seen = [(t, [m for r in t.runs for m in t.measured(r)]) for t in targets]
+    parts = [m for _, ms in seen for m in ms]
     mean_throughputs = [v for t in targets for v in t.means()[0].values() if v is not None]
-    mean_losses = [sum(r.all.loss_rate or 0.0 for r in t.runs) / len(t.runs) for t in targets]
+    mean_losses = [sum(m.loss_rate or 0.0 for m in ms) / len(ms) for _, ms in seen]
     return Observed(
-        min_throughput_mbps=min(r.all.throughput_mbps for r in runs),
-        max_throughput_mbps=max(r.all.throughput_mbps for r in runs),
+        min_throughput_mbps=min(m.throughput_mbps for m in parts),
+        max_throughput_mbps=max(m.throughput_mbps for m in parts),
         max_mean_throughput_mbps=max(mean_throughputs),
-        min_median_delay_ms=min(r.all.delay_median_ms for r in runs if r.all.delay_median_ms is not None),
-        max_p95_delay_ms=max(r.all.delay_p95_ms for r in runs if r.all.delay_p95_ms is not None),
+        min_median_delay_ms=min(m.delay_median_ms for m in parts if m.delay_median_ms is not None),
+        max_p95_delay_ms=max(m.delay_p95_ms for m in parts if m.delay_p95_ms is not None),
         min_mean_loss=min(mean_losses),
-        max_loss=max(r.all.loss_rate or 0.0 for r in runs),
+        max_loss=max(m.loss_rate or 0.0 for m in parts),
     )
