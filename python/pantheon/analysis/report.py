@@ -184,12 +184,12 @@ footer { margin-top: 48px; color: #888; font-size: 13px; }
 """
 
 
-def _image(path: Path, alt: str) -> str:
+def image_html(path: Path, alt: str) -> str:
     data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
 
 
-def _table(header: tuple[str, ...], rows: list[list[str]]) -> str:
+def table_html(header: tuple[str, ...], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h).replace(chr(10), '<br>')}</th>" for h in header)
     body = "".join(
         f'<tr{" class=total" if r[0] == "All flows" else ""}>' + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
@@ -210,7 +210,7 @@ def html_report(analysis, display) -> str:
         captions = {"runs": "Each valid run: average throughput against 95th-percentile one-way delay.",
                     "means": "Per scheme: mean of its valid runs and the 1-σ ellipse of their spread."}
         for key, path in analysis.figures.items():
-            parts.append(f"<figure>{_image(path, captions[key])}<figcaption class=line>{captions[key]}</figcaption></figure>")
+            parts.append(f"<figure>{image_html(path, captions[key])}<figcaption class=line>{captions[key]}</figcaption></figure>")
         parts.append("</div>")
     parts.append("<h2>Schemes</h2>")
     for label, summary in analysis.summaries.items():
@@ -218,7 +218,7 @@ def html_report(analysis, display) -> str:
         parts.append(f'<h3><span class=swatch style="background:{look.color}"></span>{html.escape(look.display)}'
                      f' <span class=muted>{summary["valid_runs"]} valid of {summary["runs"]} runs</span></h3>')
         if summary["valid_runs"]:
-            parts.append(_table(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary)))
+            parts.append(table_html(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary)))
             parts.append(f"<p class=line>{html.escape(_summary_line(summary))}</p>")
         else:
             parts.append("<p class=line>No valid run: see the flags of its runs below.</p>")
@@ -231,14 +231,14 @@ def html_report(analysis, display) -> str:
         parts += [f"<span class=flag>{html.escape(f)}</span>" for f in run.flags]
         parts += [f"<span class=warn>{html.escape(w)}</span>" for w in result.warnings]
         if run.flows:
-            parts.append(_table(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), run_rows(run, display)))
+            parts.append(table_html(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), run_rows(run, display)))
             if line := _run_line(run):
                 parts.append(f"<p class=line>{html.escape(line)}</p>")
         if line := _clock_line(source.clock):
             parts.append(f"<p class=line>{html.escape(line)}</p>")
         for key in ("throughput", "delay"):
             if key in result.figures:
-                parts.append(f"<figure>{_image(result.figures[key], f'{look.display} run {source.number} {key}')}</figure>")
+                parts.append(f"<figure>{image_html(result.figures[key], f'{look.display} run {source.number} {key}')}</figure>")
         parts.append("</div>")
     parts.append("<h2>Definitions</h2><ol class=defs>" + "".join(f"<li>{html.escape(d)}</li>" for d in _definitions(analysis)) + "</ol>")
     parts.append(f"<footer>Written by pantheon analyze {__version__}. The numbers are in perf.json and perf.csv beside "

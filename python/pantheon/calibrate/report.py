@@ -27,7 +27,7 @@ from matplotlib.ticker import FuncFormatter
 
 from pantheon import files
 from pantheon.analysis import plots
-from pantheon.analysis.report import CSS, _image, _table
+from pantheon.analysis.report import CSS, image_html, table_html
 from pantheon.calibrate import replication
 from pantheon.calibrate.targets import Target
 
@@ -116,7 +116,7 @@ class Page:
 
 
 def _figures(figures: list[tuple[str, Path]]) -> str:
-    return "<div class=figs>" + "".join(f"<figure>{_image(f, caption)}<figcaption class=line>{html.escape(caption)}"
+    return "<div class=figs>" + "".join(f"<figure>{image_html(f, caption)}<figcaption class=line>{html.escape(caption)}"
                                          "</figcaption></figure>" for caption, f in figures) + "</div>"
 
 
@@ -129,14 +129,14 @@ def write_page(page: Page, path: Path) -> Path:
     parts.append(_figures(page.replication))
     parts.append("<h2>Per scheme</h2>")
     for caption, found in page.tables:
-        parts += [f"<p class=line>{html.escape(caption)}</p>", _table(found[0], [list(r) for r in found[1:]])]
+        parts += [f"<p class=line>{html.escape(caption)}</p>", table_html(found[0], [list(r) for r in found[1:]])]
     if page.held_out:
         parts.append(f"<p class=line>{html.escape(page.held_out)}</p>")
     parts += ["<h2>Search</h2>", _figures([("Best replication error so far, per phase, with the noise floor",
                                             page.convergence)])]
     if page.ablation:
         found, figure = page.ablation
-        parts += ["<h2>Ablation (the paper's Fig. 5)</h2>", _table(found[0], [list(r) for r in found[1:]]),
+        parts += ["<h2>Ablation (the paper's Fig. 5)</h2>", table_html(found[0], [list(r) for r in found[1:]]),
                   _figures([("Replication error as parameters are freed", figure)])]
     files.write_atomic(path, '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
                              f"<title>Calibration: {html.escape(page.data_dir.name)}</title><style>{CSS}</style></head>"
