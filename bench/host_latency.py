@@ -18,7 +18,8 @@ What is measured
                   data out, the receiver's turnaround (tunnel logs), the receiver's tunnel to the
                   downlink, the emulator's lateness on the downlink and the sender's reading from
                   its tunnel's egress stamp; µs above each quantity's minimum (the sender's log is
-                  on its flow clock, so the last step is known up to a constant: its minimum is 0)
+                  on its flow clock, so the last step is known up to a constant per second: each
+                  second's minimum is 0)
     late ACKs     for the acknowledgements more than 0.5 ms later than the path's median, which
                   steps carry the excess (the mean excess over the step's median)
     clumped       acknowledgements read within 50 µs of the previous one whose data left the
@@ -142,8 +143,12 @@ def ack_path(run: Path, ack_log: Path) -> dict[str, np.ndarray]:
     down_in, _, down_late = link_us(run / "downlink.log", ACK_PATH_BYTES)
     read_flow = np.array([int(r[0]) for r in rows(ack_log)])
     n = min(map(len, (data_in, data_out, ack_in, ack_out, up_left, down_in, down_late, read_flow)))
-    # The flow clock's offset from the epoch, up to the shortest egress-to-read step.
-    read = read_flow[:n] - np.min(read_flow[:n] - ack_out[:n])
+    # The flow clock (monotonic) against the epoch (realtime, which NTP may slew by some ppm: 400 µs
+    # over a run was seen): the offset of each second, up to that second's shortest egress-to-read step.
+    gap = read_flow[:n] - ack_out[:n]
+    second = (ack_out[:n] - ack_out[0]) // 1_000_000
+    offset = np.array([gap[second == s].min() for s in range(int(second[-1]) + 1)])
+    read = read_flow[:n] - offset[second]
     keep = data_in[:n] - data_in[0] > WARMUP_US
     steps = {
         "uplink lateness": up_late[:n],
