@@ -40,13 +40,20 @@ interval on its side).
 
 Run as root, from the repository (cargo build --release and ./setup.sh first):
     python3 bench/sim_fidelity.py [--runs 10] [--sim-runs 40] [--runtime 30] [--schemes copa,vegas-user]
-        [--presets india-wired]
+        [--presets india-wired] [--keep DIR] [--before-bin DIR]
+
+With --keep, campaigns already there are reused (the replays are redone), so a long sweep can be
+gathered preset by preset and seed by seed under the bench lock. --before-bin DIR adds the Δ of
+another pantheon-sim (PANTHEON_BIN_DIR=DIR; e.g. a build of an older host model) against the same
+emulated runs.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -99,13 +106,14 @@ def difference_half_width(a: list[float], b: list[float]) -> float:
 
 
 def campaign(mode: list[str], schemes: list[str], preset: str, runs: int, seed: int, runtime_s: int,
-             data_dir: Path) -> Runs:
-    """Each scheme's valid runs of one campaign (`runs` runs from seed `seed`)."""
+             data_dir: Path, env: dict[str, str] | None = None) -> Runs:
+    """Each scheme's valid runs of one campaign (`runs` runs from seed `seed`), run unless
+    `data_dir` has it."""
+    perf_path = data_dir / "perf.json"
     argv = [str(PANTHEON), *mode, "--schemes", ",".join(schemes), "--emulator", preset, "--run-times", str(runs),
             "--seed", str(seed), "--runtime", str(runtime_s), "--data-dir", str(data_dir), "--quiet"]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    perf_path = data_dir / "perf.json"
-    if not perf_path.exists():
+    done = None if perf_path.exists() else subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done is not None and not perf_path.exists():
         sys.exit(f"{' '.join(mode)} on {preset} wrote no perf.json (exit {done.returncode}): {done.stderr.strip()[-500:]}")
     out: Runs = {}
     for name, scheme in json.loads(perf_path.read_text())["schemes"].items():
@@ -114,12 +122,31 @@ def campaign(mode: list[str], schemes: list[str], preset: str, runs: int, seed: 
     return out
 
 
-def emulated(schemes: list[str], preset: str, runs: int, runtime_s: int, root: Path) -> tuple[Runs, Runs]:
+def replayed_by(bin_dir: Path | None, what: replay.Replay, out_dir: Path) -> dict:
+    """The replay's flow metrics, by the pantheon-sim in `bin_dir` (None: this checkout's)."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    if bin_dir is None:
+        return replay.run(what, out_dir)
+    # pantheon.binaries reads PANTHEON_BIN_DIR at each call.
+    kept = os.environ.get("PANTHEON_BIN_DIR")
+    os.environ["PANTHEON_BIN_DIR"] = str(bin_dir)
+    try:
+        return replay.run(what, out_dir)
+    finally:
+        if kept is None:
+            del os.environ["PANTHEON_BIN_DIR"]
+        else:
+            os.environ["PANTHEON_BIN_DIR"] = kept
+
+
+def emulated(schemes: list[str], preset: str, runs: int, runtime_s: int, root: Path,
+             before_bin: Path | None) -> tuple[Runs, Runs, Runs]:
     """`runs` emulated runs per scheme, run K on the emulator's seed K, and each one's replay in the
-    simulator (a kernel scheme's by its userspace twin)."""
+    simulator (a kernel scheme's by its userspace twin), and by `before_bin`'s when given."""
     known = registry()
     out: Runs = {}
     replays: Runs = {}
+    replays_before: Runs = {}
     for k in range(runs):
         data_dir = root / f"seed{k}"
         for name, values in campaign(["test", "local"], schemes, preset, 1, k, runtime_s, data_dir).items():
@@ -127,9 +154,13 @@ def emulated(schemes: list[str], preset: str, runs: int, runtime_s: int, root: P
             spec = cc_spec(known.schemes[KERNEL_TWINS.get(name, name)])
             options = json.loads((data_dir / "metadata.json").read_text())["emulator_options"]
             if values and spec:
-                flow = replay.run(replay.replay_of(data_dir / name / "run1", options, spec), data_dir / name / "replay")
+                what = replay.replay_of(data_dir / name / "run1", options, spec)
+                flow = replayed_by(None, what, data_dir / name / "replay")
                 replays.setdefault(name, []).append((flow["throughput_mbps"], flow["delay_p95_ms"]))
-    return out, replays
+                if before_bin:
+                    flow = replayed_by(before_bin, what, data_dir / name / "replay-before")
+                    replays_before.setdefault(name, []).append((flow["throughput_mbps"], flow["delay_p95_ms"]))
+    return out, replays, replays_before
 
 
 def paired(emu: list[float], replayed: list[float]) -> str:
@@ -147,6 +178,22 @@ def cell(emu: list[float], sim: list[float]) -> str:
     return f"{e:7.2f}±{half_width(emu):<6.2f} {s:7.2f}±{half_width(sim):<6.2f} {d:+6.1%}±{ci:<5.0%}{flag}"
 
 
+def before_delta(emu_tput: list[float], emu_p95: list[float], before: list[tuple[float, float]] | None) -> str:
+    """(before − emu) / emu of the means of both metrics, for --before-bin's simulator."""
+    if not before:
+        return "-"
+    tput, p95 = (statistics.mean(c) for c in zip(*before))
+    return f"{tput / statistics.mean(emu_tput) - 1:+6.1%} {p95 / statistics.mean(emu_p95) - 1:+6.1%}"
+
+
+def replay_before(emu_tput: list[float], emu_p95: list[float], replays: list[tuple[float, float]] | None) -> str:
+    """The paired replay Δ of both metrics by --before-bin's simulator."""
+    if not replays:
+        return "-"
+    tput, p95 = (list(c) for c in zip(*replays))
+    return f"{paired(emu_tput, tput)} {paired(emu_p95, p95)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="emulated runs per scheme and preset")
@@ -155,7 +202,9 @@ def main() -> None:
     parser.add_argument("--schemes", default=",".join(USERSPACE))
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--kernel", default=",".join(KERNEL_TWINS), help="kernel schemes to compare ('' for none)")
-    parser.add_argument("--keep", type=Path, help="keep the data dirs here")
+    parser.add_argument("--keep", type=Path, help="keep the data dirs here; campaigns already there are reused")
+    parser.add_argument("--before-bin", type=Path,
+                        help="a directory with another pantheon-sim: its Δ against the same emulated runs too")
     args = parser.parse_args()
     sim_runs = args.sim_runs or args.runs
     schemes = [s for s in args.schemes.split(",") if s]
@@ -165,13 +214,17 @@ def main() -> None:
     print(f"{args.runs} emulated and {sim_runs} simulated runs x {args.runtime} s per scheme and preset; "
           "mean ± 95% interval; Δ = (sim − emu) / emu ± 95% interval (Welch)")
     print(f"{'scheme':<13} {'preset':<20} {'emu tput':>14} {'sim tput':>14} {'Δ tput':>13} "
-          f"{'emu p95':>14} {'sim p95':>14} {'Δ p95':>13}  {'replay Δ tput':>13} {'replay Δ p95':>13}  runs")
+          f"{'emu p95':>14} {'sim p95':>14} {'Δ p95':>13}  {'replay Δ tput':>13} {'replay Δ p95':>13}  runs"
+          + ("  before: Δ tput, Δ p95, replay Δ tput, replay Δ p95" if args.before_bin else ""))
     worst: list[tuple[float, str]] = []
     for preset in args.presets.split(","):
         t0 = time.monotonic()
         sim = campaign(["sim"], schemes + twins, preset, sim_runs, 0, args.runtime, root / preset / "sim")
         sim_s = time.monotonic() - t0
-        emu, replayed = emulated(schemes + kernel, preset, args.runs, args.runtime, root / preset / "emu")
+        before = campaign(["sim"], schemes + twins, preset, sim_runs, 0, args.runtime, root / preset / "sim-before",
+                          dict(os.environ, PANTHEON_BIN_DIR=str(args.before_bin))) if args.before_bin else {}
+        emu, replayed, replayed_before = emulated(schemes + kernel, preset, args.runs, args.runtime,
+                                                  root / preset / "emu", args.before_bin)
         rows = [(s, s, "") for s in schemes] + [(k, KERNEL_TWINS[k], " kernel") for k in kernel]
         for emu_name, sim_name, note in rows:
             if not emu.get(emu_name) or not sim.get(sim_name):
@@ -182,7 +235,8 @@ def main() -> None:
             (et, ed), (st, sd) = ([list(c) for c in zip(*e)], [list(c) for c in zip(*s)])
             rt, rd = [list(c) for c in zip(*replayed[emu_name])]
             print(f"{emu_name:<13} {preset:<20} {cell(et, st)} {cell(ed, sd)}  {paired(et, rt)} {paired(ed, rd)}"
-                  f"  {len(e)}/{len(s)}{note}")
+                  f"  {len(e)}/{len(s)}{note}" + (f"  {before_delta(et, ed, before.get(sim_name))}  {replay_before(et, ed, replayed_before.get(emu_name))}"
+                     if args.before_bin else ""))
             worst.append((max(abs(statistics.mean(st) / statistics.mean(et) - 1),
                               abs(statistics.mean(sd) / statistics.mean(ed) - 1)), f"{emu_name} on {preset}"))
         print(f"  ({preset}: simulated campaign {sim_s:.1f} s wall)")

@@ -24,7 +24,8 @@
 //!   host's wake-up latency later, and the sender reads it a wake-up latency after it leaves the
 //!   path (host.rs: seeded, measured on pantheon-emu runs; without it delay-based and
 //!   rate-filtering controllers see a cleaner world than the emulator's). Acknowledgements enter
-//!   the downlink in the order they were made.
+//!   the downlink, and are read, in the order they were made: a late one holds back those behind
+//!   it, which then come together, as after a descheduled thread.
 //! - A flow's sender runs from its start to its end; after it, it sends nothing and hears
 //!   nothing, but its datagrams in flight still arrive, are acknowledged and logged. The run ends
 //!   at `runtime_us`: what is still in flight then is never delivered (lost, as in the harness).
