@@ -411,14 +411,14 @@ impl VivaceControl {
         let pairs = measured.iter().flatten();
         let decision = if self.vote {
             voted(pairs)
-        } else if let (1, Some(first)) = (trials.pairs(), measured[0]) {
-            if abnormal(&first.upper, &first.lower) {
-                trials.set_pairs(2);
-                self.state = State::Probing { trials, results };
-                return Step::StartNext;
-            }
-            checked(pairs)
         } else {
+            if let (1, Some(first)) = (trials.pairs(), measured[0]) {
+                if abnormal(&first.upper, &first.lower) {
+                    trials.set_pairs(2);
+                    self.state = State::Probing { trials, results };
+                    return Step::StartNext;
+                }
+            }
             checked(pairs)
         };
         let Some((direction, gamma, winner)) = decision else { return self.enter_probing(rng, base_bps) };
