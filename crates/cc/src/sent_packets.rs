@@ -111,11 +111,8 @@ impl Rtt {
     }
 
     fn rto_us(&self) -> u64 {
-        let base_us = if self.sampled {
-            self.srtt_us + (4 * self.rttvar_us).max(MIN_RTO_MARGIN_US)
-        } else {
-            INITIAL_RTO_US
-        };
+        let base_us =
+            if self.sampled { self.srtt_us + (4 * self.rttvar_us).max(MIN_RTO_MARGIN_US) } else { INITIAL_RTO_US };
         (base_us << self.backoff_exponent).min(MAX_RTO_US)
     }
 
