@@ -36,8 +36,8 @@
 //!   the whole RTO: the 1 s floor protects against spurious retransmission, and here a spurious
 //!   loss costs only one reduction. A floor on the whole RTO (200 ms, what this file did until
 //!   2026-11-28) leaves a margin of 4·RTTVAR once the RTT passes it, and a queue that grows
-//!   smoothly keeps RTTVAR near zero: one host stall of a millisecond then declared a whole
-//!   flight lost, and cubic-user and reno-user halved their windows at every 200 ms of RTT on a
+//!   smoothly keeps RTTVAR near zero, so a host's hiccup of a millisecond or two could declare
+//!   the flight lost: cubic-user and reno-user halved their windows at every 200 ms of RTT on a
 //!   5-BDP buffer (12 Mbit/s, 30 ms, 450 kB, 2 runs of 30 s over the emulator: p95 one-way delay
 //!   166 and 170 ms against the kernel's 329 and 322, bench/twin_fidelity.py).
 //!   Each expiry of this timer (a `detect_losses` call that declares packets lost by the RTO
