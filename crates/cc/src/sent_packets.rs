@@ -497,9 +497,9 @@ mod tests {
 
     #[test]
     fn past_200_ms_of_rtt_the_rto_keeps_200_ms_of_margin() {
-        // A queue growing by 1 ms a second at a 300 ms RTT: RTTVAR falls to ~1 ms, and the RTO
+        // A queue growing by 1 ms a second at a 300 ms RTT: RTTVAR falls to a few µs, and the RTO
         // stays SRTT + 200 ms, so a packet delayed 5 ms by a host stall is not declared lost
-        // (with a 200 ms floor on the whole RTO its margin would be 4·RTTVAR, ~4 ms).
+        // (with a 200 ms floor on the whole RTO its margin would be max(G, 4·RTTVAR) = 1 ms).
         let mut s = SentPackets::new();
         for seq in 0..100 {
             s.on_sent(seq * 1_000, 1000);
