@@ -40,7 +40,15 @@
 //!   the flight lost: cubic-user and reno-user halved their windows at every 200 ms of RTT on a
 //!   5-BDP buffer (12 Mbit/s, 30 ms, 450 kB, 2 runs of 30 s over the emulator: p95 one-way delay
 //!   166 and 170 ms against the kernel's 329 and 322, bench/twin_fidelity.py).
-//!   Each expiry of this timer (a `detect_losses` call that declares packets lost by the RTO
+//! - As in TCP, the RTO timer restarts whenever an acknowledgement arrives for a packet not
+//!   acknowledged before (RFC 6298 §5.3; Linux's tcp_rearm_rto): a packet's RTO runs from its
+//!   send or from the latest such acknowledgement, whichever is later, so what times a flight
+//!   out is an RTO without acknowledgements. Run from the send alone, where the packet's own RTT
+//!   takes up SRTT of it, about 200 ms without acknowledgements did: on a cellular trace, whose
+//!   links go silent for a few hundred ms (TMobile-LTE-short's downlink 160-300 ms five times in
+//!   its first 30 s, its uplink 724 ms once), the twins declared whole flights lost and cut their
+//!   windows where the kernel's Cubic and Reno waited.
+//! - Each expiry of the timer (a `detect_losses` call that declares packets lost by the RTO
 //!   alone) doubles the RTO, up to 60 s (RFC 6298 §5.5), and the next RTT sample collapses it
 //!   back to the §2 value (RFC 6298 §5, the note after rule 5.7).
 //! - Delivery rate state per draft-cheng-iccrg-delivery-rate-estimation §3.2: each packet records
@@ -137,6 +145,9 @@ pub struct SentPackets {
     largest_acked_seq: Option<u64>,
     inflight_bytes: u64,
     rtt: Rtt,
+    /// When the RTO timer last restarted: the latest acknowledgement of a packet not acknowledged
+    /// before (RFC 6298 §5.3), µs; 0 before the first.
+    timer_restarted_us: u64,
     /// Delivery-rate state (draft-cheng-iccrg-delivery-rate-estimation §3.1: C.delivered,
     /// C.delivered_time, C.first_sent_time, C.app_limited).
     delivered_bytes: u64,
@@ -162,6 +173,7 @@ impl SentPackets {
             largest_acked_seq: None,
             inflight_bytes: 0,
             rtt: Rtt::default(),
+            timer_restarted_us: 0,
             delivered_bytes: 0,
             delivered_time_us: 0,
             first_sent_time_us: 0,
@@ -233,11 +245,13 @@ impl SentPackets {
         if packet.declared_lost {
             self.ring[slot].declared_lost = false;
             self.rtt.sample(now_us.saturating_sub(packet.sent_us));
+            self.timer_restarted_us = now_us;
             return None;
         }
         if !packet.in_flight {
             return None;
         }
+        self.timer_restarted_us = now_us;
         self.ring[slot].in_flight = false;
         self.inflight_bytes -= packet.bytes;
         let rtt_us = now_us.saturating_sub(packet.sent_us);
@@ -290,6 +304,12 @@ impl SentPackets {
         })
     }
 
+    /// Where a packet's RTO runs from: its send, or the timer's last restart if later (RFC 6298
+    /// §5.3). Both only grow with the sequence number, so the oldest packet times out first.
+    fn timeout_base_us(&self, packet: &SentPacket) -> u64 {
+        packet.sent_us.max(self.timer_restarted_us)
+    }
+
     /// Declares lost every packet that is lost by `now_us`, oldest first. Packets are sent in
     /// sequence order, so the first survivor ends the scan and every packet is examined once.
     /// Packets declared lost by the RTO alone make one timer expiry, which backs the RTO off
@@ -301,7 +321,7 @@ impl SentPackets {
             let slot = self.slot(self.oldest_unresolved_seq);
             let packet = self.ring[slot];
             if !self.is_overtaken(&packet, now_us) {
-                if packet.sent_us + rto_us > now_us {
+                if self.timeout_base_us(&packet) + rto_us > now_us {
                     break;
                 }
                 timer_expired = true;
@@ -329,7 +349,7 @@ impl SentPackets {
             return None;
         }
         let oldest = &self.ring[self.slot(self.oldest_unresolved_seq)];
-        let timeout_us = oldest.sent_us + self.rtt.rto_us();
+        let timeout_us = self.timeout_base_us(oldest) + self.rtt.rto_us();
         match self.largest_acked_seq {
             Some(largest) if largest > oldest.seq => Some(timeout_us.min(oldest.sent_us + self.loss_delay_us())),
             _ => Some(timeout_us),
@@ -493,6 +513,35 @@ mod tests {
         assert_eq!(lost(&mut s, 250_600), vec![1, 2]);
         assert_eq!(s.inflight_bytes(), 0);
         assert_eq!(s.rto_us(), 440_000);
+    }
+
+    #[test]
+    fn each_acknowledgement_restarts_the_rto_timer() {
+        // Three packets leave together into a queue; their acknowledgements come 20 and 210 ms
+        // later, then nothing. Packet 2's timeout runs from the last acknowledgement, not from its
+        // send: the flow is declared silent only after a whole RTO without one (RFC 6298 §5.3).
+        let mut s = SentPackets::new();
+        for _ in 0..3 {
+            s.on_sent(0, 1000);
+        }
+        s.on_ack(20_000, 0, 0).unwrap();
+        s.on_ack(210_000, 1, 0).unwrap();
+        // SRTT = 7/8 · 20 + 1/8 · 210 = 43.75 ms; RTTVAR = 3/4 · 10 + 1/4 · 190 = 55 ms.
+        assert_eq!(s.rto_us(), 43_750 + 4 * 55_000);
+        assert_eq!(s.loss_deadline_us(), Some(210_000 + 263_750));
+        assert!(lost(&mut s, 473_749).is_empty());
+        assert_eq!(lost(&mut s, 473_750), vec![2]);
+    }
+
+    #[test]
+    fn a_late_acknowledgement_restarts_the_rto_timer_too() {
+        let mut s = packet_1_timed_out();
+        s.on_sent(260_000, 1000);
+        // Packet 1's acknowledgement (RTT 400 ms) shows the path alive. SRTT = 67.5 ms, RTTVAR =
+        // 3/4 · 10 + 1/4 · 380 = 102.5 ms.
+        assert_eq!(s.on_ack(430_000, 1, 0), None);
+        assert_eq!(s.rto_us(), 67_500 + 4 * 102_500);
+        assert_eq!(s.loss_deadline_us(), Some(430_000 + 477_500));
     }
 
     #[test]
