@@ -14,11 +14,17 @@ What is measured
       ratio         twin / kernel; `*` marks a throughput off by more than 5% or a p95 delay off by
                     more than 15% (issue 15 §3's goal)
 
-Paths (12 Mbit/s each way unless a trace says otherwise, 30 ms each way):
+Paths (12 Mbit/s each way and 30 ms each way unless said otherwise):
     1bdp      DropTail 90 000 bytes on the uplink: one BDP of the 60 ms round trip
     deep      DropTail 450 000 bytes: five BDPs, 300 ms of queue
     cellular  Mahimahi's TMobile-LTE-short trace each way (~13 Mbit/s mean uplink, bursty),
               DropTail 150 000 bytes (the path bench/mahimahi_parity.py calls `lte`)
+    lossy     1bdp with 20% i.i.d. loss on the uplink, where BBR v1's gain cycle no longer holds
+              its bandwidth estimate up (1.25 × 0.8 = 1) and Linux's policer detection engages
+    policer   the preset policer-12mbps-10ms: 12 Mbit/s, 10 ms, a one-packet buffer each way (the
+              original Pantheon's "token-bucket policer", Mahimahi's millisecond clock)
+    tbf       a 48 Mbit/s uplink, 10 ms, 100 packets of DropTail, behind a token-bucket policer of
+              12 Mbit/s with a 60 000-byte bucket (the policers of Flach et al., SIGCOMM 2016)
 
 Why
     The simulator runs the twins where a researcher would have run the kernel's schemes
@@ -30,7 +36,7 @@ several invocations (each short enough to share the machine) and printed whole b
 
 Run as root, from the repository (cargo build --release and ./setup.sh first):
     python3 bench/twin_fidelity.py [--runs 3] [--runtime 30] [--pairs bbr,cubic,reno]
-        [--paths 1bdp,deep,cellular] [--data-dir DIR]
+        [--paths 1bdp,deep,cellular,lossy,policer,tbf] [--data-dir DIR]
 """
 from __future__ import annotations
 
@@ -53,6 +59,10 @@ PATHS = {
     "cellular": ["--delay", "30", "--uplink-trace", str(TRACES / "TMobile-LTE-short.up"),
                  "--downlink-trace", str(TRACES / "TMobile-LTE-short.down"),
                  "--uplink-queue", "droptail", "--uplink-queue-bytes", "150000"],
+    "lossy": ["--delay", "30", "--uplink-queue", "droptail", "--uplink-queue-bytes", "90000", "--uplink-loss", "0.2"],
+    "policer": ["--emulator", "policer-12mbps-10ms"],
+    "tbf": ["--delay", "10", "--uplink-rate", "48", "--uplink-queue", "droptail", "--uplink-queue-packets", "100",
+            "--uplink-policer", "12,60000"],
 }
 THROUGHPUT_BOUND = 0.05
 DELAY_BOUND = 0.15

@@ -52,20 +52,25 @@
 //!   (30 ms, 150 kB) over the emulator it took bbr-user from 3.45 Mbit/s and a p95 one-way delay
 //!   of 322 ms to 3.74 Mbit/s and 548 ms; the kernel's bbr gave 3.72–3.79 Mbit/s, 490–525 ms
 //!   (means of 2 runs of 30 s each).
+//! - policer detection (`lt_bw`, since 4.9; bbr/long_term_bw.rs): after two round-trip intervals
+//!   that each lost a fifth of what they delivered, at one delivery rate, that rate replaces
+//!   BtlBw for pacing and the window, at pacing gain 1, for 48 round trips.
 //!
 //! Deviations: (1) send_quantum (§4.2.2) is one packet: the driver sends packet by packet, no
 //! TSO, so the cwnd target adds 3 packets. (2) The ProbeBW phase to start in is drawn from a
 //! seeded generator (`seed`, default 1) rather than at random, so runs are reproducible; as in
 //! §4.3.4 it is never the 3/4 phase. (3) There is no restart from idle (§4.3.4): Pantheon's flows
 //! never go idle. (4) On the sender's timeout nothing special happens (§4.2.3 sets cwnd to one
-//! packet on RTO; that serves retransmission, which this flow does not do). (5) Linux's
-//! long-term bandwidth estimate that detects policers (`lt_bw`, 4.9) is absent: on the policer
-//! presets bbr-user is not the kernel's BBR.
+//! packet on RTO; that serves retransmission, which this flow does not do).
 //!
 //! Driver: window and pacing rate; no timer (ProbeRTT ends on an acknowledgement, which its
 //! 4-packet window keeps coming).
 
+mod long_term_bw;
+
 use std::ops::RangeInclusive;
+
+use long_term_bw::{Change, LongTermBw, Sample};
 
 use crate::filter::{Buckets, Extremum};
 use crate::params::{Params, SpecError};
@@ -178,8 +183,11 @@ pub struct Bbr {
     /// conservation ends.
     recovery_start_us: Option<u64>,
     conservation_until_round: Option<u64>,
-    /// Bytes declared lost since the last acknowledgement.
+    /// Bytes declared lost since the last acknowledgement, and since the flow began.
     lost_bytes_since_ack: u64,
+    lost_bytes: u64,
+    /// Linux's policer detection: the bandwidth to use instead of BtlBw while policed.
+    long_term: LongTermBw,
     /// ACK aggregation (Linux 5.1): the largest excess of bytes acknowledged in an epoch over what
     /// BtlBw would have delivered in it, per window of `EXTRA_ACKED_WINDOW_ROUNDS` round trips
     /// (the current one at `extra_acked_window`, and the previous).
@@ -224,6 +232,8 @@ impl Bbr {
             recovery_start_us: None,
             conservation_until_round: None,
             lost_bytes_since_ack: 0,
+            lost_bytes: 0,
+            long_term: LongTermBw::default(),
             extra_acked_bytes: [0; 2],
             extra_acked_window: 0,
             extra_acked_window_rounds: 0,
@@ -249,11 +259,27 @@ impl Bbr {
         self.rtprop_us
     }
 
-    /// gain·BDP in bytes (§4.2.3 BBRInflight); the initial window before any RTT sample.
-    fn inflight_bytes_for(&self, gain: f64) -> u64 {
+    /// The bandwidth the flow paces at and sizes its window by (Linux's `bbr_bw`): the policed
+    /// rate while one is detected, BtlBw otherwise.
+    pub fn bw_bps(&self) -> u64 {
+        self.long_term.bw_bps().unwrap_or(self.btlbw_bps)
+    }
+
+    /// gain·BDP in bytes at `bw_bps` (§4.2.3 BBRInflight); the initial window before any RTT
+    /// sample.
+    fn inflight_bytes_for(&self, bw_bps: u64, gain: f64) -> u64 {
         match self.rtprop_us {
             None => self.config.initial_cwnd_packets * self.config.mss_bytes,
-            Some(rtprop_us) => (gain * self.btlbw_bps as f64 / 8.0 * rtprop_us as f64 / 1e6) as u64,
+            Some(rtprop_us) => (gain * bw_bps as f64 / 8.0 * rtprop_us as f64 / 1e6) as u64,
+        }
+    }
+
+    /// ProbeBW's pacing gain in phase `cycle_index`: 1 throughout while policed.
+    fn probe_bw_gain(&self) -> f64 {
+        if self.long_term.bw_bps().is_some() {
+            1.0
+        } else {
+            GAIN_CYCLE[self.cycle_index]
         }
     }
 
@@ -269,7 +295,7 @@ impl Bbr {
         // §4.3.4: any phase but the 3/4 one; index 1 is skipped by drawing from 7 and shifting.
         let draw = self.random_below(GAIN_CYCLE.len() as u64 - 1) as usize;
         self.cycle_index = if draw == 0 { 0 } else { draw + 1 };
-        self.pacing_gain = GAIN_CYCLE[self.cycle_index];
+        self.pacing_gain = self.probe_bw_gain();
         self.cycle_stamp_us = now_us;
     }
 
@@ -295,14 +321,37 @@ impl Bbr {
         }
     }
 
-    /// §4.3.4 BBRIsNextCyclePhase.
+    /// Linux's `bbr_lt_bw_sampling`, on each acknowledgement that gives a rate sample.
+    fn update_long_term(&mut self, e: &Acked) {
+        if e.delivery_rate_bps().is_none() {
+            return;
+        }
+        let change = self.long_term.on_ack(&Sample {
+            now_us: e.now_us,
+            round_start: self.round_start,
+            in_probe_bw: self.state == State::ProbeBw,
+            app_limited: self.app_limited(e),
+            lost_bytes: self.lost_bytes_since_ack,
+            delivered_total_bytes: e.delivered_bytes,
+            lost_total_bytes: self.lost_bytes,
+        });
+        match change {
+            Some(Change::Policed) if self.state == State::ProbeBw => self.pacing_gain = 1.0,
+            Some(Change::Policed) | None => {}
+            // Probe the path afresh (`bbr_reset_probe_bw_mode`).
+            Some(Change::Expired) => self.enter_probe_bw(e.now_us),
+        }
+    }
+
+    /// §4.3.4 BBRIsNextCyclePhase (in flight against BtlBw, not the policed rate, as Linux's).
     fn is_next_cycle_phase(&self, e: &Acked, prior_inflight_bytes: u64) -> bool {
         let is_full_length = e.now_us - self.cycle_stamp_us > self.rtprop_us.unwrap_or(0);
         if self.pacing_gain > 1.0 {
             is_full_length
-                && (self.lost_bytes_since_ack > 0 || prior_inflight_bytes >= self.inflight_bytes_for(self.pacing_gain))
+                && (self.lost_bytes_since_ack > 0
+                    || prior_inflight_bytes >= self.inflight_bytes_for(self.btlbw_bps, self.pacing_gain))
         } else if self.pacing_gain < 1.0 {
-            is_full_length || prior_inflight_bytes <= self.inflight_bytes_for(1.0)
+            is_full_length || prior_inflight_bytes <= self.inflight_bytes_for(self.btlbw_bps, 1.0)
         } else {
             is_full_length
         }
@@ -379,7 +428,7 @@ impl Bbr {
             }
         }
         let elapsed_us = e.now_us.saturating_sub(self.ack_epoch_start_us);
-        let mut expected_bytes = (self.btlbw_bps as f64 / 8.0 * elapsed_us as f64 / 1e6) as u64;
+        let mut expected_bytes = (self.bw_bps() as f64 / 8.0 * elapsed_us as f64 / 1e6) as u64;
         if self.ack_epoch_acked_bytes <= expected_bytes || self.ack_epoch_acked_bytes + e.bytes >= ACK_EPOCH_RESET_BYTES
         {
             self.ack_epoch_acked_bytes = 0;
@@ -399,14 +448,15 @@ impl Bbr {
         if !self.filled_pipe {
             return 0;
         }
-        let cap_bytes = (self.btlbw_bps as f64 / 8.0 * EXTRA_ACKED_MAX_US as f64 / 1e6) as u64;
+        let cap_bytes = (self.bw_bps() as f64 / 8.0 * EXTRA_ACKED_MAX_US as f64 / 1e6) as u64;
         self.extra_acked_bytes[0].max(self.extra_acked_bytes[1]).min(cap_bytes)
     }
 
     fn set_cwnd(&mut self, e: &Acked) {
         let mss = self.config.mss_bytes;
-        let target_bytes =
-            self.inflight_bytes_for(self.cwnd_gain) + self.aggregation_allowance_bytes() + CWND_QUANTA_PACKETS * mss;
+        let target_bytes = self.inflight_bytes_for(self.bw_bps(), self.cwnd_gain)
+            + self.aggregation_allowance_bytes()
+            + CWND_QUANTA_PACKETS * mss;
         let mut cwnd_bytes = self.cwnd_bytes;
         if self.lost_bytes_since_ack > 0 {
             cwnd_bytes = cwnd_bytes.saturating_sub(self.lost_bytes_since_ack).max(mss);
@@ -445,11 +495,12 @@ impl CongestionControl for Bbr {
 
         // §4.1: the model.
         self.update_round(e);
+        self.update_long_term(e);
         self.update_btlbw(e);
         self.update_ack_aggregation(e);
         if self.state == State::ProbeBw && self.is_next_cycle_phase(e, prior_inflight_bytes) {
             self.cycle_index = (self.cycle_index + 1) % GAIN_CYCLE.len();
-            self.pacing_gain = GAIN_CYCLE[self.cycle_index];
+            self.pacing_gain = self.probe_bw_gain();
             self.cycle_stamp_us = e.now_us;
         }
         self.check_full_pipe(e);
@@ -458,7 +509,7 @@ impl CongestionControl for Bbr {
             self.pacing_gain = 1.0 / HIGH_GAIN;
             self.cwnd_gain = HIGH_GAIN;
         }
-        if self.state == State::Drain && e.inflight_bytes <= self.inflight_bytes_for(1.0) {
+        if self.state == State::Drain && e.inflight_bytes <= self.inflight_bytes_for(self.btlbw_bps, 1.0) {
             self.enter_probe_bw(e.now_us);
         }
         // The filter can only expire once it holds a sample: the driver's clock need not start at 0.
@@ -479,7 +530,7 @@ impl CongestionControl for Bbr {
         }
 
         // §4.2: the control parameters.
-        let rate_bps = (PACING_MARGIN * self.pacing_gain * self.btlbw_bps as f64) as u64;
+        let rate_bps = (PACING_MARGIN * self.pacing_gain * self.bw_bps() as f64) as u64;
         if self.btlbw_bps == 0 {
             self.pacing_rate_bps =
                 crate::rate_bps(PACING_MARGIN * HIGH_GAIN * self.cwnd_bytes as f64, e.srtt_us.max(1) as f64);
@@ -492,6 +543,7 @@ impl CongestionControl for Bbr {
 
     fn on_loss(&mut self, e: &Lost) {
         self.lost_bytes_since_ack += e.bytes;
+        self.lost_bytes += e.bytes;
         if self.recovery_start_us.is_none() {
             self.save_cwnd();
             self.recovery_start_us = Some(e.now_us);
@@ -624,6 +676,49 @@ mod tests {
         });
         assert!(in_probe_rtt_s > 10.0, "ProbeRTT last seen at {in_probe_rtt_s} s");
         assert!(lowest_bps.abs_diff(12_000_000) <= 200_000, "BtlBw fell to {lowest_bps} bit/s");
+    }
+
+    #[test]
+    fn a_policed_flow_paces_at_the_policed_rate_at_gain_1_for_48_rounds() {
+        // ProbeBW at 12 Mbit/s, 40 ms; then a policer: every other packet dropped, one
+        // acknowledgement every 2 ms, 6 Mbit/s delivered, a round trip every 20 acknowledgements.
+        let (mut bbr, _) = trace(0, 3_000_000);
+        assert_eq!(bbr.state(), State::ProbeBw);
+        let start_us = 3_000_000;
+        let mut delivered_bytes = 100_000_000;
+        let mut in_use: Vec<(u64, f64, u64, u64)> = Vec::new();
+        let mut probed_after_us = None;
+        for i in 0..2_000u64 {
+            let now_us = start_us + 2_000 * i;
+            bbr.on_loss(&crate::testing::loss(now_us, 2 * i, now_us - 40_000));
+            delivered_bytes += 1500;
+            let mut a = crate::testing::ack(now_us, 2 * i + 1, now_us - 40_000, 1500);
+            a.delivered_bytes = delivered_bytes;
+            a.delivered_bytes_at_send = delivered_bytes - 20 * 1500;
+            a.delivered_time_at_send_us = now_us - 40_000;
+            a.first_sent_time_at_send_us = now_us - 80_000;
+            a.inflight_bytes = 30_000;
+            bbr.on_ack(&a);
+            match bbr.long_term.bw_bps() {
+                Some(bw_bps) => {
+                    in_use.push((now_us, bbr.pacing_gain(), bw_bps, bbr.decision().pacing_rate_bps.unwrap()))
+                }
+                None if !in_use.is_empty() && probed_after_us.is_none() => probed_after_us = Some(now_us),
+                None => {}
+            }
+        }
+        let (first_us, _, bw_bps, _) = in_use[0];
+        // Two intervals of 4 round trips each from the first loss.
+        assert!((first_us - start_us).abs_diff(320_000) <= 40_000, "detected at {first_us}");
+        assert!(bw_bps.abs_diff(6_000_000) < 60_000, "{bw_bps}");
+        // Paced at the policed rate, less Linux's 1% margin, with no 5/4 probes.
+        for &(t_us, gain, _, pacing_rate_bps) in &in_use {
+            assert_eq!(gain, 1.0, "at {t_us}");
+            assert!(pacing_rate_bps.abs_diff(5_940_000) < 60_000, "{pacing_rate_bps} at {t_us}");
+        }
+        // 48 round trips of 40 ms, then the path is probed afresh.
+        let used_us = probed_after_us.expect("the estimate expired") - first_us;
+        assert!(used_us.abs_diff(48 * 40_000) <= 40_000, "used for {used_us} us");
     }
 
     #[test]
