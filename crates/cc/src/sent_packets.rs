@@ -47,7 +47,9 @@
 //!   takes up SRTT of it, about 200 ms without acknowledgements did: on a cellular trace, whose
 //!   links go silent for a few hundred ms (TMobile-LTE-short's downlink 160-300 ms five times in
 //!   its first 30 s, its uplink 724 ms once), the twins declared whole flights lost and cut their
-//!   windows where the kernel's Cubic and Reno waited.
+//!   windows where the kernel's Cubic and Reno waited: their p95 one-way delay there was 0.71 of
+//!   the kernel's, and is 0.88 (cubic-user) and 0.92 (reno-user) since (bench/twin_fidelity.py,
+//!   2 runs of 30 s).
 //! - Each expiry of the timer (a `detect_losses` call that declares packets lost by the RTO
 //!   alone) doubles the RTO, up to 60 s (RFC 6298 §5.5), and the next RTT sample collapses it
 //!   back to the §2 value (RFC 6298 §5, the note after rule 5.7).
@@ -305,7 +307,7 @@ impl SentPackets {
     }
 
     /// Where a packet's RTO runs from: its send, or the timer's last restart if later (RFC 6298
-    /// §5.3). Both only grow with the sequence number, so the oldest packet times out first.
+    /// §5.3). It only grows with the sequence number, so the oldest packet times out first.
     fn timeout_base_us(&self, packet: &SentPacket) -> u64 {
         packet.sent_us.max(self.timer_restarted_us)
     }
