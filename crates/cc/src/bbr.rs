@@ -336,7 +336,7 @@ impl Bbr {
             lost_total_bytes: self.lost_bytes,
         });
         match change {
-            Some(Change::Policed) if self.state == State::ProbeBw => self.pacing_gain = 1.0,
+            Some(Change::Policed) if self.state == State::ProbeBw => self.pacing_gain = self.probe_bw_gain(),
             Some(Change::Policed) | None => {}
             // Probe the path afresh (`bbr_reset_probe_bw_mode`).
             Some(Change::Expired) => self.enter_probe_bw(e.now_us),
