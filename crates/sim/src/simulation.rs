@@ -51,7 +51,7 @@ use pantheon_cc::CongestionControl;
 use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::{Event, Path};
 
-use crate::host::HostLatency;
+use crate::host::{HostLatency, Stalls};
 use crate::observer::{Direction, Observer};
 use crate::scenario::Scenario;
 
@@ -134,6 +134,10 @@ pub struct Simulation<O: Observer> {
     next_downlink_uid: u64,
     /// When the last acknowledgement entered the downlink (pushes must not go back in time).
     last_ack_entry_us: u64,
+    /// The machine's stalls where receivers turn data into acknowledgements, and where senders
+    /// read them (host.rs).
+    receiver_stalls: Stalls,
+    sender_stalls: Stalls,
     /// The instant of the last round, and how many rounds ran at it before (the guard against
     /// time standing still, `MAX_ROUNDS_PER_INSTANT`).
     last_round_us: u64,
@@ -192,6 +196,8 @@ impl<O: Observer> Simulation<O> {
             next_uplink_uid: 0,
             next_downlink_uid: 0,
             last_ack_entry_us: 0,
+            receiver_stalls: Stalls::new(paths.seed, 0),
+            sender_stalls: Stalls::new(paths.seed, 1),
             last_round_us: 0,
             rounds_at_last: 0,
             totals: Totals::default(),
@@ -273,7 +279,17 @@ impl<O: Observer> Simulation<O> {
 
     /// Serves the uplink through `t_us`: data reaches its receiver, which acknowledges it.
     fn poll_uplink(&mut self, t_us: u64) {
-        let Simulation { uplink, downlink, flows, observer, next_downlink_uid, last_ack_entry_us, totals, .. } = self;
+        let Simulation {
+            uplink,
+            downlink,
+            flows,
+            observer,
+            next_downlink_uid,
+            last_ack_entry_us,
+            receiver_stalls,
+            totals,
+            ..
+        } = self;
         uplink.poll(t_us, &mut |event| {
             totals.events += 1;
             match event {
@@ -282,7 +298,7 @@ impl<O: Observer> Simulation<O> {
                     let f = packet.flow as usize;
                     observer.data_received(f, packet.uid, t_us, packet.entry_us);
                     let flow = &mut flows[f];
-                    let sent_us = (t_us + flow.host.next_us()).max(*last_ack_entry_us);
+                    let sent_us = (receiver_stalls.resume_us(t_us) + flow.host.next_us()).max(*last_ack_entry_us);
                     *last_ack_entry_us = sent_us;
                     let ack = Packet {
                         flow: packet.flow,
@@ -310,7 +326,7 @@ impl<O: Observer> Simulation<O> {
 
     /// Serves the downlink through `t_us`: acknowledgements reach their senders.
     fn poll_downlink(&mut self, t_us: u64) {
-        let Simulation { downlink, flows, observer, totals, .. } = self;
+        let Simulation { downlink, flows, observer, sender_stalls, totals, .. } = self;
         downlink.poll(t_us, &mut |event| {
             totals.events += 1;
             match event {
@@ -321,7 +337,7 @@ impl<O: Observer> Simulation<O> {
                     let flow = &mut flows[f];
                     if flow.start_us <= t_us && t_us < flow.end_us {
                         let after_us = flow.unread.back().map_or(0, |u| u.read_us);
-                        let read_us = (t_us + flow.host.next_us()).max(after_us);
+                        let read_us = (sender_stalls.resume_us(t_us) + flow.host.next_us()).max(after_us);
                         flow.unread.push_back(Unread { read_us, seq: packet.seq, peer_recv_us: packet.peer_recv_us });
                         flow.wake_us = flow.wake_us.min(read_us);
                     }
