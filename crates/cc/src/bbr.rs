@@ -204,8 +204,6 @@ pub struct Bbr {
     prior_cwnd_bytes: u64,
     cwnd_bytes: u64,
     pacing_rate_bps: u64,
-    /// Whether an acknowledgement has given an RTT yet: until then the pacing rate assumes 1 ms.
-    has_seen_rtt: bool,
     /// Recovery: when it began (packets sent up to then are in it), when it can end (below),
     /// and the round in which packet conservation ends.
     recovery_start_us: Option<u64>,
@@ -257,7 +255,6 @@ impl Bbr {
             cwnd_bytes,
             // §4.2.1: before any RTT sample, high_gain·initial window over a nominal 1 ms.
             pacing_rate_bps: crate::rate_bps(PACING_MARGIN * HIGH_GAIN * cwnd_bytes as f64, 1_000.0),
-            has_seen_rtt: false,
             recovery_start_us: None,
             recovery_repair_us: 0,
             conservation_until_round: None,
@@ -567,6 +564,7 @@ impl CongestionControl for Bbr {
 
     fn on_ack(&mut self, e: &Acked) {
         let prior_inflight_bytes = e.inflight_bytes + e.bytes;
+        let first_rtt = self.rtprop_us.is_none();
         if self.recovery_start_us.is_some() && e.sent_us > self.recovery_repair_us {
             // What was in flight when recovery began is delivered or repaired: recovery is over
             // (§4.2.3; TCP's snd_una passing high_seq).
@@ -614,9 +612,8 @@ impl CongestionControl for Bbr {
         }
 
         // §4.2: the control parameters.
-        if !self.has_seen_rtt {
+        if first_rtt {
             // The first RTT replaces the initial rate's 1 ms (`bbr_init_pacing_rate_from_rtt`).
-            self.has_seen_rtt = true;
             self.pacing_rate_bps =
                 crate::rate_bps(PACING_MARGIN * HIGH_GAIN * self.cwnd_bytes as f64, e.srtt_us.max(1) as f64);
         }
