@@ -2,10 +2,10 @@
 """Same parameters, same results as Mahimahi? Throughput and p95 one-way delay, side by side.
 
 What is measured
-    One bulk flow runs from inside the emulated path (the uplink) to a receiver on the far side, once
-    through our emulator (pantheon-emu, in each --timing asked for) and once through Mahimahi 0.98 (run
-    by ../shared/tools/mahimahi-anchor, `mm-delay D mm-link UP DOWN ...`), with the same parameters,
-    run after run alternating, in one invocation. Schemes: kernel TCP (iperf3 -C cubic|bbr|reno) and
+    One bulk flow runs from inside the emulated path (the uplink) to a receiver on the far side,
+    through our emulator (pantheon-emu, in each --timing asked for, with each --stalls) and through
+    Mahimahi 0.98 (run by ../shared/tools/mahimahi-anchor, `mm-delay D mm-link UP DOWN ...`), with
+    the same parameters, run after run alternating, in one invocation. Schemes: kernel TCP (iperf3 -C cubic|bbr|reno) and
     pantheon-udp's userspace controllers (copa, vegas, ...: `pantheon-udp send --cc NAME`).
 Same vantage point
     Both emulators write the bottleneck's uplink log in Mahimahi's mm-link form (`--uplink-log` of
@@ -23,6 +23,18 @@ Paths (the parity set; each way unless said)
     fast   100 Mbit/s, 10 ms, DropTail 250 000 bytes (1 BDP)
     A constant rate is, for Mahimahi, the trace emulator_throughput.py writes (opportunities on
     whole milliseconds); ours takes --uplink-rate.
+Write lateness (--lateness)
+    How late each emulator writes what its log says left when: a packet socket in the receiver's
+    namespace (bench/packet_times.py) takes the kernel's receive time and size of each of the
+    flow's uplink packets, each matched with the next of the log's departures of its size (a
+    departure with none, such as the last few still in flight at the end, is skipped); lateness = receive time - the time
+    the packet was due out: the log's init timestamp + departure ms, + D for Mahimahi (its link is
+    the inner shell, mm-delay comes after it; ours delays before the link). Mahimahi's log keeps
+    model times (each departure at its opportunity's ms), so this is its event loops' lateness:
+    under 1 ms while they keep up (the phase of their poll(2) wake-ups), more when a shell was
+    descheduled. Both emulators start their clocks on a whole ms of the wall clock. Printed per
+    emulator: quantiles, the share of departures over 1, 2 and 5 ms late, and the episodes of
+    consecutive departures over 1 ms late (a stall each): how many a second, their mean worst.
 Goal (issue 15 §1)
     With --timing mahimahi, every cell within 3 % throughput and 10 % p95 delay of Mahimahi.
 Run as root (needs the anchor installed and ./setup.sh --no-run), under the bench lock:
@@ -39,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,6 +86,8 @@ KERNEL_SCHEMES = ("cubic", "bbr", "reno")
 EMU = REPO / "target" / "release" / "pantheon-emu"
 UDP = REPO / "target" / "release" / "pantheon-udp"
 TIMINGS = ("us", "mahimahi")
+MATCH_AHEAD = 20
+"""How many departures past the last matched one a received packet may match (--lateness)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +118,8 @@ PATHS = {
 class Result:
     throughput_mbps: float
     p95_delay_ms: float
+    lateness_us: tuple[int, ...] = ()
+    """With --lateness: each departure's write lateness, in departure order (module docstring)."""
 
 
 def main() -> int:
@@ -119,6 +135,8 @@ def main() -> int:
         print("mahimahi_parity: interrupted; namespaces and processes cleaned up", file=sys.stderr)
         return 130
     print_table(args, results)
+    if args.lateness:
+        print_lateness(args, results)
     return 0
 
 
@@ -132,17 +150,33 @@ def parse_args() -> argparse.Namespace:
                         help="kernel cubic|bbr|reno or pantheon-udp --cc names, comma-separated")
     parser.add_argument("--timing", default="mahimahi",
                         help="our emulator's --timing, one or both of us,mahimahi (default mahimahi)")
+    parser.add_argument("--stalls", metavar="N,MS|none", action="append",
+                        help="our emulator's --stalls (a stalling host); repeat to compare several, 'none' for "
+                        "without (default none)")
+    parser.add_argument("--lateness", action="store_true",
+                        help="also measure each emulator's write lateness (module docstring)")
     args = parser.parse_args()
     args.paths = [PATHS[name] for name in args.paths.split(",")]
     args.schemes = args.schemes.split(",")
     args.timing = args.timing.split(",")
     if any(t not in TIMINGS for t in args.timing):
         parser.error(f"--timing: choose from {','.join(TIMINGS)}")
+    args.ours = [our_label(t, s) for t in args.timing for s in args.stalls or ["none"]]
     return args
 
 
 Cell = tuple[str, str, str]
-"""(path name, scheme, emulator: 'mahimahi' or 'ours-<timing>')."""
+"""(path name, scheme, emulator: 'mahimahi' or our_label(...))."""
+
+
+def our_label(timing: str, stalls: str) -> str:
+    """Our emulator in one configuration: 'ours-<timing>', with '+<N,MS>' when it stalls."""
+    return f"ours-{timing}" + ("" if stalls == "none" else f"+{stalls}")
+
+
+def our_options(label: str) -> list[str]:
+    timing, _, stalls = label.removeprefix("ours-").partition("+")
+    return ["--timing", timing, *(["--stalls", stalls] if stalls else [])]
 
 
 def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
@@ -160,11 +194,11 @@ def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
             for path in args.paths:
                 for scheme in args.schemes:
                     for run in range(1, args.runs + 1):
-                        emulators = ["mahimahi", *(f"ours-{t}" for t in args.timing)]
+                        emulators = ["mahimahi", *args.ours]
                         for emulator in emulators if run % 2 else reversed(emulators):
                             label = f"{path.name} {scheme} {emulator} run {run}"
                             try:
-                                result = run_one(netns, path, scheme, emulator, args.runtime, tmp)
+                                result = run_one(netns, path, scheme, emulator, args, tmp)
                             except BenchError as error:
                                 print(f"{label}: FAILED: {error}", file=sys.stderr)
                                 continue
@@ -177,18 +211,22 @@ def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
     return results
 
 
-def run_one(netns: str, path: ParityPath, scheme: str, emulator: str, runtime_s: int, tmp: Path) -> Result:
-    log = tmp / "uplink.log"
+def run_one(netns: str, path: ParityPath, scheme: str, emulator: str, args: argparse.Namespace, tmp: Path) -> Result:
+    runtime_s, lateness = args.runtime, args.lateness
+    log, received = tmp / "uplink.log", tmp / "received.txt"
     log.unlink(missing_ok=True)
     if emulator == "mahimahi":
         server_prefix = [str(ANCHOR), "exec"]
         command = [str(ANCHOR), "run", mahimahi_chain(path, log, tmp) + "sh -c " + double_quoted(client(scheme, runtime_s))]
     else:
         server_prefix = ["ip", "netns", "exec", netns]
-        command = [*server_prefix, str(EMU), "--timing", emulator.removeprefix("ours-"), *our_path_options(path), "--uplink-mm-log", str(log), "--", "sh", "-c", client(scheme, runtime_s)]
+        command = [*server_prefix, str(EMU), *our_options(emulator), *our_path_options(path),
+                   "--uplink-mm-log", str(log), "--", "sh", "-c", client(scheme, runtime_s)]
     server = start_server(server_prefix, scheme)
-    emulated = None
+    emulated = capture = None
     try:
+        if lateness:
+            capture = start_capture(server_prefix, scheme, received)
         errors = tmp / "emulator.err"
         with open(errors, "wb") as stderr:
             emulated = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
@@ -201,7 +239,13 @@ def run_one(netns: str, path: ParityPath, scheme: str, emulator: str, runtime_s:
     finally:
         stop(emulated)
         stop(server)
-    return read_uplink_log(log, path.delay_ms, runtime_s, TUN_HEADER_BYTES if emulator == "mahimahi" else 0)
+        stop(capture)
+    result = read_uplink_log(log, path.delay_ms, runtime_s, TUN_HEADER_BYTES if emulator == "mahimahi" else 0)
+    if not lateness:
+        return result
+    after_link_ms = path.delay_ms if emulator == "mahimahi" else 0
+    header_bytes = TUN_HEADER_BYTES if emulator == "mahimahi" else 0
+    return replace(result, lateness_us=write_lateness(log, after_link_ms, header_bytes, runtime_s, received))
 
 
 def start_server(prefix: list[str], scheme: str) -> subprocess.Popen:
@@ -214,6 +258,19 @@ def start_server(prefix: list[str], scheme: str) -> subprocess.Popen:
                               stderr=subprocess.DEVNULL, start_new_session=True)
     time.sleep(10 * POLL_S)  # a UDP socket has no listening state to wait for; binding takes microseconds
     return server
+
+
+def start_capture(prefix: list[str], scheme: str, out: Path) -> subprocess.Popen:
+    """bench/packet_times.py in the receiver's namespace, listening once this returns."""
+    out.unlink(missing_ok=True)
+    port = ("tcp", IPERF_PORT) if scheme in KERNEL_SCHEMES else ("udp", UDP_PORT)
+    capture = subprocess.Popen([*prefix, sys.executable, str(REPO / "bench" / "packet_times.py"), port[0], str(port[1]),
+                                str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    assert capture.stdout is not None
+    if capture.stdout.readline().strip() != b"ready":
+        stop(capture)
+        raise BenchError("bench/packet_times.py did not start")
+    return capture
 
 
 def client(scheme: str, runtime_s: int) -> str:
@@ -271,13 +328,71 @@ def read_uplink_log(log: Path, delay_ms: int, runtime_s: int, header_bytes: int)
                   nearest_rank(delays_ms, 95))
 
 
+def write_lateness(log: Path, after_link_ms: int, header_bytes: int, runtime_s: int, received: Path) -> tuple[int, ...]:
+    """Each departure's write lateness, µs, over the same window as the log's figures."""
+    init_ms, departures = None, []  # (t_ms, IP bytes)
+    for line in log.read_text().splitlines():
+        fields = line.split()
+        if line.startswith("# init timestamp:"):
+            init_ms = int(fields[-1])
+        elif len(fields) == 4 and fields[1] == "-":
+            departures.append((int(fields[0]), int(fields[2]) - header_bytes))
+    try:
+        packets = [tuple(map(int, line.split())) for line in received.read_text().splitlines()]
+    except OSError as error:
+        raise BenchError(f"no receive times: {error}") from None
+    if init_ms is None or not departures:
+        raise BenchError(f"no init timestamp or no departures in {log}")
+    start_ms, end_ms = departures[0][0] + OMIT_S * 1000, departures[0][0] + runtime_s * 1000
+    lateness_us, next_departure, unmatched = [], 0, 0
+    for at_us, size in packets:
+        match = next((i for i in range(next_departure, min(next_departure + MATCH_AHEAD, len(departures)))
+                      if departures[i][1] == size), None)
+        if match is None:
+            unmatched += 1
+            continue
+        t_ms = departures[match][0]
+        if start_ms <= t_ms < end_ms:
+            lateness_us.append(at_us - (init_ms + t_ms + after_link_ms) * 1000)
+        next_departure = match + 1
+    if unmatched > len(packets) // 100:
+        raise BenchError(f"{unmatched} of {len(packets)} packets received match no departure in {log}")
+    return tuple(lateness_us)
+
+
+def print_lateness(args: argparse.Namespace, results: dict[Cell, list[Result]]) -> None:
+    print("\nwrite lateness, µs; stalls = runs of consecutive departures over 1 ms late")
+    print(f"{'path':<5} {'scheme':<7} {'emulator':<18} {'p50':>5} {'p95':>5} {'p99':>6} {'p99.9':>6} {'max':>6} "
+          f"{'>1ms':>6} {'>2ms':>6} {'>5ms':>6} {'stalls/s':>8} {'worst':>6}")
+    for (path, scheme, emulator), runs in results.items():
+        late = sorted(t for r in runs for t in r.lateness_us)
+        if not late:
+            continue
+        stalls, worst = 0, []
+        for r in runs:
+            previous_late = False
+            for t in r.lateness_us:
+                if t > 1000 and not previous_late:
+                    stalls += 1
+                    worst.append(t)
+                elif t > 1000:
+                    worst[-1] = max(worst[-1], t)
+                previous_late = t > 1000
+        seconds = len(runs) * (args.runtime - OMIT_S)
+        over = [sum(t > limit for t in late) / len(late) for limit in (1000, 2000, 5000)]
+        quantiles = [int(nearest_rank(late, q)) for q in (50, 95, 99, 99.9)]
+        print(f"{path:<5} {scheme:<7} {emulator:<18} " + " ".join(f"{q:>5}" if i < 2 else f"{q:>6}" for i, q in enumerate(quantiles))
+              + f" {late[-1]:>6} " + " ".join(f"{o:6.2%}" for o in over)
+              + f" {stalls / seconds:8.2f} {statistics.mean(worst) if worst else 0:6.0f}")
+
+
 def print_table(args: argparse.Namespace, results: dict[Cell, list[Result]]) -> None:
-    ours = [f"ours-{t}" for t in args.timing]
+    ours = args.ours
     print(f"\n{args.runs} runs x {args.runtime} s per cell (first {OMIT_S} s left out); mean of the runs; "
           "diff = ours / Mahimahi - 1; * = beyond 3 % throughput or 10 % p95")
     header = f"{'path':<5} {'scheme':<7} {'mm Mbit/s':>9} {'mm p95':>6}"
     for name in ours:
-        header += f" | {name:<12} {'Mbit/s':>6} {'diff':>6} {'p95':>5} {'diff':>6}"
+        header += f" | {name:<18} {'Mbit/s':>6} {'diff':>6} {'p95':>5} {'diff':>6}"
     print(header)
     for path in args.paths:
         for scheme in args.schemes:
@@ -291,13 +406,13 @@ def print_table(args: argparse.Namespace, results: dict[Cell, list[Result]]) -> 
             for name in ours:
                 runs = results.get((path.name, scheme, name))
                 if not runs:
-                    line += f" | {name:<12} {'failed':>6}"
+                    line += f" | {name:<18} {'failed':>6}"
                     continue
                 mbps = statistics.mean(r.throughput_mbps for r in runs)
                 p95 = statistics.mean(r.p95_delay_ms for r in runs)
                 d_mbps, d_p95 = mbps / mm_mbps - 1, p95 / mm_p95 - 1
                 flag = "*" if abs(d_mbps) > 0.03 or abs(d_p95) > 0.10 else " "
-                line += f" | {name:<12} {mbps:6.2f} {d_mbps:+6.1%} {p95:5.1f} {d_p95:+6.1%}{flag}"
+                line += f" | {name:<18} {mbps:6.2f} {d_mbps:+6.1%} {p95:5.1f} {d_p95:+6.1%}{flag}"
             print(line)
 
 

@@ -87,6 +87,17 @@ def test_help_lists_every_path_option(command: list[str]) -> None:
         assert shared in done.stdout
 
 
+def test_host_options_are_the_emulators_alone(tmp_path) -> None:
+    """`--stalls` models the emulator's host: test local passes it on, pantheon-emu takes it, sim refuses it."""
+    local = subprocess.run([str(PANTHEON), "test", "local", "--help"], capture_output=True, text=True, timeout=60).stdout
+    emu = subprocess.run([str(EMU), "--help"], capture_output=True, text=True, check=True).stdout
+    for flag, metavar, _ in experiment.HOST_OPTIONS:
+        assert f"{flag} {metavar}" in local and f"{flag} <{metavar}>" in emu
+    done = subprocess.run([str(PANTHEON), "sim", "--schemes", "copa", "--data-dir", str(tmp_path / "d"), "--stalls", "10,1"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unrecognized arguments: --stalls 10,1" in done.stderr
+
+
 def test_the_path_options_are_the_emulators() -> None:
     """The declared list and pantheon-emu's own options (less the logs, which the harness sets) agree."""
     help_text = subprocess.run([str(EMU), "--help"], capture_output=True, text=True, check=True).stdout

@@ -41,6 +41,13 @@ PATH_OPTIONS: tuple[tuple[str, str, str], ...] = (
 them with the same Rust code and judge their values; the tests check this list against
 `pantheon-emu --help`. The logs' options are the harness's to set, so they are not here."""
 
+HOST_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("--stalls", "N,MS", "hold the emulator's writes back as a stalling host would: N stalls a second, MS ms long "
+     "on average (default none; for comparisons with Mahimahi on a loaded host, docs/emulator.md)"),
+)
+"""pantheon-emu's options that model the host, not the path: `pantheon test local` takes them,
+`pantheon sim` (whose hosts are its own model, docs/sim.md) does not."""
+
 
 MAX_RUN_TIMES = 1000
 """Most repetitions of each scheme in one campaign (1000 runs of 30 s are over 8 hours a scheme;
@@ -86,14 +93,15 @@ def add_output_options(parser: argparse.ArgumentParser, default_dir: str) -> Non
     parser.add_argument("--no-analyze", action="store_true", help="skip the analysis at the end (pantheon analyze DATA_DIR)")
 
 
-def add_path_options(parser: argparse.ArgumentParser) -> None:
+def add_path_options(parser: argparse.ArgumentParser, *, host: bool = False) -> None:
+    """The path options, and with `host` the emulator's HOST_OPTIONS."""
     path = parser.add_argument_group(
         "emulated path", "Default: 12 Mbit/s each way, no delay, infinite queue. --emulator NAME starts from one of "
         "Pantheon's paths (pantheon emulators), --emulator FILE.toml from a preset file (pantheon calibrate writes "
         "them); the options below replace its values for what they set.")
     path.add_argument("--emulator", metavar="NAME|FILE", help="one of Pantheon's emulated paths (pantheon emulators), "
                       "or a preset file's path (FILE.toml, presets.py)")
-    for flag, metavar, text in PATH_OPTIONS:
+    for flag, metavar, text in (*PATH_OPTIONS, *(HOST_OPTIONS if host else ())):
         path.add_argument(flag, action=_PathOption, dest="path_options", default=[], metavar=metavar, help=text)
 
 

@@ -11,6 +11,7 @@ use pantheon_emu::args::EmulateArgs;
 use pantheon_emu::netns;
 use pantheon_emu::relay::{Direction, Failure, Totals};
 use pantheon_format::link_log::{describe, queue_text, MahimahiLog, NativeLog};
+use pantheon_link::stalls::Stalls;
 use pantheon_link::{Path, PathConfig};
 use pantheon_sys::child;
 use pantheon_sys::clock::{epoch_us, monotonic_us};
@@ -18,6 +19,8 @@ use pantheon_sys::privileges::{self, Scope};
 use pantheon_sys::stop::StopSignal;
 
 const NAME: &str = "pantheon emulate";
+/// Mixed into the run's seed for `--stalls`, so they draw apart from the path's streams.
+const STALL_STREAM: u64 = 0x7374_616c; // "stal"
 
 fn main() -> ExitCode {
     match usage::parse::<EmulateArgs>(NAME) {
@@ -80,9 +83,12 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let (uplink, downlink, seed) = (&pair.uplink, &pair.downlink, pair.seed);
     let command = child::resolve(&args.command)?;
     let command_line: String = std::env::args().collect::<Vec<_>>().join(" ");
-    // Time zero of the model and the logs, on both clocks at (almost) the same instant.
-    let base_us = monotonic_us();
-    let epoch = epoch_us();
+    // Time zero of the model and the logs, on both clocks at (almost) the same instant, and on a
+    // whole millisecond of the wall clock, as Mahimahi's is (its `timestamp()`): with
+    // `--timing mahimahi` the model's milliseconds are then the wall clock's.
+    let (now_monotonic_us, now_epoch_us) = (monotonic_us(), epoch_us());
+    let base_us = now_monotonic_us - now_epoch_us % 1000;
+    let epoch = now_epoch_us - now_epoch_us % 1000;
     let up = DirectionSpec {
         name: "uplink",
         config: uplink,
@@ -109,6 +115,8 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
     let stop = Arc::new(StopSignal::new().map_err(|e| e.to_string())?);
 
     let last_read_us = Arc::new(AtomicU64::new(0));
+    // One stream for both directions: one host stalls both ways at once.
+    let stalls = || args.stalls.map(|config| Stalls::new(config, seed ^ STALL_STREAM));
     let uplink_dir = Direction {
         path: Path::new(uplink, pair.uplink_seed(), up_mm.is_some() || up_log.is_some()),
         source: ends.inner.fd(),
@@ -118,6 +126,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         log: up_log,
         mm_log: up_mm,
         last_read_us: Arc::clone(&last_read_us),
+        stalls: stalls(),
     };
     let downlink_dir = Direction {
         path: Path::new(downlink, pair.downlink_seed(), down_mm.is_some() || down_log.is_some()),
@@ -128,6 +137,7 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         log: down_log,
         mm_log: down_mm,
         last_read_us,
+        stalls: stalls(),
     };
     let relays = [
         std::thread::Builder::new().name("uplink".into()).spawn(move || uplink_dir.run()),

@@ -8,16 +8,24 @@
 //! `SPIN_US`. A departure is written when the model's time for it has come; how late that write
 //! was is logged.
 //!
+//! Stalls (`--stalls`, off by default): a departure due during one of the modelled host's stalls
+//! (pantheon_link's stalls.rs) is held until the stall ends, as Mahimahi's event loop held its
+//! writes while it was descheduled (docs/emulator.md). The model's times, and so both logs' times
+//! and delays, are unchanged, as in Mahimahi's log; a held departure's lateness column is its
+//! hold. Both directions draw the same stalls: one host stops both ways.
+//!
 //! Memory: datagrams live in a pool of fixed-size slots that grows to the path's high-water mark
 //! and is then reused; the model carries slot numbers, not bytes. Nothing is allocated per packet
 //! once the pool has grown.
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use pantheon_format::link_log::{MahimahiLog, NativeLog};
+use pantheon_link::stalls::Stalls;
 use pantheon_link::{Event, Path};
 use pantheon_sys::clock::{monotonic_us, tighten_timer_slack};
 use pantheon_sys::poll::wait;
@@ -112,6 +120,19 @@ pub struct Direction {
     pub mm_log: Option<MahimahiLog>,
     /// When either direction last read a datagram (shared by both).
     pub last_read_us: Arc<AtomicU64>,
+    /// The modelled host's stalls, which hold departures back (`--stalls`).
+    pub stalls: Option<Stalls>,
+}
+
+/// Writes a departing datagram to the far TUN device and frees its slot; a refusal is counted.
+fn write_out(sink: RawFd, pool: &mut Pool, totals: &mut Totals, packet: u32) {
+    let slot = &pool.slots[packet as usize];
+    // SAFETY: writing slot.len bytes of our buffer.
+    let n = unsafe { libc::write(sink, slot.bytes.as_ptr().cast(), slot.len as usize) };
+    if n < 0 {
+        totals.write_errors += 1;
+    }
+    pool.give_back(packet);
 }
 
 impl Direction {
@@ -129,10 +150,12 @@ impl Direction {
     fn relay(&mut self, totals: &mut Totals) -> Result<(), Failure> {
         tighten_timer_slack();
         let mut pool = Pool::default();
+        // Departures the stalls hold back: (when to write, slot), in order.
+        let mut held = VecDeque::new();
         let mut next_uid = 0u64;
         loop {
             let now_us = monotonic_us() - self.base_us;
-            self.deliver_due(now_us, &mut pool, totals).map_err(Failure::Log)?;
+            self.deliver_due(now_us, &mut pool, &mut held, totals).map_err(Failure::Log)?;
 
             let mut read_any = false;
             for _ in 0..READ_BATCH {
@@ -165,7 +188,8 @@ impl Direction {
             }
             let now_us = monotonic_us() - self.base_us;
             let idle = now_us.saturating_sub(self.last_read_us.load(Ordering::Relaxed)) > IDLE_AFTER_US;
-            match sleep_for(self.path.next_wakeup_us().map(|t| t.saturating_sub(now_us)), idle) {
+            let next_us = self.path.next_wakeup_us().into_iter().chain(held.front().map(|&(at_us, _)| at_us)).min();
+            match sleep_for(next_us.map(|t| t.saturating_sub(now_us)), idle) {
                 Some(timeout_us) => {
                     if wait(self.source, false, self.stop.fd(), Some(timeout_us * 1000)).map_err(Failure::Relay)?.stop {
                         break;
@@ -180,13 +204,20 @@ impl Direction {
         }
         // Log (and deliver) what the model did up to the end, idle opportunities included.
         let end_us = monotonic_us() - self.base_us;
-        self.deliver_due(end_us, &mut pool, totals).map_err(Failure::Log)
+        self.deliver_due(end_us, &mut pool, &mut held, totals).map_err(Failure::Log)
     }
 
     /// Runs the model up to `now_us`, writing departures and logging everything; an error is the
     /// logs' (a refused departure is counted in `totals`).
-    fn deliver_due(&mut self, now_us: u64, pool: &mut Pool, totals: &mut Totals) -> io::Result<()> {
-        let Direction { path, sink, base_us, log, mm_log, .. } = self;
+    fn deliver_due(
+        &mut self,
+        now_us: u64,
+        pool: &mut Pool,
+        held: &mut VecDeque<(u64, u32)>,
+        totals: &mut Totals,
+    ) -> io::Result<()> {
+        let Direction { path, sink, base_us, log, mm_log, stalls, .. } = self;
+        let sink = *sink;
         let mut result = Ok(());
         let mut note = |r: io::Result<()>| {
             if result.is_ok() {
@@ -196,21 +227,27 @@ impl Direction {
         path.poll(now_us, &mut |event| match event {
             Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
                 let slot = &pool.slots[packet as usize];
-                // The clock is read only for the log's lateness column.
-                let written_us = log.as_ref().map(|_| monotonic_us() - *base_us);
-                // SAFETY: writing slot.len bytes of our buffer.
-                let n = unsafe { libc::write(*sink, slot.bytes.as_ptr().cast(), slot.len as usize) };
-                if n < 0 {
-                    totals.write_errors += 1;
-                }
-                if let (Some(log), Some(written_us)) = (log.as_mut(), written_us) {
-                    let lateness_us = written_us.saturating_sub(t_us);
-                    note(log.departure(t_us, slot.uid, size_bytes, t_us - slot.entry_us, lateness_us));
+                let (uid, delay_us) = (slot.uid, t_us - slot.entry_us);
+                let release_us = stalls.as_mut().map_or(t_us, |s| s.resume_us(t_us));
+                let lateness_us = if release_us > now_us {
+                    held.push_back((release_us, packet));
+                    release_us - t_us
+                } else {
+                    // Held ones release no later than this one: they go first.
+                    for (_, earlier) in held.drain(..) {
+                        write_out(sink, pool, totals, earlier);
+                    }
+                    // The clock is read only for the log's lateness column.
+                    let written_us = log.as_ref().map_or(0, |_| monotonic_us() - *base_us);
+                    write_out(sink, pool, totals, packet);
+                    written_us.saturating_sub(t_us)
+                };
+                if let Some(log) = log.as_mut() {
+                    note(log.departure(t_us, uid, size_bytes, delay_us, lateness_us));
                 }
                 if let Some(mm) = mm_log.as_mut() {
                     note(mm.departure(t_us, size_bytes, t_us - queued_at_us));
                 }
-                pool.give_back(packet);
             }
             Event::Drop { t_us, packet, size_bytes, cause } => {
                 if let Some(log) = log.as_mut() {
@@ -235,6 +272,13 @@ impl Direction {
                 }
             }
         });
+        while let Some(&(release_us, packet)) = held.front() {
+            if release_us > now_us {
+                break;
+            }
+            write_out(sink, pool, totals, packet);
+            held.pop_front();
+        }
         if let Some(log) = log.as_mut() {
             note(log.settle());
         }

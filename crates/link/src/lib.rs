@@ -15,6 +15,7 @@ pub mod policer;
 pub mod queue;
 pub mod rng;
 pub mod schedule;
+pub mod stalls;
 pub mod timing;
 pub mod trace;
 

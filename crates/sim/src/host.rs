@@ -21,9 +21,10 @@
 //! leaves after one. On top of that the machine stalls: at each of the two crossings (the
 //! receiver's turnaround, the sender's reading) stalls come as a Poisson process in time,
 //! `STALLS_PER_S` a second, each an exponential of mean `STALL_MEAN_US` long, shared by every flow,
-//! and a wake-up due during a stall happens when it ends. Both ends keep acknowledgements in order
-//! (simulation.rs), so a stall holds back every acknowledgement behind it and releases them
-//! together: the clump of a descheduled thread, from one mechanism.
+//! and a wake-up due during a stall happens when it ends (pantheon_link's stalls.rs, which the
+//! emulator's `--stalls` uses too). Both ends keep acknowledgements in order (simulation.rs), so
+//! a stall holds back every acknowledgement behind it and releases them together: the clump of a
+//! descheduled thread, from one mechanism.
 //!
 //! The numbers come from pantheon-emu runs on the 2-core development VM. The body: receiver
 //! turnaround from the tunnel logs, data leaving the tunnel to its acknowledgement entering it:
@@ -47,6 +48,7 @@
 //! saw 3.5 ms of spread over india-wired where the emulator's hosts gave it 1.5 ms (docs/sim.md).
 
 use pantheon_link::rng::Rng;
+use pantheon_link::stalls::{StallConfig, Stalls};
 
 /// The shortest wake-up, µs.
 pub const BASE_US: u64 = 15;
@@ -80,39 +82,11 @@ impl HostLatency {
     }
 }
 
-/// The machine's stalls at one crossing: a Poisson process of stalls in time.
-#[derive(Debug, Clone)]
-pub struct Stalls {
-    rng: Rng,
-    /// When the next stall begins.
-    next_start_us: u64,
-    /// When the latest stall begun so far ends.
-    end_us: u64,
-}
-
-impl Stalls {
-    /// Crossing `crossing` (0: the receivers' turnaround, 1: the senders' reading) of a run seeded
-    /// `seed`.
-    pub fn new(seed: u64, crossing: u64) -> Stalls {
-        let mut rng = Rng::new(seed ^ STALL_STREAM ^ crossing.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let next_start_us = Self::gap_us(&mut rng);
-        Stalls { rng, next_start_us, end_us: 0 }
-    }
-
-    fn gap_us(rng: &mut Rng) -> u64 {
-        (rng.exponential(1e6 / STALLS_PER_S).round() as u64).max(1)
-    }
-
-    /// When a wake-up due at `t_us` happens: at `t_us`, or when the stall it falls in ends.
-    /// Calls must come in non-decreasing `t_us`.
-    pub fn resume_us(&mut self, t_us: u64) -> u64 {
-        while self.next_start_us <= t_us {
-            let length_us = self.rng.exponential(STALL_MEAN_US).round() as u64;
-            self.end_us = self.end_us.max(self.next_start_us + length_us);
-            self.next_start_us += Self::gap_us(&mut self.rng);
-        }
-        t_us.max(self.end_us)
-    }
+/// The machine's stalls at crossing `crossing` (0: the receivers' turnaround, 1: the senders'
+/// reading) of a run seeded `seed`.
+pub fn machine_stalls(seed: u64, crossing: u64) -> Stalls {
+    let config = StallConfig { per_s: STALLS_PER_S, mean_us: STALL_MEAN_US };
+    Stalls::new(config, seed ^ STALL_STREAM ^ crossing.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 #[cfg(test)]
@@ -131,43 +105,6 @@ mod tests {
         assert!((87..=93).contains(&at(0.95)), "p95 {}", at(0.95));
     }
 
-    /// Wake-ups due every `spacing_us` for 200 s: the share held back more than 0.5 and 1.5 ms.
-    fn late_shares(spacing_us: u64) -> (f64, f64) {
-        let mut stalls = Stalls::new(1, 0);
-        let held: Vec<u64> = (0..200_000_000 / spacing_us)
-            .map(|i| {
-                let t_us = i * spacing_us;
-                stalls.resume_us(t_us) - t_us
-            })
-            .collect();
-        let share = |over_us: u64| held.iter().filter(|&&h| h > over_us).count() as f64 / held.len() as f64;
-        (share(500), share(1500))
-    }
-
-    #[test]
-    fn stalls_hold_the_same_share_of_wake_ups_back_at_any_packet_rate() {
-        // One crossing stalls 1% of the time; held over 0.5 ms: 1% · e^-0.5 = 0.61%, over
-        // 1.5 ms: 1% · e^-1.5 = 0.22%, whether a wake-up is due every ms (12 Mbit/s) or every
-        // 120 µs (100 Mbit/s).
-        for spacing_us in [1000, 120] {
-            let (over_half_ms, over_1_5_ms) = late_shares(spacing_us);
-            assert!((0.0050..0.0072).contains(&over_half_ms), "every {spacing_us} µs: {over_half_ms} over 0.5 ms");
-            assert!((0.0016..0.0029).contains(&over_1_5_ms), "every {spacing_us} µs: {over_1_5_ms} over 1.5 ms");
-        }
-    }
-
-    #[test]
-    fn wake_ups_keep_their_order_and_a_stall_releases_what_it_held_together() {
-        let mut stalls = Stalls::new(7, 1);
-        let resumed: Vec<(u64, u64)> = (0..500_000u64).map(|i| (i * 100, stalls.resume_us(i * 100))).collect();
-        assert!(resumed.windows(2).all(|w| w[0].1 <= w[1].1), "out of order");
-        // 50 s at ten stalls a second: ~500 stalls, all but the shortest (under the 100 µs
-        // spacing, 10%) holding wake-ups, each run of them released at one instant.
-        let mut releases: Vec<u64> = resumed.iter().filter(|(t, r)| r > t).map(|&(_, r)| r).collect();
-        releases.dedup();
-        assert!((380..=520).contains(&releases.len()), "{} releases", releases.len());
-    }
-
     #[test]
     fn flows_and_seeds_draw_apart() {
         let draw = |seed, flow| {
@@ -178,7 +115,7 @@ mod tests {
         assert_ne!(draw(3, 0), draw(3, 1));
         assert_ne!(draw(3, 0), draw(4, 0));
         let stalls = |seed, crossing| {
-            let mut stalls = Stalls::new(seed, crossing);
+            let mut stalls = machine_stalls(seed, crossing);
             (0..2000).map(|i| stalls.resume_us(i * 1000)).collect::<Vec<_>>()
         };
         assert_eq!(stalls(3, 0), stalls(3, 0));

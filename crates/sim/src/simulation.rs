@@ -49,9 +49,10 @@ use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
 use pantheon_cc::CongestionControl;
 use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
+use pantheon_link::stalls::Stalls;
 use pantheon_link::{Event, Path};
 
-use crate::host::{HostLatency, Stalls};
+use crate::host::{machine_stalls, HostLatency};
 use crate::observer::{Direction, Observer};
 use crate::scenario::Scenario;
 
@@ -196,8 +197,8 @@ impl<O: Observer> Simulation<O> {
             next_uplink_uid: 0,
             next_downlink_uid: 0,
             last_ack_entry_us: 0,
-            receiver_stalls: Stalls::new(paths.seed, 0),
-            sender_stalls: Stalls::new(paths.seed, 1),
+            receiver_stalls: machine_stalls(paths.seed, 0),
+            sender_stalls: machine_stalls(paths.seed, 1),
             last_round_us: 0,
             rounds_at_last: 0,
             totals: Totals::default(),

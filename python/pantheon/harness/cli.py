@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _campaign_options(local, "local", "comma-separated scheme names (pantheon schemes are under schemes/)",
                       "every scheme available on this machine",
                       "seed for --random-order and the emulator; run K uses seed + K - 1 (default 0)")
-    experiment.add_path_options(local)
+    experiment.add_path_options(local, host=True)
 
     remote = modes.add_parser(
         "remote",
