@@ -33,35 +33,31 @@ def main(argv: list[str]) -> int:
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
         return 2
     protocol, port, out = PROTOCOLS[argv[1]], int(argv[2]), argv[3]
-    stopped = False
-
-    def stop(_signum: int, _frame: object) -> None:
-        nonlocal stopped
-        stopped = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stops it as SIGINT does
     packets: list[tuple[int, int]] = []  # (µs, IP bytes)
     with socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP)) as sock:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
         sock.setblocking(False)
         print("ready", flush=True)
-        while not stopped:
-            try:
-                data, ancillary, _, address = sock.recvmsg(128, socket.CMSG_SPACE(16))
-            except BlockingIOError:
-                time.sleep(DRAIN_S)
-                continue
-            if address[2] == PACKET_OUTGOING or len(data) < 24 or data[9] != protocol:
-                continue
-            header_bytes = (data[0] & 0x0F) * 4
-            if struct.unpack_from("!H", data, header_bytes + 2)[0] != port:
-                continue
-            for level, kind, value in ancillary:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                    seconds, nanoseconds = struct.unpack("qq", value[:16])
-                    packets.append((seconds * 1_000_000 + nanoseconds // 1000, struct.unpack_from("!H", data, 2)[0]))
+        try:
+            while True:
+                try:
+                    data, ancillary, _, address = sock.recvmsg(128, socket.CMSG_SPACE(16))
+                except BlockingIOError:
+                    time.sleep(DRAIN_S)
+                    continue
+                if address[2] == PACKET_OUTGOING or len(data) < 24 or data[9] != protocol:
+                    continue
+                header_bytes = (data[0] & 0x0F) * 4
+                if struct.unpack_from("!H", data, header_bytes + 2)[0] != port:
+                    continue
+                for level, kind, value in ancillary:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        seconds, nanoseconds = struct.unpack("qq", value[:16])
+                        packets.append((seconds * 1_000_000 + nanoseconds // 1000, struct.unpack_from("!H", data, 2)[0]))
+        except KeyboardInterrupt:
+            pass
     with open(out, "w") as file:
         file.writelines(f"{t} {size}\n" for t, size in packets)
     return 0
