@@ -5,8 +5,9 @@ What is measured
     One bulk flow runs from inside the emulated path (the uplink) to a receiver on the far side,
     through our emulator (pantheon-emu, in each --timing asked for, with each --stalls) and through
     Mahimahi 0.98 (run by ../shared/tools/mahimahi-anchor, `mm-delay D mm-link UP DOWN ...`), with
-    the same parameters, run after run alternating, in one invocation. Schemes: kernel TCP (iperf3 -C cubic|bbr|reno) and
-    pantheon-udp's userspace controllers (copa, vegas, ...: `pantheon-udp send --cc NAME`).
+    the same parameters, run after run alternating, in one invocation. Schemes: kernel TCP (iperf3
+    -C cubic|bbr|reno) and pantheon-udp's userspace controllers (copa, vegas, ...: `pantheon-udp
+    send --cc NAME`).
 Same vantage point
     Both emulators write the bottleneck's uplink log in Mahimahi's mm-link form (`--uplink-log` of
     mm-link, `--uplink-mm-log` of ours): whole milliseconds, each departure with its queueing delay.
@@ -27,9 +28,10 @@ Write lateness (--lateness)
     How late each emulator writes what its log says left when: a packet socket in the receiver's
     namespace (bench/packet_times.py) takes the kernel's receive time and size of each of the
     flow's uplink packets, each matched with the next of the log's departures of its size (a
-    departure with none, such as the last few still in flight at the end, is skipped); lateness = receive time - the time
-    the packet was due out: the log's init timestamp + departure ms, + D for Mahimahi (its link is
-    the inner shell, mm-delay comes after it; ours delays before the link). Mahimahi's log keeps
+    departure with none, such as the last few still in flight at the end, is skipped); lateness =
+    receive time - the time the packet was due out: the log's init timestamp + departure ms, + D
+    for Mahimahi (its link is the inner shell, mm-delay comes after it; ours delays before the
+    link). Mahimahi's log keeps
     model times (each departure at its opportunity's ms), so this is its event loops' lateness:
     under 1 ms while they keep up (the phase of their poll(2) wake-ups), more when a shell was
     descheduled. Both emulators start their clocks on a whole ms of the wall clock. Printed per
@@ -161,22 +163,18 @@ def parse_args() -> argparse.Namespace:
     args.timing = args.timing.split(",")
     if any(t not in TIMINGS for t in args.timing):
         parser.error(f"--timing: choose from {','.join(TIMINGS)}")
-    args.ours = [our_label(t, s) for t in args.timing for s in args.stalls or ["none"]]
+    # Our emulator's configurations: label ('ours-<timing>', '+<N,MS>' when it stalls) -> its options.
+    args.ours = {}
+    for timing in args.timing:
+        for stalls in args.stalls or ["none"]:
+            stalling = stalls != "none"
+            args.ours[f"ours-{timing}" + (f"+{stalls}" if stalling else "")] = [
+                "--timing", timing, *(["--stalls", stalls] if stalling else [])]
     return args
 
 
 Cell = tuple[str, str, str]
-"""(path name, scheme, emulator: 'mahimahi' or our_label(...))."""
-
-
-def our_label(timing: str, stalls: str) -> str:
-    """Our emulator in one configuration: 'ours-<timing>', with '+<N,MS>' when it stalls."""
-    return f"ours-{timing}" + ("" if stalls == "none" else f"+{stalls}")
-
-
-def our_options(label: str) -> list[str]:
-    timing, _, stalls = label.removeprefix("ours-").partition("+")
-    return ["--timing", timing, *(["--stalls", stalls] if stalls else [])]
+"""(path name, scheme, emulator: 'mahimahi' or a label of args.ours)."""
 
 
 def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
@@ -220,7 +218,7 @@ def run_one(netns: str, path: ParityPath, scheme: str, emulator: str, args: argp
         command = [str(ANCHOR), "run", mahimahi_chain(path, log, tmp) + "sh -c " + double_quoted(client(scheme, runtime_s))]
     else:
         server_prefix = ["ip", "netns", "exec", netns]
-        command = [*server_prefix, str(EMU), *our_options(emulator), *our_path_options(path),
+        command = [*server_prefix, str(EMU), *args.ours[emulator], *our_path_options(path),
                    "--uplink-mm-log", str(log), "--", "sh", "-c", client(scheme, runtime_s)]
     server = start_server(server_prefix, scheme)
     emulated = capture = None
@@ -240,11 +238,11 @@ def run_one(netns: str, path: ParityPath, scheme: str, emulator: str, args: argp
         stop(emulated)
         stop(server)
         stop(capture)
-    result = read_uplink_log(log, path.delay_ms, runtime_s, TUN_HEADER_BYTES if emulator == "mahimahi" else 0)
+    header_bytes = TUN_HEADER_BYTES if emulator == "mahimahi" else 0
+    result = read_uplink_log(log, path.delay_ms, runtime_s, header_bytes)
     if not lateness:
         return result
     after_link_ms = path.delay_ms if emulator == "mahimahi" else 0
-    header_bytes = TUN_HEADER_BYTES if emulator == "mahimahi" else 0
     return replace(result, lateness_us=write_lateness(log, after_link_ms, header_bytes, runtime_s, received))
 
 

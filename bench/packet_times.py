@@ -6,8 +6,9 @@
 Listens on every interface of the namespace with a packet socket (AF_PACKET), keeps the packets
 that arrive (not those sent from here) carrying IPv4 TCP or UDP to PORT, and writes the kernel's
 receive timestamp of each (SO_TIMESTAMPNS, CLOCK_REALTIME), µs since the Unix epoch, and its IP
-length in bytes, one packet a line, to OUT when stopped by SIGTERM or SIGINT. A packet written into a TUN device by an emulator is
-received at that write, so these are the emulator's write times (mahimahi_parity.py --lateness).
+length in bytes, one packet a line, to OUT when stopped by SIGTERM or SIGINT. A packet written
+into a TUN device by an emulator is received at that write, so these are the emulator's write
+times (mahimahi_parity.py --lateness).
 Writes a line "ready" to stdout once listening. It wakes every DRAIN_S and reads what arrived
 meanwhile, so that it takes little CPU from the emulator it watches (the times are the kernel's).
 """
