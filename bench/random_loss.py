@@ -11,8 +11,8 @@ What is measured
 Why
     Both PCC papers claim a utility-driven sender keeps the link busy under random loss where TCP's
     loss-driven window collapses (Allegro NSDI 2015 §4.1.3; Vivace NSDI 2018 §5; Mathis et al. CCR 1997
-    for TCP's 1.22·MSS/(RTT·√p)). One emulated run per scheme (tests/test_behaviour.py) says whether it
-    holds; the spread over seeds says how reliably, which is what a change to an algorithm's noise
+    for TCP's 1.22·MSS/(RTT·√p)). Four simulated seeds at 1% (tests/test_behaviour.py) say whether it
+    holds; the spread over many seeds and loss rates says how reliably, which is what a change to an algorithm's noise
     handling moves (crates/cc/src/vivace.rs, deviations 8 and 9). Simulated, so twenty 30 s runs per
     cell take seconds.
 
