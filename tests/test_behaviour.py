@@ -1,5 +1,6 @@
-"""Behaviour checks: each scheme, over the emulator, shows what its paper or RFC is known for, on a
-path chosen to show it (short runs; the figures a researcher would read off Pantheon's report).
+"""Behaviour checks: each scheme shows what its paper or RFC is known for, on a path chosen to show
+it (short runs; the figures a researcher would read off Pantheon's report), over the emulator or,
+for crates/cc's controllers on some paths, in the simulator (below).
 
 - Every scheme on 12 Mbit/s, 20 ms each way, a one-BDP (60 kB) DropTail buffer: utilization of at
   least 70%, or what its design leads one to expect (EXPECTED_UTILIZATION says why).
@@ -18,9 +19,9 @@ transport, emulator, the scheme's own program), as Pantheon's report would show 
 paths test what a controller's paper claims of the controller, and every scheme they test is one of
 crates/cc's, which the simulator runs unchanged (docs/sim.md): those paths run in `pantheon sim`,
 with more seeds than the emulator could afford in CI's time (the emulator took 9 min of it for the
-three paths, two runs each; the simulator takes about a minute for four). The simulator's agreement
-with the emulator is tested on its own (tests/test_sim_fidelity.py, bench/sim_fidelity.py).
-Sprout's check races the kernel's Cubic, so it stays on the emulator.
+three paths, two runs each; the simulator takes about a minute, four seeds each). The simulator's
+agreement with the emulator is tested on its own (tests/test_sim_fidelity.py,
+bench/sim_fidelity.py). Sprout's check races the kernel's Cubic, so it stays on the emulator.
 
 Each emulated path runs once per module as one campaign of `pantheon test local` (schemes in
 sequence, not in parallel: they would share the two cores and the measurements with them), one run
