@@ -12,5 +12,5 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --release --quiet -- -D warnings
 .venv/bin/ruff check python tests bench
 .venv/bin/mypy
-cargo test --release --workspace --quiet
+cargo test --profile release-test --workspace --quiet
 .venv/bin/python -m pytest -q --durations=25 "$@"
