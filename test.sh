@@ -10,7 +10,7 @@ cd "$(dirname "$(readlink -f "$0")")"
 cargo fmt --all --check
 # --release: clippy then shares the release build's build-script outputs and proc-macros.
 cargo clippy --workspace --all-targets --release --quiet -- -D warnings
-.venv/bin/ruff check python tests bench
+.venv/bin/ruff check python tests bench schemes
 .venv/bin/mypy
 cargo test --profile release-test --workspace --quiet
 .venv/bin/python -m pytest -q --durations=25 "$@"

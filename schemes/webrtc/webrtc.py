@@ -36,6 +36,7 @@ names different wrappers on the two sides, and a process on the other side canno
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import fcntl
 import ipaddress
@@ -256,10 +257,8 @@ class Browser:
         deadline = time.monotonic() + GONE_WAIT_S
         while (left := _tree(os.getpid())[1:]) and time.monotonic() < deadline:
             for pid in left:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             _reap()
             time.sleep(0.01)
         self._remove_profile()
