@@ -194,7 +194,7 @@ def wait_for(condition, what: str, proc: subprocess.Popen | None = None) -> None
 def dead_harness_namespaces() -> list[str]:
     """Namespaces `pantheon test local` names after its process id (harness/leftovers.py) whose process is gone."""
     done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    names = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("pantheon-run-")]
+    names = [line.split()[0] for line in done.stdout.splitlines() if line.startswith(("pantheon-run-", "pantheon-check-"))]
     return [name for name in names if not Path(f"/proc/{name.split('-')[2]}").exists()]
 
 

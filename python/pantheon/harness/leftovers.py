@@ -1,6 +1,7 @@
 """What a harness or a remote agent that was killed left behind, found and ended by process id.
 
-Namespaces the harness names and removes. Each run's namespace is `pantheon-run-PID-N`, PID
+Namespaces the harness names and removes. Each run's namespace is `pantheon-run-PID-N`, and the
+scratch namespace in which the emulator first judges the path's options `pantheon-check-PID`, PID
 being the harness process's id, so a harness can tell its own leftovers from anyone else's: one
 whose PID no longer runs was left by a harness that was killed (even by SIGKILL), and the next
 invocation removes it, after ending the processes inside it (found by namespace inode, never by
@@ -23,12 +24,17 @@ from pathlib import Path
 from pantheon.processes import alive
 
 PREFIX = "pantheon-run-"
-OWNED = re.compile(rf"^{PREFIX}(?P<pid>\d+)-\d+$")
+CHECK_PREFIX = "pantheon-check-"
+OWNED = re.compile(rf"^(?:{PREFIX}(?P<pid>\d+)-\d+|{CHECK_PREFIX}(?P<check_pid>\d+))$")
 NETNS_DIR = Path("/run/netns")
 
 
 def run_namespace(harness_pid: int, index: int) -> str:
     return f"{PREFIX}{harness_pid}-{index}"
+
+
+def check_namespace(harness_pid: int) -> str:
+    return f"{CHECK_PREFIX}{harness_pid}"
 
 
 def _pids_in(name: str) -> list[int]:
@@ -63,9 +69,9 @@ def remove_namespace(name: str, grace_s: float = 2.0) -> None:
 
 
 def orphaned() -> list[str]:
-    """Run namespaces whose harness is gone."""
+    """Run and check namespaces whose harness is gone."""
     names = os.listdir(NETNS_DIR) if NETNS_DIR.is_dir() else []
-    return sorted(n for n in names if (m := OWNED.match(n)) and not alive(int(m["pid"])))
+    return sorted(n for n in names if (m := OWNED.match(n)) and not alive(int(m["pid"] or m["check_pid"])))
 
 
 def clean() -> list[str]:

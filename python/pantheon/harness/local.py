@@ -110,7 +110,7 @@ class Emulated:
 def check_emulator_options(options: list[str]) -> None:
     """Lets the emulator itself judge the options once, in a scratch namespace, so a bad value
     stops the campaign before it starts with the emulator's own one-line message."""
-    name = f"pantheon-check-{os.getpid()}"
+    name = leftovers.check_namespace(os.getpid())
     subprocess.run(["ip", "netns", "add", name], check=True)
     try:
         done = subprocess.run(["ip", "netns", "exec", name, str(binary("pantheon-emu")), *options, "--", "true"],
