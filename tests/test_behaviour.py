@@ -25,9 +25,9 @@ bench/sim_fidelity.py). Sprout's check races the kernel's Cubic, so it stays on 
 
 Each emulated path runs once per module as one campaign of `pantheon test local` (schemes in
 sequence, not in parallel: they would share the two cores and the measurements with them), one run
-of each scheme: one short run varies by a few percent, and the bars leave more room than that (the
-one-BDP campaign's runs in two CI suites: every scheme bar WebRTC and SCReAM at 86-97% of the link
-against the 70% bar). The simulated paths' bars judge the mean of SIMULATED_RUNS seeds, as
+of each scheme: one short run varies by a few percent, and the bars leave more room than that
+(every scheme bar WebRTC and SCReAM at 85-97% of the link against the 70% bar, in two suites of
+two runs and two of one). The simulated paths' bars judge the mean of SIMULATED_RUNS seeds, as
 Pantheon's report averages runs, or each seed on its own where the test says so.
 """
 from __future__ import annotations
