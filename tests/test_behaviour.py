@@ -12,7 +12,7 @@ for crates/cc's controllers on some paths, in the simulator (below).
   under 1% random loss, where Cubic's loss-driven window collapses.
 - Sprout (Winstein et al. NSDI 2013 §5): on the Verizon LTE trace, a p95 delay far below Cubic's.
 - Two flows of a scheme whose paper claims fairness share the link: Jain's index ≥ 0.9 over the
-  last half of each 30 s run.
+  last half of each 30 s run; and a Vivace flow joining another 10 s later converges to its share.
 
 Where they run. Every scheme's utilization is judged over the emulator, end to end (tunnel,
 transport, emulator, the scheme's own program), as Pantheon's report would show it. The other
@@ -221,17 +221,16 @@ flows), Cubic RFC 9438 §1 (RTT-fair among Cubic flows), Reno (AIMD, Chiu & Jain
 (fast convergence to the fair share)."""
 FAIR_JAIN = 0.9
 """At least a 2:1 split of the link between the two flows."""
-VIVACE_JAIN = 0.75
-"""At least about 4:1 for our Vivace, whose flows share less evenly than the paper's (issue 15 §5,
-open; docs/cc.md): its index over this test's runs was 0.903-0.999 in 5 emulated runs, 0.86-0.99 in
-5 more, 0.85 once in a full suite, and 0.799-1.000 over 20 simulated seeds (3 below 0.9; this
-test's 4 seeds: 0.909-1.000, the others' 0.947-1.000)."""
+VIVACE_JAIN = 0.8
+"""At least about 3:1 for our Vivace, whose flows share less evenly than the paper's (docs/cc.md):
+its index over this test's runs was 0.834-1.000 over 20 simulated seeds (one below 0.9; this test's
+4 seeds: 0.911-1.000, the others' 0.947-1.000)."""
 
 
-def jain_over_last_half(run_dir: Path, runtime_s: int) -> float:
-    """Jain's index of the flows' delivered bytes over the last half of the run."""
+def jain_from(run_dir: Path, from_s: float) -> float:
+    """Jain's index of the flows' delivered bytes from `from_s` seconds into the run to its end."""
     table = pq.read_table(run_dir / "records.parquet", columns=["flow", "direction", "size_bytes", "recv_us"])
-    late = pc.and_(pc.equal(table["direction"], "data"), pc.greater_equal(table["recv_us"], runtime_s * 500_000))
+    late = pc.and_(pc.equal(table["direction"], "data"), pc.greater_equal(table["recv_us"], int(from_s * 1e6)))
     table = table.filter(late)
     shares = [pc.sum(table.filter(pc.equal(table["flow"], flow))["size_bytes"]).as_py() or 0
               for flow in pc.unique(table["flow"]).to_pylist()]
@@ -243,6 +242,28 @@ def jain_over_last_half(run_dir: Path, runtime_s: int) -> float:
 def test_two_flows_of_a_fair_scheme_share_the_link(tmp_path: Path) -> None:
     names = ready(FAIR)
     simulated(tmp_path, names, *one_bdp_options(2 * BDP_BYTES), "--flows", "2", "--interval", "0", runtime_s=30)
-    index = {(name, k): jain_over_last_half(tmp_path / name / f"run{k}", 30)
+    index = {(name, k): jain_from(tmp_path / name / f"run{k}", 15)
              for name in names for k in range(1, SIMULATED_RUNS + 1)}
     assert all(j >= (VIVACE_JAIN if name == "pcc-vivace" else FAIR_JAIN) for (name, _), j in index.items()), index
+
+
+NEWCOMER_RUNS = 10
+"""Seeds of the newcomer check: its runs are 40 s, the split varies from seed to seed, and ten take
+a few seconds."""
+NEWCOMER_JAIN = 0.94
+"""Vivace §5 (fast convergence): a flow joining an established one reaches its share. Jain's index
+over the newcomer's last 20 s, mean of the seeds. The authors' PCC-Uspace sender, two flows over our
+emulator on this path: 0.926-0.999 (mean 0.980, 11 runs). Ours with their RTT-gradient filter
+(issue 15): 0.849-1.000 over 20 simulated seeds (mean 0.954; 0.960 over this test's 10); with the
+filter it replaced, 0.778-1.000 (mean 0.930; 0.929 over these 10), the newcomer's share
+random-walking."""
+
+
+@pytest.mark.timeout(300)
+def test_a_vivace_newcomer_converges_to_its_share(tmp_path: Path) -> None:
+    if not ready(["pcc-vivace"]):
+        pytest.skip("pcc-vivace is not ready")
+    campaign(tmp_path, ["pcc-vivace"], *one_bdp_options(), "--flows", "2", "--interval", "10", runtime_s=40,
+             runs=NEWCOMER_RUNS, engine=SIMULATOR)
+    index = [jain_from(tmp_path / "pcc-vivace" / f"run{k}", 20) for k in range(1, NEWCOMER_RUNS + 1)]
+    assert sum(index) / len(index) >= NEWCOMER_JAIN, index

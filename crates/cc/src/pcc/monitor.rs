@@ -192,9 +192,10 @@ impl<R> Interval<R> {
         (n * self.sum_t_rtt_s2 - self.sum_t_s * self.sum_rtt_s) / spread
     }
 
-    /// The standard error of `rtt_gradient`: how far the slope could be off given how far the
-    /// samples scatter around the fitted line; infinite with fewer than three samples.
-    pub fn rtt_gradient_stderr(&self) -> f64 {
+    /// How far its RTT samples scatter around the fitted line: the residuals' standard deviation
+    /// over the mean RTT, dimensionless like `rtt_gradient` (a slope below it moves the RTT over
+    /// one RTT by less than the samples scatter); infinite with fewer than three samples.
+    pub fn rtt_scatter(&self) -> f64 {
         let n = self.rtt_samples as f64;
         let s_tt = self.sum_tt_s2 - self.sum_t_s * self.sum_t_s / n;
         let s_yy = self.sum_rtt_rtt_s2 - self.sum_rtt_s * self.sum_rtt_s / n;
@@ -202,8 +203,8 @@ impl<R> Interval<R> {
             return f64::INFINITY;
         }
         let slope = self.rtt_gradient();
-        let residual_variance = ((s_yy - slope * slope * s_tt) / (n - 2.0)).max(0.0);
-        (residual_variance / s_tt).sqrt()
+        let residual_variance = ((s_yy - slope * slope * s_tt) / n).max(0.0);
+        residual_variance.sqrt() / (self.sum_rtt_s / n)
     }
 }
 
@@ -474,10 +475,12 @@ pub(crate) mod tests {
         // e − ē = ±0.5 ms that is −2.5·10⁻⁵/8.25·10⁻³ = −1/330, so the slope is 0.1 − 1/330.
         assert!((mi.rtt_gradient() - (0.1 - 1.0 / 330.0)).abs() < 1e-9, "{}", mi.rtt_gradient());
         assert!((mi.mean_rtt_us().unwrap() - (40_000.0 + 4_500.0 + 500.0)).abs() < 1e-6);
-        // Residual sum of squares: 10·(0.5 ms)² less what the tilt explains, (1/330)²·8.25·10⁻³,
-        // is 2.4242·10⁻⁶ s²; over n − 2 = 8 and S_tt = 8.25·10⁻³ s², the stderr is 1/165.
-        let stderr = mi.rtt_gradient_stderr();
-        assert!((stderr - 1.0 / 165.0).abs() < 1e-9, "{stderr}");
+        // Residual sum of squares: 10·(0.5 ms)² less what the tilt explains, (1/330)²·8.25·10⁻³ s²;
+        // its root mean over the 45 ms mean RTT is the scatter, 0.0109.
+        let residual_s2 = 10.0 * 0.0005f64.powi(2) - (1.0f64 / 330.0).powi(2) * 8.25e-3;
+        let scatter = mi.rtt_scatter();
+        assert!((scatter - (residual_s2 / 10.0).sqrt() / 0.045).abs() < 1e-9, "{scatter}");
+        assert!((scatter - 0.0109).abs() < 1e-4, "{scatter}");
     }
 
     #[test]
