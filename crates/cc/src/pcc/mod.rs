@@ -140,6 +140,12 @@ impl<C: RateControl> Pcc<C> {
         }
     }
 
+    /// The sender with MIs of at least `packets` packets (`Monitor::with_min_packets`).
+    fn with_min_interval_packets(mut self, packets: f64) -> Self {
+        self.monitor = self.monitor.with_min_packets(packets);
+        self
+    }
+
     /// r, the rate the rate control works around, bit/s.
     pub fn base_rate_bps(&self) -> f64 {
         self.base_bps

@@ -28,7 +28,8 @@
 //! low-rate MI measures a loss rate rather than one packet's fate: one random loss in 40 is
 //! 2.5%, below Allegro's 5% threshold. (With 10, one random loss in the first 1.2 Mbit/s MIs
 //! ended the starting state at once; over the emulator with 1% loss Allegro then took 20 s to
-//! climb to a 12 Mbit/s link and averaged 38% of it, against 90% with 40.) Before the first RTT
+//! climb to a 12 Mbit/s link and averaged 38% of it, against 90% with 40.) A controller may set
+//! its own least (`Monitor::with_min_packets`): Vivace's is its authors' 4. Before the first RTT
 //! sample, SRTT is taken as `INITIAL_RTT_US` = 100 ms.
 //!
 //! The sending rate `x` a utility uses is the MI's target (pacing) rate, not a count of its
@@ -217,6 +218,8 @@ pub struct Monitor<R> {
     len: usize,
     next_id: u64,
     mss_bytes: u64,
+    /// The fewest packets an MI lasts (`MIN_PACKETS_PER_INTERVAL` unless a controller sets it).
+    min_packets: f64,
     pub rng: SplitMix64,
 }
 
@@ -228,8 +231,15 @@ impl<R: Copy + Default> Monitor<R> {
             len: 0,
             next_id: 0,
             mss_bytes,
+            min_packets: MIN_PACKETS_PER_INTERVAL,
             rng: SplitMix64::new(seed),
         }
+    }
+
+    /// The monitor with MIs of at least `packets` packets instead of `MIN_PACKETS_PER_INTERVAL`.
+    pub fn with_min_packets(mut self, packets: f64) -> Self {
+        self.min_packets = packets;
+        self
     }
 
     /// The id the next `start` will give.
@@ -248,11 +258,11 @@ impl<R: Copy + Default> Monitor<R> {
     }
 
     /// The length of an MI at `rate_bps` given an RTT (`None` before the first sample): uniform
-    /// over `(min, max)` RTTs, and at least 40 packets' worth.
+    /// over `(min, max)` RTTs, and at least the least MI's packets' worth (40 by default).
     pub fn draw_length_us(&mut self, rate_bps: f64, rtt_us: Option<u64>, (min, max): (f64, f64)) -> u64 {
         let rtt_us = rtt_us.unwrap_or(INITIAL_RTT_US) as f64;
         let rtts = min + (max - min) * self.rng.unit();
-        let packets_us = MIN_PACKETS_PER_INTERVAL * (self.mss_bytes * 8) as f64 * 1e6 / rate_bps.max(1.0);
+        let packets_us = self.min_packets * (self.mss_bytes * 8) as f64 * 1e6 / rate_bps.max(1.0);
         (rtts * rtt_us).max(packets_us).ceil() as u64
     }
 

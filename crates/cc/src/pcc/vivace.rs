@@ -17,8 +17,8 @@
 //! - §4.2 rate control by gradient ascent, with the authors' rules (github.com/PCCproject/
 //!   PCC-Uspace, src/pcc/pcc_vivace_sender.cpp and pcc_sender.cpp, master at 30c2cfe, May
 //!   2021): a pair of MIs at r(1 ± ε), ε = 0.05, in random order, gives
-//!   γ = (u(r(1 + ε)) − u(r(1 − ε)))/(2εr) and the direction (with `vote=true` three pairs vote,
-//!   below); the rate then moves from the winning probe's rate by θ0·|γ|, and keeps moving
+//!   γ = (u(r(1 + ε)) − u(r(1 − ε)))/(2εr); three pairs vote on the direction (below); the rate
+//!   then moves from the winning probe's rate by θ0·|γ|, and keeps moving
 //!   one MI per step, each step's γ measured between its MI and the last step's, by
 //!   m(τ)·θ0·|γ| with m(τ) = ⌊(τ + 1)/2⌋^1.2 (τ the steps since the decision), as long as that
 //!   γ has the direction's sign; when it does not, the rate steps back by θ0·|γ| and probes
@@ -28,25 +28,29 @@
 //!   (send time, RTT) samples (`monitor.rs`); a slope below 0.01 in magnitude counts as 0, and so
 //!   does one no larger than the samples' scatter around it over their mean (the authors'
 //!   `DetermineToleranceGeneral`, deviation 2); a negative one earns no bonus (clamped at 0 in
-//!   the utility, as the authors' `CalculateUtilityProportional`); a counter-intuitive pair
-//!   (less loss, or a flatter RTT, at the higher rate) is run again and the direction is taken
-//!   from the mean of the two pairs' gradients (what counts as less: deviation 4).
-//! - `vote=true`, the authors' probing instead of §4.3's double check (pcc_sender.cpp,
-//!   `CanMakeDecision`, three pairs for Vivace's utility): each of three pairs votes for the rate
-//!   whose utility was higher; two votes up decide an increase, three down a decrease, anything
-//!   else probes again; γ is the agreeing pairs' |Δu| summed over three pairs, over 2εr, and the
-//!   step starts from the last agreeing pair's winner. Not the default, measured (docs/cc.md): on
-//!   12 Mbit/s, 20 ms, a 2-BDP buffer it filled the buffer in 3 of 5 emulated runs of two flows
-//!   (p95 one-way delay 100 ms against 33–52), and one flow took 2.3 s to hold 90% of the link
-//!   against 0.9 s, six MIs a decision instead of two.
-//! - MIs last one minimum RTT (the authors' `monitor_duration_ = min_rtt_`) and at least 40
-//!   packets (`monitor.rs`), pipelined as in Allegro §3.
+//!   the utility, as the authors' `CalculateUtilityProportional`).
+//! - The authors' probing (pcc_sender.cpp, `CanMakeDecision`, three pairs for Vivace's utility):
+//!   each of three pairs votes for the rate whose utility was higher; two votes up decide an
+//!   increase, three down a decrease, anything else probes again; γ is the agreeing pairs' |Δu|
+//!   summed over three pairs, over 2εr, and the step starts from the last agreeing pair's winner.
+//! - `vote=false`, §4.3's double check instead, the probing the paper describes: one pair, and
+//!   when it is counter-intuitive (less loss, or a flatter RTT, at the higher rate) a second,
+//!   the direction taken from the mean of the two pairs' gradients (what counts as less:
+//!   deviation 4).
+//! - MIs last one minimum RTT (the authors' `monitor_duration_ = min_rtt_`) and at least 4
+//!   packets (the RTT samples the authors' MI waits for, kMinReliableRtt; `mi_packets`, deviation
+//!   3), pipelined as in Allegro §3.
+//!
+//! Measured against the authors' sender over our emulator (docs/cc.md, "The newcomer"): with
+//! their probing and MIs, two flows share as theirs do (Jain's index 0.97–1.00) and fill the
+//! buffer more as theirs do; with `vote=false,mi_packets=40`, this crate's defaults before
+//! 2026-11-29, a newcomer's share random-walked.
 //!
 //! Constants: t = 0.9, b = 900, c = 11.35 (§3); ε = 0.05, θ0 = 1 Mbit/s per unit of utility
 //! gradient, ω0 = δ = 0.05, m's exponent 1.2, 0.5 Mbit/s least change (the authors'
 //! kProbingStepSize, kUtilityGradientToRateChangeFactor, kInitialMaxStepSize,
 //! kIncrementalStepSize, kRateChangeAmplifyExponent, kMinRateChange); RTT-gradient tolerance
-//! 0.01 (§4.3). `theta0` is configurable. Pantheon's `pcc-experimental` built PCC-Uspace's 2018
+//! 0.01 (§4.3). `theta0`, `vote` and `mi_packets` are configurable. Pantheon's `pcc-experimental` built PCC-Uspace's 2018
 //! master (src/pcc/pcc_sender.cpp), whose sender had the same states with a piecewise
 //! amplifier, δ = 0.06, MIs of 1.5 smoothed RTTs and a 2 Mbit/s floor; we follow the authors'
 //! current Vivace.
@@ -54,14 +58,15 @@
 //! Deviations and choices (docs/cc.md, "PCC Vivace", gives the older measurements):
 //! 1. Starting rate, x as the MI's target rate, utility −∞ for an MI with no resolved packet,
 //!    the 20 packets/s floor: as in `allegro.rs` (deviations 1–3 and 5 there), for the same
-//!    reasons. The authors probe with three pairs by vote (`vote=true`); by default we run one
-//!    and §4.3's check.
+//!    reasons.
 //! 2. The scatter is taken around the fitted line, as the authors' names for it say (a
 //!    regression error); their code's residuals come out around the mean (the line it subtracts
-//!    has the normalised slope), which agrees for their one-RTT MIs but would count a steady
-//!    trend as scatter over our longer low-rate MIs (deviation 3). Their test replaced ours (a slope
-//!    within two standard errors of 0), under which a newcomer's share random-walked (docs/cc.md).
-//! 3. MIs last at least 40 packets (`monitor.rs`), which the authors' do not.
+//!    has the normalised slope), which agrees for one-RTT MIs but would count a steady trend as
+//!    scatter over MIs of many RTTs (a slow flow's with `mi_packets=40`). Their test replaced
+//!    ours (a slope within two standard errors of 0), under which a newcomer's share
+//!    random-walked (docs/cc.md).
+//! 3. `mi_packets=40` gives the least MI `monitor.rs` gives Allegro, for measuring loss rates
+//!    at low rates; the authors' Vivace has no such floor.
 //! 4. The double check counts a lower loss rate at the higher rate as abnormal only beyond two
 //!    standard errors of the difference (pooled binomial). Under `vote=true`, a pair whose
 //!    gradient is 0 or not finite votes neither way.
@@ -109,6 +114,9 @@ fn filtered_rtt_gradient<R>(mi: &Interval<R>) -> f64 {
 const LOSS_DIFFERENCE_MIN_STDERRS: f64 = 2.0;
 /// §4.2: probes at r(1 ± ε).
 pub const EPSILON: f64 = 0.05;
+/// The fewest packets an MI lasts: the RTT samples the authors' MI needs before it may end
+/// (kMinReliableRtt, pcc_monitor_interval_queue.cpp).
+const AUTHORS_MI_PACKETS: u64 = 4;
 /// Pairs of probes a decision runs with `vote=true` (the authors' kNumIntervalGroupsInProbingPrimary).
 const VOTING_PAIRS: u8 = 3;
 /// Pairs whose order a double-checked decision draws: one runs, a second if it was abnormal.
@@ -144,11 +152,19 @@ pub struct VivaceConfig {
     pub theta0: f64,
     /// Decide by the authors' three-pair vote instead of one pair and §4.3's double check.
     pub vote: bool,
+    /// The fewest packets an MI lasts (deviation 3).
+    pub mi_packets: u64,
 }
 
 impl Default for VivaceConfig {
     fn default() -> Self {
-        VivaceConfig { mss_bytes: DEFAULT_MSS_BYTES, seed: 1, theta0: DEFAULT_THETA0, vote: false }
+        VivaceConfig {
+            mss_bytes: DEFAULT_MSS_BYTES,
+            seed: 1,
+            theta0: DEFAULT_THETA0,
+            vote: true,
+            mi_packets: AUTHORS_MI_PACKETS,
+        }
     }
 }
 
@@ -160,6 +176,7 @@ impl VivaceConfig {
             seed: p.u64_at_least("seed", 0, d.seed)?,
             theta0: p.positive_f64("theta0", d.theta0)?,
             vote: p.bool("vote", d.vote)?,
+            mi_packets: p.u64_at_least("mi_packets", 1, d.mi_packets)?,
         })
     }
 }
@@ -378,6 +395,7 @@ impl Vivace {
             vote: config.vote,
         };
         Pcc::with_control(control, config.mss_bytes, config.seed, true)
+            .with_min_interval_packets(config.mi_packets as f64)
     }
 
     pub fn state(&self) -> State {
@@ -636,6 +654,15 @@ mod tests {
         assert!(!abnormal(&probe(0, 0.02), &probe(0, 0.0)));
     }
 
+    /// §4.3's probing: one pair, a second when the first was abnormal.
+    const DOUBLE_CHECKED: VivaceConfig = VivaceConfig {
+        mss_bytes: DEFAULT_MSS_BYTES,
+        seed: 1,
+        theta0: DEFAULT_THETA0,
+        vote: false,
+        mi_packets: AUTHORS_MI_PACKETS,
+    };
+
     fn probing_at(rate_bps: f64) -> Vivace {
         probing_with(VivaceConfig::default(), rate_bps)
     }
@@ -673,8 +700,8 @@ mod tests {
         // At 40 Mbit/s on an idle 1 Gbit/s path (flat RTT, no loss) the pair measures
         // γ = (42^0.9 − 38^0.9)/(2·0.05·40) = 0.62238 per Mbit/s; θ0·γ = 0.622 < ω0·40 = 2, so
         // the rate moves from the winning probe's 42 Mbit/s by exactly θ0·γ, after one pair:
-        // nothing was abnormal.
-        let mut v = probing_at(40e6);
+        // nothing was abnormal (§4.3's double check, `vote=false`).
+        let mut v = probing_with(DOUBLE_CHECKED, 40e6);
         let gamma = (42f64.powf(0.9) - 38f64.powf(0.9)) / 4.0;
         let (rate_mbps, probes) = first_step(&mut v, bottleneck(1000.0));
         assert!((rate_mbps - (42.0 + DEFAULT_THETA0 * gamma)).abs() < 1e-6);
@@ -688,7 +715,7 @@ mod tests {
         // Mbit/s probe's: counter-intuitive, so a second pair runs (4 probes). It agrees, and
         // the mean gradient, ≈ (10.5^0.9 − 9.5^0.9 + 11.35·9.5·0.1)/1.0 = 11.6 per Mbit/s,
         // asks for θ0·11.6 Mbit/s: capped at ω0·r = 0.5, from the winning probe's 10.5.
-        let mut v = probing_at(10e6);
+        let mut v = probing_with(DOUBLE_CHECKED, 10e6);
         let (rate_mbps, probes) = first_step(&mut v, |rate_mbps| if rate_mbps < 10.0 { 0.1 } else { 0.0 });
         assert_eq!(probes, 4);
         assert!(close(rate_mbps, 11.0));
@@ -698,7 +725,7 @@ mod tests {
     /// probe lost, pair by pair, `upper_lost` packets and whose 9.5 Mbit/s probe lost none: the new
     /// base rate, Mbit/s, or None when they decided nothing and probing began again.
     fn decision_of(upper_lost: [u64; 3]) -> Option<f64> {
-        let mut v = probing_with(VivaceConfig { vote: true, ..VivaceConfig::default() }, 10e6);
+        let mut v = probing_at(10e6);
         let State::Probing { trials, .. } = v.state() else { unreachable!("probing_with probes") };
         assert_eq!(trials.pairs(), 3);
         let positions = [0, 1, 2, 3, 4, 5].map(Some);
