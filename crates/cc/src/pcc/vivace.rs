@@ -42,18 +42,19 @@
 //!   3), pipelined as in Allegro §3.
 //!
 //! Measured against the authors' sender over our emulator (docs/cc.md, "The newcomer"): with
-//! their probing and MIs, two flows share as theirs do (Jain's index 0.97–1.00) and fill the
-//! buffer more as theirs do; with `vote=false,mi_packets=40`, this crate's defaults before
+//! their filter, probing and MIs, a flow joining another reaches its share as theirs does
+//! (Jain's index 0.97–0.99 against 0.92–1.00), and two flows keep more of the buffer filled,
+//! though less than theirs; with `vote=false,mi_packets=40`, this crate's defaults before
 //! 2026-11-29, a newcomer's share random-walked.
 //!
 //! Constants: t = 0.9, b = 900, c = 11.35 (§3); ε = 0.05, θ0 = 1 Mbit/s per unit of utility
 //! gradient, ω0 = δ = 0.05, m's exponent 1.2, 0.5 Mbit/s least change (the authors'
 //! kProbingStepSize, kUtilityGradientToRateChangeFactor, kInitialMaxStepSize,
 //! kIncrementalStepSize, kRateChangeAmplifyExponent, kMinRateChange); RTT-gradient tolerance
-//! 0.01 (§4.3). `theta0`, `vote` and `mi_packets` are configurable. Pantheon's `pcc-experimental` built PCC-Uspace's 2018
-//! master (src/pcc/pcc_sender.cpp), whose sender had the same states with a piecewise
-//! amplifier, δ = 0.06, MIs of 1.5 smoothed RTTs and a 2 Mbit/s floor; we follow the authors'
-//! current Vivace.
+//! 0.01 (§4.3). `theta0`, `vote` and `mi_packets` are configurable. Pantheon's
+//! `pcc-experimental` built PCC-Uspace's 2018 master (src/pcc/pcc_sender.cpp), whose sender had
+//! the same states with a piecewise amplifier, δ = 0.06, MIs of 1.5 smoothed RTTs and a 2 Mbit/s
+//! floor; we follow the authors' current Vivace.
 //!
 //! Deviations and choices (docs/cc.md, "PCC Vivace", gives the older measurements):
 //! 1. Starting rate, x as the MI's target rate, utility −∞ for an MI with no resolved packet,
