@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from archive_server import ArchiveServer, archive_server, new_database, stop_group
+from pantheon.harness import leftovers
 from pantheon.observe import schedule
 from pantheon.observe.journal import Journal
 
@@ -191,13 +192,6 @@ def wait_for(condition, what: str, proc: subprocess.Popen | None = None) -> None
         time.sleep(0.1)
 
 
-def dead_harness_namespaces() -> list[str]:
-    """Namespaces `pantheon test local` names after its process id (harness/leftovers.py) whose process is gone."""
-    done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    names = [line.split()[0] for line in done.stdout.splitlines() if line.startswith(("pantheon-run-", "pantheon-check-"))]
-    return [name for name in names if not Path(f"/proc/{name.split('-')[2]}").exists()]
-
-
 @pytest.mark.slow
 def test_an_experiment_whose_worker_is_killed_runs_again_on_another_and_leaves_nothing_behind(
         tmp_path: Path, env: dict[str, str]) -> None:
@@ -227,4 +221,4 @@ def test_an_experiment_whose_worker_is_killed_runs_again_on_another_and_leaves_n
                 stop_group(proc)
     [done] = events(state, "done")
     assert done["ran_on"]["worker"] != events(state, "running")[0]["worker"] and done["attempts"] == 1
-    assert dead_harness_namespaces() == [], "the task, once done, removes the namespace of the harness killed with its worker"
+    assert leftovers.orphaned() == [], "the task, once done, removes the namespace of the harness killed with its worker"
