@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pantheon_format::tunnel_wire::{control, Control, TAG_RANGE};
 use siphasher::sip::SipHasher13;
 
-use crate::session::Role;
+use crate::role::Role;
 
 /// Bytes of the session key.
 pub const KEY_BYTES: usize = 32;

@@ -17,7 +17,7 @@ use std::net::Ipv4Addr;
 use pantheon_sys::namespace::Namespace;
 use pantheon_sys::tun::Tun;
 
-use crate::session::Role;
+use crate::role::Role;
 
 pub const SERVER_INNER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 100, 0, 1);
 pub const CLIENT_INNER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 100, 0, 2);

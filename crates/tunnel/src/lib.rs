@@ -42,6 +42,7 @@ pub mod log;
 pub mod probe;
 pub mod relay;
 pub mod replay;
+pub mod role;
 pub mod segment;
 pub mod session;
 pub mod virtio;

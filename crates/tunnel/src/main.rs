@@ -23,7 +23,8 @@ use pantheon_tunnel::auth::{direction_keys, read_key_file, ControlSender, Direct
 use pantheon_tunnel::endpoint::{inner_addresses, InnerEnd};
 use pantheon_tunnel::log::{ClockLog, Log};
 use pantheon_tunnel::relay::{DropCounts, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot, Prober, SOCKET};
-use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Role, Verdict, CONNECT_TIMEOUT_US};
+use pantheon_tunnel::role::Role;
+use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Verdict, CONNECT_TIMEOUT_US};
 
 const NAME: &str = "pantheon-tunnel";
 

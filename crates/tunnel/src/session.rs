@@ -25,6 +25,7 @@ use pantheon_format::tunnel_wire::{decapsulate, Control, Malformed, Message};
 
 use crate::auth::{ControlSender, DirectionKey};
 use crate::replay::{ReplayWindow, Replayed};
+use crate::role::Role;
 
 /// The client repeats its hello this often until the server answers.
 pub const HELLO_INTERVAL_US: u64 = 250_000;
@@ -72,12 +73,6 @@ pub enum Dropped {
     ForeignSource,
     /// A control message this role never receives (a hello at the client, a welcome at the server).
     WrongRole,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Server,
-    Client,
 }
 
 /// An endpoint's view of its peer.
