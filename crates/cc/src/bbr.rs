@@ -646,34 +646,41 @@ impl CongestionControl for Bbr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flow::datagram::PACKET_BYTES;
+    use crate::flow::Flow;
     use crate::testing::FixedPath;
 
-    /// Runs BBR on one packet per ms (12 Mbit/s) behind 40 ms (growing by `rtt_drift_us_per_s`
-    /// per second) and records each change of state
-    /// or ProbeBW phase with its time.
-    fn trace(rtt_drift_us_per_s: u64, until_us: u64) -> (Bbr, Vec<(u64, State, usize)>) {
+    /// The flow's datagram, which the flow builds BBR to count as its packet: the hand-made
+    /// events that continue a traced run are in the same packets.
+    const MSS: u64 = PACKET_BYTES;
+
+    /// Runs BBR, as the flow builds and drives it, on one 1464-byte datagram per ms (11.712
+    /// Mbit/s) behind 40 ms (growing by `rtt_drift_us_per_s` per second) and records each change
+    /// of state or ProbeBW phase with its time.
+    fn trace(rtt_drift_us_per_s: u64, until_us: u64) -> (Flow, Vec<(u64, State, usize)>) {
         trace_on(FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s }, until_us)
     }
 
-    fn trace_on(path: FixedPath, until_us: u64) -> (Bbr, Vec<(u64, State, usize)>) {
-        let mut bbr = Bbr::new(BbrConfig::default());
+    fn trace_on(path: FixedPath, until_us: u64) -> (Flow, Vec<(u64, State, usize)>) {
         let mut changes: Vec<(u64, State, usize)> = Vec::new();
-        path.run(&mut bbr, until_us, |a, b| {
+        let (flow, _) = path.run("bbr", until_us, |a, b: &Bbr| {
             let now = (b.state(), b.cycle_index);
             if changes.last().is_none_or(|&(_, s, i)| (s, i) != now) {
                 changes.push((a.now_us, now.0, now.1));
             }
         });
-        (bbr, changes)
+        (flow, changes)
     }
 
     #[test]
     fn startup_drain_probe_bw_with_the_eight_phase_cycle() {
-        let (bbr, changes) = trace(0, 5_000_000);
+        let (flow, changes) = trace(0, 5_000_000);
+        let bbr = flow.controller::<Bbr>().unwrap();
         let states: Vec<State> = changes.iter().map(|c| c.1).collect();
         assert_eq!(&states[..3], &[State::Startup, State::Drain, State::ProbeBw], "{changes:?}");
-        // BtlBw: the bottleneck's 12 Mbit/s; RTprop: the 40 ms base RTT plus at most one service.
-        assert!(bbr.btlbw_bps().abs_diff(12_000_000) <= 100_000, "{}", bbr.btlbw_bps());
+        // BtlBw: the bottleneck's 11.712 Mbit/s; RTprop: the 40 ms base RTT plus at most one
+        // service.
+        assert!(bbr.btlbw_bps().abs_diff(11_712_000) <= 100_000, "{}", bbr.btlbw_bps());
         assert!(bbr.rtprop_us().unwrap() <= 41_000);
         // ProbeBW steps through the phases in order; each lasts at least one RTprop, except
         // that the 3/4 phase may end as soon as in flight is down to one BDP.
@@ -750,13 +757,12 @@ mod tests {
     #[test]
     fn probe_rtt_at_a_short_rtt_keeps_btlbw() {
         // 5 ms RTT: ProbeRTT's 200 ms at 4 packets span ~40 rounds, four times the max filter's
-        // 10. Its samples (4 packets per 5 ms, 9.6 Mbit/s) are application-limited, so BtlBw
-        // stays at the link's 12 Mbit/s through it and after.
+        // 10. Its samples (4 packets per 5 ms, 9.4 Mbit/s) are application-limited, so BtlBw
+        // stays at the link's 11.712 Mbit/s through it and after.
         let path = FixedPath { service_us: 1000, base_rtt_us: 5_000, rtt_drift_us_per_s: 100 };
-        let mut bbr = Bbr::new(BbrConfig::default());
         let mut in_probe_rtt_s = 0.0;
         let mut lowest_bps = u64::MAX;
-        path.run(&mut bbr, 12_000_000, |a, b| {
+        path.run("bbr", 12_000_000, |a, b: &Bbr| {
             if b.state() == State::ProbeRtt {
                 in_probe_rtt_s = a.now_us as f64 / 1e6;
             }
@@ -765,14 +771,16 @@ mod tests {
             }
         });
         assert!(in_probe_rtt_s > 10.0, "ProbeRTT last seen at {in_probe_rtt_s} s");
-        assert!(lowest_bps.abs_diff(12_000_000) <= 200_000, "BtlBw fell to {lowest_bps} bit/s");
+        assert!(lowest_bps.abs_diff(11_712_000) <= 200_000, "BtlBw fell to {lowest_bps} bit/s");
     }
 
     #[test]
     fn a_policed_flow_paces_at_the_policed_rate_at_gain_1_for_48_rounds() {
-        // ProbeBW at 12 Mbit/s, 40 ms; then a policer: every other packet dropped, one
-        // acknowledgement every 2 ms, 6 Mbit/s delivered, a round trip every 20 acknowledgements.
-        let (mut bbr, _) = trace(0, 3_000_000);
+        // ProbeBW at 11.712 Mbit/s, 40 ms; then a policer: every other packet dropped, one
+        // acknowledgement every 2 ms, 5.856 Mbit/s delivered, a round trip every 20
+        // acknowledgements.
+        let (mut flow, _) = trace(0, 3_000_000);
+        let bbr = flow.controller_mut::<Bbr>().unwrap();
         assert_eq!(bbr.state(), State::ProbeBw);
         let start_us = 3_000_000;
         let mut delivered_bytes = 100_000_000;
@@ -780,11 +788,11 @@ mod tests {
         let mut probed_after_us = None;
         for i in 0..2_000u64 {
             let now_us = start_us + 2_000 * i;
-            bbr.on_loss(&crate::testing::loss(now_us, 2 * i, now_us - 40_000));
-            delivered_bytes += 1500;
-            let mut a = crate::testing::ack(now_us, 2 * i + 1, now_us - 40_000, 1500);
+            bbr.on_loss(&Lost { bytes: MSS, ..crate::testing::loss(now_us, 2 * i, now_us - 40_000) });
+            delivered_bytes += MSS;
+            let mut a = crate::testing::ack(now_us, 2 * i + 1, now_us - 40_000, MSS);
             a.delivered_bytes = delivered_bytes;
-            a.delivered_bytes_at_send = delivered_bytes - 20 * 1500;
+            a.delivered_bytes_at_send = delivered_bytes - 20 * MSS;
             a.delivered_time_at_send_us = now_us - 40_000;
             a.first_sent_time_at_send_us = now_us - 80_000;
             a.inflight_bytes = 30_000;
@@ -800,11 +808,11 @@ mod tests {
         let (first_us, _, bw_bps, _) = in_use[0];
         // Two intervals of 4 round trips each from the first loss.
         assert!((first_us - start_us).abs_diff(320_000) <= 40_000, "detected at {first_us}");
-        assert!(bw_bps.abs_diff(6_000_000) < 60_000, "{bw_bps}");
+        assert!(bw_bps.abs_diff(5_856_000) < 60_000, "{bw_bps}");
         // Paced at the policed rate, less Linux's 1% margin, with no 5/4 probes.
         for &(t_us, gain, _, pacing_rate_bps) in &in_use {
             assert_eq!(gain, 1.0, "at {t_us}");
-            assert!(pacing_rate_bps.abs_diff(5_940_000) < 60_000, "{pacing_rate_bps} at {t_us}");
+            assert!(pacing_rate_bps.abs_diff(5_797_440) < 60_000, "{pacing_rate_bps} at {t_us}");
         }
         // 48 round trips of 40 ms, then the path is probed afresh.
         let used_us = probed_after_us.expect("the estimate expired") - first_us;
@@ -813,47 +821,51 @@ mod tests {
 
     #[test]
     fn a_burst_of_acknowledgements_widens_the_window_by_its_excess() {
-        // Steady state on 12 Mbit/s, 40 ms: BtlBw 1.5 MB/s, cwnd 2·BDP (80 packets) + at most a
-        // packet's allowance + three 2-packet TSO bursts, rounded up to even: 88 packets.
-        let (mut bbr, _) = trace(0, 3_000_000);
+        // Steady state on 11.712 Mbit/s, 40 ms: BtlBw one packet per ms, cwnd 2·BDP (80 packets)
+        // + at most a packet's allowance + three 2-packet TSO bursts, rounded up to even: 88
+        // packets.
+        let (mut flow, _) = trace(0, 3_000_000);
+        let bbr = flow.controller_mut::<Bbr>().unwrap();
         let before_bytes = bbr.decision().cwnd_bytes.unwrap();
-        assert_eq!(before_bytes, 88 * 1500);
+        assert_eq!(before_bytes, 88 * MSS);
         let even_bytes = bbr.aggregation_allowance_bytes();
-        assert!(even_bytes <= 1500, "evenly spaced ACKs aggregate at most a packet: {even_bytes}");
+        assert!(even_bytes <= MSS, "evenly spaced ACKs aggregate at most a packet: {even_bytes}");
         // 20 packets acknowledged at one instant, 2 ms after the last: the first of them finds the
-        // epoch behind BtlBw (1 packet acknowledged where 2 ms predict 3 000 bytes) and starts a
-        // new one, in which all 20 arrive with no time elapsed: 30 000 bytes ahead.
+        // epoch behind BtlBw (1 packet acknowledged where 2 ms predict 2 packets) and starts a
+        // new one, in which all 20 arrive with no time elapsed: 20 packets ahead.
         let t_us = 3_002_000;
         for i in 0..20 {
-            let mut a = crate::testing::ack(t_us, 1_000_000 + i, t_us - 40_000, 1500);
-            a.delivered_bytes = 10_000_000 + 1500 * (i + 1);
+            let mut a = crate::testing::ack(t_us, 1_000_000 + i, t_us - 40_000, MSS);
+            a.delivered_bytes = 10_000_000 + MSS * (i + 1);
             a.delivered_bytes_at_send = 9_000_000;
             a.inflight_bytes = before_bytes;
             bbr.on_ack(&a);
         }
         let allowance_bytes = bbr.aggregation_allowance_bytes();
-        assert_eq!(allowance_bytes, 30_000);
+        assert_eq!(allowance_bytes, 20 * MSS);
         // The window grows to the larger target, one packet per acknowledgement: 2·BDP (80
         // packets) + the allowance's 20 + three 2-packet bursts = 106 packets.
-        assert_eq!(bbr.decision().cwnd_bytes.unwrap(), 106 * 1500);
+        assert_eq!(bbr.decision().cwnd_bytes.unwrap(), 106 * MSS);
     }
 
     #[test]
     fn recovery_lasts_until_the_losses_of_its_flight_are_repaired() {
-        // Steady state on 12 Mbit/s, 40 ms (cwnd 88 packets, above), then a packet sent at 2.96 s
+        // Steady state on 11.712 Mbit/s, 40 ms (cwnd 88 packets, above), then a packet sent at 2.96 s
         // is declared lost at 3.0 s: the window is cut to the flight plus one packet.
-        let (mut bbr, _) = trace(0, 3_000_000);
+        let (mut flow, _) = trace(0, 3_000_000);
+        let bbr = flow.controller_mut::<Bbr>().unwrap();
         let before_bytes = bbr.decision().cwnd_bytes.unwrap();
-        let lost = |now_us, sent_us| Lost { inflight_bytes: 40 * 1500, ..crate::testing::loss(now_us, 0, sent_us) };
+        let lost =
+            |now_us, sent_us| Lost { bytes: MSS, inflight_bytes: 40 * MSS, ..crate::testing::loss(now_us, 0, sent_us) };
         bbr.on_loss(&lost(3_000_000, 2_960_000));
-        assert_eq!(bbr.decision().cwnd_bytes.unwrap(), 41 * 1500);
+        assert_eq!(bbr.decision().cwnd_bytes.unwrap(), 41 * MSS);
         // Another packet of that flight is declared lost at 3.02 s (TCP retransmits it then), and
         // one sent after recovery began at 3.03 s (not this recovery's to repair).
         bbr.on_loss(&lost(3_020_000, 2_990_000));
         bbr.on_loss(&lost(3_030_000, 3_010_000));
         let ack = |now_us: u64, sent_us: u64| {
-            let mut a = crate::testing::ack(now_us, 10_000_000 + now_us, sent_us, 1500);
-            (a.delivered_bytes, a.delivered_bytes_at_send, a.inflight_bytes) = (50_000_000, 49_950_000, 40 * 1500);
+            let mut a = crate::testing::ack(now_us, 10_000_000 + now_us, sent_us, MSS);
+            (a.delivered_bytes, a.delivered_bytes_at_send, a.inflight_bytes) = (50_000_000, 49_950_000, 40 * MSS);
             a
         };
         // A packet sent at 3.01 s, after the first loss but before the second's repair: recovery

@@ -407,10 +407,9 @@ mod tests {
         // Copa out of competitive mode (deviation 2).
         for (delta, max_mean_packets) in [(0.5, 6.0), (0.1, 30.0)] {
             let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-            let mut c = Copa::new(CopaConfig { delta, ..CopaConfig::default() });
             let mut queued = Vec::new();
             let mut modes = Vec::new();
-            let acked = path.run(&mut c, 10_000_000, |a, c| {
+            let (_, acked) = path.run(&format!("copa:delta={delta}"), 10_000_000, |a, c: &Copa| {
                 if a.now_us > 2_000_000 {
                     queued.push((a.rtt_us - 40_000) as f64 / 1000.0);
                     modes.push(c.mode());

@@ -381,13 +381,13 @@ mod tests {
         // start ends at 40 + 31 = 71 segments, and the window then grows slowly (K = 0 from
         // W_max = 71, the Reno-friendly segment per round trip).
         let path = crate::testing::FixedPath { service_us: 1000, base_rtt_us: 60_000, rtt_drift_us_per_s: 0 };
-        let mut c = Cubic::new(CubicConfig::default());
-        path.run(&mut c, 1_000_000, |_, _| {});
+        let (flow, _) = path.run("cubic", 1_000_000, |_, _: &Cubic| {});
+        let c = flow.controller::<Cubic>().unwrap();
         assert!((c.ssthresh_packets - 71.0).abs() <= 2.0, "ssthresh {}", c.ssthresh_packets);
         assert!(c.cwnd_packets() < 90.0, "cwnd {}", c.cwnd_packets());
         // Without it, slow start goes on doubling into the buffer until a loss stops it.
-        let mut plain = Cubic::new(CubicConfig { hystart: false, ..CubicConfig::default() });
-        path.run(&mut plain, 1_000_000, |_, _| {});
+        let (flow, _) = path.run("cubic:hystart=false", 1_000_000, |_, _: &Cubic| {});
+        let plain = flow.controller::<Cubic>().unwrap();
         assert!(plain.cwnd_packets() > 500.0, "cwnd {}", plain.cwnd_packets());
     }
 }

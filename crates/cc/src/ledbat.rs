@@ -240,10 +240,9 @@ mod tests {
         // and one off_target of growth per RTT, dq/dt = 10·(100 − q)/(40 + q) ms per second: q
         // closes on TARGET = 100 ms with a time constant of about 14 s near it.
         let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-        let mut l = Ledbat::new(LedbatConfig::default());
         let mut late = Vec::new();
         let mut max_queue_us = 0;
-        path.run(&mut l, 60_000_000, |a, _| {
+        path.run("ledbat", 60_000_000, |a, _: &Ledbat| {
             max_queue_us = max_queue_us.max(a.rtt_us - 40_000);
             if a.now_us > 55_000_000 {
                 late.push(a.rtt_us - 40_000);

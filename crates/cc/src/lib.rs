@@ -21,8 +21,11 @@
 //! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
 //! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them
 //! (the simulator and the transport count IP datagram bytes, as the link model does); rates are
-//! bits per second (`*_bps`). `flow` alone also needs nanoseconds (pacing) and wraps both in a
-//! time type, `flow::Instant`.
+//! bits per second (`*_bps`; Mbit/s, `*_mbps`, only in a spec's parameters and inside a paper's
+//! formula written in Mbit/s, docs/architecture.md's rule). `flow` alone also needs nanoseconds
+//! (pacing) and wraps both in a time type, `flow::Instant`.
+
+use std::any::Any;
 
 pub mod bbr;
 pub mod copa;
@@ -144,7 +147,12 @@ pub struct Decision {
 
 /// One flow's congestion controller. The driver calls the `on_*` methods in time order with
 /// non-decreasing `now_us`, and reads `decision` after each call.
-pub trait CongestionControl {
+///
+/// What one algorithm keeps beyond its decisions (Indigo's per-decision records, a test's view of
+/// BBR's state machine) is not the trait's business, so that the trait names no algorithm: every
+/// controller is `Any`, and the place that needs one algorithm's own state asks the flow for its
+/// controller as that type (`flow::Flow::controller`).
+pub trait CongestionControl: Any {
     /// The registry name (`registry::KNOWN`).
     fn name(&self) -> &'static str;
     fn on_sent(&mut self, e: &Sent);
@@ -154,11 +162,6 @@ pub trait CongestionControl {
     /// never ask need not override this.
     fn on_timer(&mut self, _now_us: u64) {}
     fn decision(&self) -> Decision;
-    /// The per-decision records of a learned controller that keeps them (Indigo's `record=1`),
-    /// handed over and started afresh; `None` for a controller that keeps none.
-    fn take_records(&mut self) -> Option<indigo::Records> {
-        None
-    }
 }
 
 /// Bits per second of `bytes` delivered over `interval_us`.

@@ -34,8 +34,8 @@
 //!   sent is declared lost. This is what ends a stall when a whole window is lost. Its margin
 //!   over SRTT is at least 200 ms, as Linux's is, rather than RFC 6298 §2.4's floor of 1 s on
 //!   the whole RTO: the 1 s floor protects against spurious retransmission, and here a spurious
-//!   loss costs only one reduction. A floor on the whole RTO (200 ms, what this file did until
-//!   2026-11-28) leaves a margin of 4·RTTVAR once the RTT passes it, and a queue that grows
+//!   loss costs only one reduction. A floor of 200 ms on the whole RTO (docs/cc.md, "History")
+//!   leaves a margin of 4·RTTVAR once the RTT passes it, and a queue that grows
 //!   smoothly keeps RTTVAR near zero, so a host's hiccup of a millisecond or two could declare
 //!   the flight lost: cubic-user and reno-user halved their windows at every 200 ms of RTT on a
 //!   5-BDP buffer (12 Mbit/s, 30 ms, 450 kB, 2 runs of 30 s over the emulator: p95 one-way delay

@@ -1,19 +1,21 @@
 //! Test-only support for the unit tests of every algorithm:
 //!
 //! - `ack` and `loss`: the events the bookkeeping would hand a controller, built by hand;
-//! - `FixedPath`: an exact fixed path — a bottleneck serving one 1500-byte packet every
-//!   `service_us` from an infinite FIFO, behind a propagation RTT — driven by the real
-//!   `SentPackets` bookkeeping and the controller's decisions, in fake time. On an empty path a
-//!   packet's RTT is exactly `base_rtt_us`; each packet queued ahead adds `service_us`, so queue
-//!   lengths can be read off RTTs by hand. (The closed-loop tests in tests/ use the real link
-//!   model instead, tests/support/link_loop.rs.)
+//! - `FixedPath`: an exact fixed path — a bottleneck serving one datagram every `service_us`
+//!   from an infinite FIFO, behind a propagation RTT — over which the shipped send rule
+//!   (`flow::Flow`, as pantheon-udp and pantheon-sim drive it) runs a controller built as they
+//!   build it (1464-byte datagrams), in fake time. On an empty path a datagram's RTT is exactly
+//!   `base_rtt_us`; each one queued ahead adds `service_us`, so queue lengths can be read off
+//!   RTTs by hand. (The closed-loop tests in tests/ use the real link model instead,
+//!   tests/support/link_loop.rs.)
 //! - `percentile`: the one percentile definition of the Rust tests, the same file the
 //!   integration tests use (tests/support/percentile.rs);
 //! - `buildable`: a spec that builds for each registered name (tests/support/known_specs.rs).
 
 use std::collections::VecDeque;
 
-use crate::{Acked, CongestionControl, Lost, SentPackets};
+use crate::flow::{controller, Flow, Instant, Verdict};
+use crate::{Acked, CongestionControl, Lost};
 
 #[path = "../tests/support/percentile.rs"]
 mod percentile;
@@ -60,55 +62,55 @@ pub(crate) struct FixedPath {
 }
 
 impl FixedPath {
-    /// Runs `cc` until `until_us`, calling `observe` after each acknowledgement has been given
-    /// to the controller. Returns the number of packets acknowledged.
-    pub fn run<C: CongestionControl>(&self, cc: &mut C, until_us: u64, mut observe: impl FnMut(&Acked, &C)) -> u64 {
-        let mut book = SentPackets::new();
-        // (ack time, seq, departure from the bottleneck = the peer's receive time)
+    /// Runs the controller `spec` names, an algorithm of type `C`, until `until_us`, calling
+    /// `observe` after each acknowledgement has been given to it. Returns the flow (its
+    /// controller's state after the run: `Flow::controller`) and the datagrams acknowledged.
+    ///
+    /// The driver does what the simulator's sender does at each wake-up: acknowledgements, then
+    /// loss detection, then timers, then every send the rule allows; it wakes at the earliest of
+    /// the next acknowledgement and the flow's `deadline`, to the nanosecond (no host latency)
+    /// and at least a microsecond after the last wake-up, as the simulator's sender does.
+    pub fn run<C: CongestionControl>(
+        &self,
+        spec: &str,
+        until_us: u64,
+        mut observe: impl FnMut(&Acked, &C),
+    ) -> (Flow, u64) {
+        let mut flow = Flow::new(controller::build(spec).expect("a valid spec"));
+        assert!(flow.controller::<C>().is_some(), "{spec} is not the algorithm the test observes");
+        // (ack time, seq, departure from the bottleneck = the peer's receive time), µs
         let mut acks: VecDeque<(u64, u64, u64)> = VecDeque::new();
         let mut last_departure_us = 0;
-        let mut next_send_us = 0;
-        let mut now_us = 0;
+        let mut now = Instant::ZERO;
         let mut acked = 0;
         loop {
-            loop {
-                let d = cc.decision();
-                let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
-                if !window_open || now_us < next_send_us {
-                    break;
-                }
-                let sent = book.on_sent(now_us, MSS);
-                cc.on_sent(&sent);
-                let departure_us = now_us.max(last_departure_us) + self.service_us;
-                last_departure_us = departure_us;
-                let rtt_us = self.base_rtt_us + self.rtt_drift_us_per_s * now_us / 1_000_000;
-                acks.push_back((departure_us + rtt_us - self.service_us, sent.seq, departure_us));
-                if let Some(rate) = d.pacing_rate_bps {
-                    next_send_us = now_us + MSS * 8 * 1_000_000 / rate.max(1);
-                }
-            }
-            let d = cc.decision();
-            let window_open = d.cwnd_bytes.is_none_or(|cwnd_bytes| book.inflight_bytes() + MSS <= cwnd_bytes);
-            let candidates = [
-                acks.front().map(|a| a.0),
-                (window_open && next_send_us > now_us).then_some(next_send_us),
-                d.wake_at_us,
-            ];
-            let Some(next_us) = candidates.into_iter().flatten().min() else { return acked };
-            if next_us > until_us {
-                return acked;
-            }
-            now_us = next_us.max(now_us);
-            while acks.front().is_some_and(|a| a.0 <= now_us) {
+            while acks.front().is_some_and(|a| a.0 <= now.as_us()) {
                 let (_, seq, peer_recv_us) = acks.pop_front().expect("checked");
-                if let Some(a) = book.on_ack(now_us, seq, peer_recv_us) {
-                    cc.on_ack(&a);
+                if let Some(a) = flow.on_ack(now, seq, peer_recv_us) {
                     acked += 1;
-                    observe(&a, cc);
+                    observe(&a, flow.controller().expect("checked"));
                 }
+                flow.detect_losses(now);
             }
-            if d.wake_at_us.is_some_and(|w| w <= now_us) {
-                cc.on_timer(now_us);
+            flow.run_timers(now);
+            let send_at = loop {
+                match flow.next_send(now) {
+                    Verdict::Send(permit) => {
+                        let sent = flow.on_sent(now, permit);
+                        let departure_us = sent.now_us.max(last_departure_us) + self.service_us;
+                        last_departure_us = departure_us;
+                        let rtt_us = self.base_rtt_us + self.rtt_drift_us_per_s * sent.now_us / 1_000_000;
+                        acks.push_back((departure_us + rtt_us - self.service_us, sent.seq, departure_us));
+                    }
+                    Verdict::At(due) => break Some(due),
+                    Verdict::Closed => break None,
+                }
+            };
+            let next =
+                [flow.deadline(now, send_at), acks.front().map(|a| Instant::from_us(a.0))].into_iter().flatten().min();
+            match next {
+                Some(next) if next.as_us() <= until_us => now = next.max(Instant::from_us(now.as_us() + 1)),
+                _ => return (flow, acked),
             }
         }
     }

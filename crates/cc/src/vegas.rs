@@ -326,9 +326,8 @@ mod tests {
     #[test]
     fn holds_alpha_to_beta_packets_queued_on_a_fixed_link() {
         let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-        let mut v = Vegas::new(VegasConfig::default());
         let mut queued = Vec::new();
-        path.run(&mut v, 5_000_000, |a, _| {
+        path.run("vegas", 5_000_000, |a, _: &Vegas| {
             if a.now_us > 3_000_000 {
                 // Each packet ahead in the queue adds one service time to the RTT.
                 queued.push((a.rtt_us - 40_000) / 1000);

@@ -1,23 +1,23 @@
-//! Closed-loop checks: each controller, fed by the shared `SentPackets` bookkeeping, runs one
-//! full-throttle flow over the link model (`pantheon-link`: propagation delay, DropTail queue,
-//! constant-rate 1500-byte delivery opportunities) in fake time, with acknowledgements returning
-//! over a pure delay. The numbers checked are what a researcher would look at in Pantheon's
+//! Closed-loop checks: each controller, built and driven as pantheon-udp and pantheon-sim build and
+//! drive it (`pantheon_cc::flow`), runs one full-throttle flow over the link model
+//! (`pantheon-link`: propagation delay, DropTail queue, constant-rate 1500-byte delivery
+//! opportunities, one datagram each) in fake time, with acknowledgements returning over a pure
+//! delay. The numbers checked are what a researcher would look at in Pantheon's
 //! report: utilization of the bottleneck and the queueing delay packets met there.
 //!
 //! The loop is `support::link_loop`: one flow, no cross traffic.
 
 mod support;
 
-use pantheon_cc::build;
+use pantheon_cc::flow::{controller, Flow};
 use pantheon_link::{Delivery, PathConfig, PolicerConfig, QueueLimit};
-use support::link_loop::{self, Seen};
+use support::link_loop::{self, Seen, DATA_PATH_BYTES};
 use support::percentile::percentile;
-
-const PACKET_BYTES: u64 = 1500;
 
 #[derive(Debug)]
 struct Outcome {
-    /// Bytes that left the bottleneck after the warm-up, over what it could have sent.
+    /// Bytes that left the bottleneck after the warm-up (as the path carries them, tunnel
+    /// included), over what it could have sent.
     utilization: f64,
     /// Time from entering the bottleneck queue to leaving the link, ms.
     mean_queue_ms: f64,
@@ -45,7 +45,7 @@ const BASE: Scenario =
     Scenario { rate_mbps: 12.0, one_way_delay_ms: 20, queue_packets: 100, duration_s: 30, warmup_s: 5, policer: None };
 
 fn run(spec: &str, s: &Scenario) -> Outcome {
-    let mut cc = build(spec).unwrap();
+    let mut flow = Flow::new(controller::build(spec).unwrap());
     let delay_us = s.one_way_delay_ms * 1000;
     let forward = PathConfig {
         delay_us,
@@ -63,15 +63,15 @@ fn run(spec: &str, s: &Scenario) -> Outcome {
     // event's time.
     let mut last_us = 0;
     let mut queue_us: Vec<u64> = Vec::new();
-    link_loop::run(cc.as_mut(), &forward, 1, delay_us, PACKET_BYTES, end_us, &mut |seen| match seen {
-        Seen::Departure { t_us, size_bytes, queued_at_us } => {
+    link_loop::run(&mut flow, &forward, 1, delay_us, end_us, &mut |seen| match seen {
+        Seen::Departure { t_us, queued_at_us } => {
             last_us = t_us;
             if t_us >= warmup_us && t_us <= end_us {
-                delivered_bytes += u64::from(size_bytes);
+                delivered_bytes += u64::from(DATA_PATH_BYTES);
                 queue_us.push(t_us - queued_at_us);
             }
         }
-        Seen::Sent { t_us, .. } => {
+        Seen::Sent { t_us } => {
             last_us = t_us;
             sent_after_warmup += u64::from(t_us >= warmup_us && t_us <= end_us);
         }

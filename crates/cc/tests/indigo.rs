@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use indigo_weights::{indigo_tensors, indigo_weights, safetensors_bytes, Tensor};
+use pantheon_cc::flow::controller;
 use pantheon_cc::indigo::{
     apply_action, expert_action, Indigo, IndigoConfig, Lstm, Policy, Records, Weights, ACTIONS, INPUTS,
 };
@@ -85,8 +86,11 @@ fn indigo(policy: Policy, oracle_cwnd_packets: Option<f64>, seed: u64, record: b
     Indigo::new(config, Weights::load(&fixture("lstm32.safetensors")).unwrap())
 }
 
-/// `cc` for 20 s over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a 200-packet DropTail queue.
-fn over_a_path(cc: &mut Indigo) {
+/// Indigo with the test network and `params`, built and driven as the simulator builds and drives
+/// it, for 20 s over 12 Mbit/s, 20 ms each way (a 40-packet BDP), a 200-packet DropTail queue.
+fn over_a_path(params: &str) -> pantheon_cc::flow::Flow {
+    let spec = format!("indigo:weights={},{params}", fixture("lstm32.safetensors").display());
+    let mut flow = pantheon_cc::flow::Flow::new(controller::build(&spec).unwrap());
     let forward = PathConfig {
         delay_us: 20_000,
         loss_probability: 0.0,
@@ -95,15 +99,15 @@ fn over_a_path(cc: &mut Indigo) {
         policer: None,
         timing: Default::default(),
     };
-    link_loop::run(cc, &forward, 1, 20_000, 1500, 20_000_000, &mut |_| {});
+    link_loop::run(&mut flow, &forward, 1, 20_000, 20_000_000, &mut |_| {});
+    flow
 }
 
 #[test]
 fn the_expert_policy_drives_the_window_to_the_oracle_and_holds_it_within_one_action() {
     for oracle in [7.0, 37.0, 250.0] {
-        let mut cc = indigo(Policy::Expert, Some(oracle), 1, true);
-        over_a_path(&mut cc);
-        let records = cc.take_records().unwrap();
+        let mut flow = over_a_path(&format!("policy=expert,oracle_cwnd_packets={oracle},record=1"));
+        let records = flow.controller_mut::<Indigo>().unwrap().take_records().unwrap();
         assert!(records.len() > 400, "oracle {oracle}: {} decisions", records.len());
         // 10 → 20 → 40 → 80 → 160 → 320 and −10 a step down to 250: within 15 decisions.
         let settled = &records.cwnd_packets[15..];

@@ -12,11 +12,10 @@
 
 mod support;
 
-use pantheon_cc::build;
+use pantheon_cc::flow::{controller, Flow};
 use pantheon_link::{Delivery, PathConfig, QueueLimit};
-use support::link_loop::{self, Seen};
+use support::link_loop::{self, Seen, DATA_PATH_BYTES};
 
-const PACKET_BYTES: u64 = 1500;
 const RATE_MBPS: f64 = 12.0;
 const ONE_WAY_DELAY_US: u64 = 20_000;
 const BIN_US: u64 = 100_000;
@@ -24,7 +23,7 @@ const BIN_US: u64 = 100_000;
 /// The start of the first 100 ms bin from which five in a row each carry at least 90% of the
 /// link, µs; `None` within `duration_us`.
 fn time_to_ninety_percent_us(spec: &str, seed: u64, duration_us: u64) -> Option<u64> {
-    let mut cc = build(spec).unwrap();
+    let mut flow = Flow::new(controller::build(spec).unwrap());
     let forward = PathConfig {
         delay_us: ONE_WAY_DELAY_US,
         loss_probability: 0.0,
@@ -34,10 +33,10 @@ fn time_to_ninety_percent_us(spec: &str, seed: u64, duration_us: u64) -> Option<
         timing: Default::default(),
     };
     let mut bins = vec![0u64; (duration_us / BIN_US) as usize];
-    link_loop::run(cc.as_mut(), &forward, seed, ONE_WAY_DELAY_US, PACKET_BYTES, duration_us, &mut |seen| {
-        if let Seen::Departure { t_us, size_bytes, .. } = seen {
+    link_loop::run(&mut flow, &forward, seed, ONE_WAY_DELAY_US, duration_us, &mut |seen| {
+        if let Seen::Departure { t_us, .. } = seen {
             if let Some(bin) = bins.get_mut((t_us / BIN_US) as usize) {
-                *bin += u64::from(size_bytes);
+                *bin += u64::from(DATA_PATH_BYTES);
             }
         }
     });

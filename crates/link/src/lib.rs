@@ -1,7 +1,9 @@
 //! Pantheon's link model, sans-IO: the emulator (`pantheon-emu`, real time) and the simulator
 //! (virtual time) drive the same code, so their links cannot disagree by construction.
 //!
-//! Times are microseconds on the driver's clock (`t_us`), sizes are IP datagram bytes. Nothing
+//! Times are microseconds on the driver's clock (`t_us`), sizes are IP datagram bytes; rates are
+//! configuration, in Mbit/s as the command line gives them (`rate_mbps`, docs/architecture.md's
+//! rule), turned into opportunity times once, when a schedule or the policer is built. Nothing
 //! here reads a clock, touches a socket or allocates per packet beyond queue growth.
 
 pub mod bounds;

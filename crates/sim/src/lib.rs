@@ -1,5 +1,5 @@
-//! `pantheon-sim`: Pantheon's discrete-event simulator (DESIGN.md: the virtual-time driver of the
-//! two sans-IO cores). It runs the harness's experiment — flows of crates/cc controllers through
+//! `pantheon-sim`: Pantheon's discrete-event simulator (docs/architecture.md: the virtual-time
+//! driver of the two sans-IO cores). It runs the harness's experiment — flows of crates/cc controllers through
 //! the instrumented tunnel over one emulated bottleneck (docs/harness.md) — with the emulator's
 //! link model (`pantheon_link::Path`, configured by the emulator's own option code,
 //! `pantheon_cli::path_options`) and pantheon-udp's send rule (`pantheon_cc::flow`, the one both

@@ -47,6 +47,7 @@ use std::collections::VecDeque;
 
 use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
+use pantheon_cc::indigo::Indigo;
 use pantheon_cc::CongestionControl;
 use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::stalls::Stalls;
@@ -272,7 +273,8 @@ impl<O: Observer> Simulation<O> {
             self.poll_downlink(last_us);
         }
         for (i, flow) in self.flows.iter_mut().enumerate() {
-            if let Some(records) = flow.sender.take_records() {
+            // Indigo alone keeps per-decision records (`record=1`), for its trainer.
+            if let Some(records) = flow.sender.controller_mut::<Indigo>().and_then(Indigo::take_records) {
                 self.observer.decisions(i, &records);
             }
         }

@@ -1,10 +1,10 @@
 //! The command line's contract (docs/sim.md): determinism, the emulator's messages for bad path
 //! options, the registry's for bad controller specs, and the files' formats.
 
-mod common;
+mod support;
 
-use common::{body, run_ok, sim, Scratch};
 use pantheon_cli::path_options::PathArgs;
+use support::{body, run_ok, sim, Scratch};
 
 const PATH: &[&str] = &["--delay", "20", "--uplink-queue-bytes", "60000", "--runtime-s", "5"];
 

@@ -2,15 +2,15 @@
 //! utilization, queueing delay, flow start times, sharing, and that the metrics are those of the
 //! logs the run wrote (as `pantheon analyze` would compute them) and those of `batch`.
 
-mod common;
+mod support;
 
 use std::io::Cursor;
 
-use common::{run_ok, tunnel_log, Scratch};
 use pantheon_sim::batch;
 use pantheon_sim::metrics::{FlowMetrics, FlowTally};
 use pantheon_sim::outcome;
 use pantheon_sim::scenario::{FlowPlan, Scenario};
+use support::{run_ok, tunnel_log, Scratch};
 
 const RUN_US: u64 = 30_000_000;
 

@@ -29,6 +29,8 @@ pub mod pacer;
 
 pub use instant::Instant;
 
+use std::any::Any;
+
 use self::datagram::PACKET_BYTES;
 use self::pacer::Pacer;
 use crate::{Acked, CongestionControl, Decision, Sent, SentPackets};
@@ -105,9 +107,18 @@ impl Flow {
         self.cc.decision()
     }
 
-    /// The controller's per-decision records (`CongestionControl::take_records`).
-    pub fn take_records(&mut self) -> Option<crate::indigo::Records> {
-        self.cc.take_records()
+    /// The controller as the algorithm `C`, or `None` if it is another: for what one algorithm
+    /// keeps beyond its decision (Indigo's per-decision records, a test's view of BBR's state),
+    /// which the general `CongestionControl` does not name. Events reach it through the flow alone.
+    pub fn controller<C: CongestionControl>(&self) -> Option<&C> {
+        let any: &dyn Any = self.cc.as_ref();
+        any.downcast_ref()
+    }
+
+    /// The controller as the algorithm `C`, to take what it keeps (`controller` says why).
+    pub fn controller_mut<C: CongestionControl>(&mut self) -> Option<&mut C> {
+        let any: &mut dyn Any = self.cc.as_mut();
+        any.downcast_mut()
     }
 
     /// The sequence number the next datagram carries (datagrams are numbered from 0).

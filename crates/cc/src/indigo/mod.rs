@@ -102,7 +102,7 @@ pub struct IndigoConfig {
     pub oracle_cwnd_packets: Option<f64>,
     /// Seed of `Policy::Random`'s generator.
     pub seed: u64,
-    /// Keep one record per decision (`CongestionControl::take_records`).
+    /// Keep one record per decision (`Indigo::take_records`).
     pub record: bool,
 }
 
@@ -254,6 +254,13 @@ impl Indigo {
         self.records.as_ref()
     }
 
+    /// The records kept since the last call, handed over and started afresh (`record=1`); `None`
+    /// when the config keeps none.
+    pub fn take_records(&mut self) -> Option<Records> {
+        let with_expert = self.config.oracle_cwnd_packets.is_some();
+        self.records.as_mut().map(|kept| std::mem::replace(kept, Records::new(with_expert)))
+    }
+
     fn decide(&mut self) {
         self.last_input = self.features.take_input(self.cwnd_packets, self.prev_action);
         let chosen = self.net.step(&self.last_input);
@@ -295,11 +302,6 @@ impl CongestionControl for Indigo {
 
     fn on_loss(&mut self, e: &Lost) {
         self.features.on_loss(e.seq);
-    }
-
-    fn take_records(&mut self) -> Option<Records> {
-        let with_expert = self.config.oracle_cwnd_packets.is_some();
-        self.records.as_mut().map(|kept| std::mem::replace(kept, Records::new(with_expert)))
     }
 
     fn decision(&self) -> Decision {

@@ -202,7 +202,7 @@ impl<C: RateControl> Pcc<C> {
     }
 }
 
-impl<C: RateControl> CongestionControl for Pcc<C> {
+impl<C: RateControl + 'static> CongestionControl for Pcc<C> {
     fn name(&self) -> &'static str {
         C::NAME
     }

@@ -44,8 +44,8 @@
 //! Measured against the authors' sender over our emulator (docs/cc.md, "The newcomer"): with
 //! their filter, probing and MIs, a flow joining another reaches its share as theirs does
 //! (Jain's index 0.97–0.99 against 0.92–1.00), and two flows keep more of the buffer filled,
-//! though less than theirs; with `vote=false,mi_packets=40`, this crate's defaults before
-//! 2026-11-29, a newcomer's share random-walked.
+//! though less than theirs; with `vote=false,mi_packets=40` a newcomer's share random-walked
+//! (docs/cc.md, "History", says when those were the defaults).
 //!
 //! Constants: t = 0.9, b = 900, c = 11.35 (§3); ε = 0.05, θ0 = 1 Mbit/s per unit of utility
 //! gradient, ω0 = δ = 0.05, m's exponent 1.2, 0.5 Mbit/s least change (the authors'

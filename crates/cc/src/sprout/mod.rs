@@ -394,10 +394,9 @@ mod tests {
         // per 100 ms) exceeds the 40-packet BDP, so the link stays busy and the queue holds
         // roughly 83 − 40 packets, well under the 100 ms target.
         let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-        let mut s = sprout();
         let mut queue_ms = Vec::new();
         let mut acked_after_warmup = 0;
-        path.run(&mut s, 10_000_000, |a, _| {
+        path.run("sprout", 10_000_000, |a, _: &Sprout| {
             if a.now_us > 2_000_000 {
                 queue_ms.push((a.rtt_us - 40_000) as f64 / 1000.0);
                 acked_after_warmup += 1;
@@ -414,9 +413,8 @@ mod tests {
         // 1000 packets/s, 300 ms RTT (a 300-packet BDP): the window never exceeds ~100 ms of
         // forecast deliveries, so throughput is at most about a third of the link.
         let path = FixedPath { service_us: 1000, base_rtt_us: 300_000, rtt_drift_us_per_s: 0 };
-        let mut s = sprout();
         let mut acked_after_warmup = 0;
-        path.run(&mut s, 12_000_000, |a, _| {
+        path.run("sprout", 12_000_000, |a, _: &Sprout| {
             if a.now_us > 2_000_000 {
                 acked_after_warmup += 1;
             }

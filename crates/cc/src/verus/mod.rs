@@ -457,11 +457,10 @@ mod tests {
 
     /// Median RTT (ms) and utilization of the last 10 s of 20 on a 1000 packets/s link behind
     /// 40 ms with an infinite buffer.
-    fn fixed_link(config: VerusConfig) -> (f64, f64) {
+    fn fixed_link(spec: &str) -> (f64, f64) {
         let path = FixedPath { service_us: 1000, base_rtt_us: 40_000, rtt_drift_us_per_s: 0 };
-        let mut v = Verus::new(config);
         let mut rtts_ms = Vec::new();
-        path.run(&mut v, 20_000_000, |a, _| {
+        path.run(spec, 20_000_000, |a, _: &Verus| {
             if a.now_us > 10_000_000 {
                 rtts_ms.push(a.rtt_us as f64 / 1000.0);
             }
@@ -474,9 +473,9 @@ mod tests {
     fn r_sets_the_delay_it_holds_on_a_fixed_link() {
         // Slow start ends at 500 ms of delay, then the epochs keep D_max/D_min below R: the
         // authors' R = 6 lets the queue build to several base RTTs, R = 2 to about one.
-        let (median_ms, utilization) = fixed_link(VerusConfig::default());
+        let (median_ms, utilization) = fixed_link("verus");
         eprintln!("r=6: median RTT {median_ms} ms, utilization {utilization}");
-        let (median_r2_ms, utilization_r2) = fixed_link(VerusConfig { r: 2.0, ..VerusConfig::default() });
+        let (median_r2_ms, utilization_r2) = fixed_link("verus:r=2");
         eprintln!("r=2: median RTT {median_r2_ms} ms, utilization {utilization_r2}");
         assert!(utilization > 0.9 && utilization_r2 > 0.9, "utilization {utilization}, {utilization_r2}");
         assert!(median_r2_ms > 45.0 && median_r2_ms < 100.0, "r=2: median RTT {median_r2_ms} ms");
