@@ -35,11 +35,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-
-from pantheon.analysis.analyze import analyze  # noqa: E402
-from pantheon.analysis.logs import read_text_log  # noqa: E402
-from pantheon.analysis.metrics import run_metrics  # noqa: E402
+import support  # noqa: F401 - puts python/ on sys.path
+from pantheon.analysis.analyze import analyze
+from pantheon.analysis.logs import read_text_log
+from pantheon.analysis.metrics import run_metrics
 
 PACKET_BYTES = 1464
 OPPORTUNITY_BYTES = 1500

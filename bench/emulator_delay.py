@@ -2,8 +2,8 @@
 """How exactly pantheon-emu's --delay holds: the per-packet error of a 20 ms delay, in microseconds.
 
 What is measured
-    RUNS runs of the delay measurements of tests/test_emulator_fidelity.py and tests/test_tunnel.py,
-    each packet's |error| from 20 ms seen from three places:
+    RUNS runs of the delay measurements tests/test_emulator_fidelity.py and tests/test_tunnel.py
+    assert on (bench/support.py), each packet's |error| from 20 ms seen from three places:
       log       1500 stamped 100-byte datagrams 2 ms apart over an unlimited uplink with --delay 20:
                 the emulator's own log, write time - entry time - 20 ms (what the link model did)
       receiver  the same datagrams end to end: the receiver's kernel receive time - the sender's
@@ -28,13 +28,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "python"), str(REPO / "tests")]
-
-from pantheon.analysis.metrics import nearest_rank  # noqa: E402
-from pantheon.netns import private_netns  # noqa: E402
-from test_emulator_fidelity import measure_delay_errors  # noqa: E402
-from test_tunnel import tunnel_delay_errors_us  # noqa: E402
+import support
+from pantheon.analysis.metrics import nearest_rank
+from pantheon.netns import private_netns
+from support.emulator import measure_delay_errors
+from support.tunnel import tunnel_delay_errors_us
 
 TARGETS_US = {"log": (20, 200), "receiver": (20, 200), "tunnel": (50, 500)}
 """Vantage -> (median, p99) |error| targets in us."""
@@ -44,7 +42,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="measurement runs (default 5)")
     args = parser.parse_args()
-    emu, tunnel = REPO / "target" / "release" / "pantheon-emu", REPO / "target" / "release" / "pantheon-tunnel"
+    emu, tunnel = support.BIN / "pantheon-emu", support.BIN / "pantheon-tunnel"
     if os.geteuid() != 0 or not emu.exists() or not tunnel.exists():
         print("run as root after ./setup.sh --no-run (needs network namespaces and target/release's binaries)",
               file=sys.stderr)

@@ -50,17 +50,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "python"), str(REPO / "tests")]
+import support
+from pantheon.harness.tunnel import write_session_key
+from pantheon.netns import private_netns
+from support import BIN, REPO
+from support.datadir import data_dir, write_run
+from support.disk import in_tmpfs
+from support.emulator import TRAFFIC
+from support.supervised import start
 
-from pantheon.harness.tunnel import write_session_key  # noqa: E402
-from pantheon.netns import private_netns  # noqa: E402
-from supervision import start  # noqa: E402
-from test_analysis_hardening import data_dir, write_run  # noqa: E402
-from test_disk import in_tmpfs  # noqa: E402
-
-PANTHEON = str(REPO / ".venv" / "bin" / "pantheon")
-BIN = REPO / "target" / "release"
+PANTHEON = str(support.PANTHEON)
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "python")}
 CASE_TIMEOUT_S = 60.0
 LEAK_GRACE_S = 5.0
@@ -270,7 +269,7 @@ def input_cases(inputs: Path) -> list[Case]:
     emulate("a good path (baseline)", "--delay", "5", judge=judge_ok)
 
     def full_emulator_log(work: Path) -> tuple[str, str, list[int]]:
-        send = f"{sys.executable} {REPO / 'tests' / 'traffic.py'} udp-send $MAHIMAHI_BASE 9 --rate-mbps 5 --size 1000 --seconds 2"
+        send = f"{sys.executable} {TRAFFIC} udp-send $MAHIMAHI_BASE 9 --rate-mbps 5 --size 1000 --seconds 2"
         done, _, _ = in_tmpfs(work, "size=16k", "emulate", "--uplink-log", str(work / "disk" / "up.log"), "--", "sh", "-c", send,
                               data_dir=False)
         status = int(lines(done.stdout)[-1].split()[-1])
@@ -415,7 +414,7 @@ def judge_batch(done: Done) -> tuple[str, str]:
 def supervised(name: str, supervisor: Callable[[Path], list[str]], action: str, tail: str = "wait",
                expect_status: int | None = None) -> Case:
     """The emulator or a tunnel server supervising a command that forks a child and a setsid
-    daemon (tests/supervision.py); `action`: kill-supervisor:SIG, kill-command, or none (the
+    daemon (support.supervised.start); `action`: kill-supervisor:SIG, kill-command, or none (the
     command ends by itself)."""
     def run(work: Path) -> tuple[str, str, list[int]]:
         with private_netns(f"pantheon-fault-{os.getpid()}") as netns:

@@ -35,18 +35,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "python"))
+import support
+from pantheon.binaries import binary
+from pantheon.gym import CongestionEnv, CongestionVectorEnv, Ranges
+from pantheon.gym.process import EpisodeConfig
+from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
+from pantheon.sim.simulator import PROGRAM
 
-from pantheon.binaries import binary  # noqa: E402
-from pantheon.gym import CongestionEnv, CongestionVectorEnv, Ranges  # noqa: E402
-from pantheon.gym.process import EpisodeConfig  # noqa: E402
-from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch  # noqa: E402
-from pantheon.sim.simulator import PROGRAM  # noqa: E402
+REPO_ROOT = support.REPO
 
 DELAY_MS = 20
 RATES_MBPS = (12, 100)

@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
+import support
+from pantheon.indigo import dagger
+from pantheon.indigo.oracle import Oracle, score
+from pantheon.sim.batch import FlowSpec, Job, run_batch
 
-from pantheon.indigo import dagger  # noqa: E402
-from pantheon.indigo.oracle import Oracle, score  # noqa: E402
-from pantheon.sim.batch import FlowSpec, Job, run_batch  # noqa: E402
+ROOT = support.REPO
 
 ORIGINAL_EPISODES_PER_HOUR = 26 * 3600 / 10
 

@@ -22,7 +22,7 @@ Paths (the parity set; each way unless said)
     lte    TMobile-LTE-short (Mahimahi's recorded traces: .up carries the data), 30 ms,
            DropTail 150 000 bytes
     fast   100 Mbit/s, 10 ms, DropTail 250 000 bytes (1 BDP)
-    A constant rate is, for Mahimahi, the trace emulator_throughput.py writes (opportunities on
+    A constant rate is, for Mahimahi, the trace bench/support.py writes (opportunities on
     whole milliseconds); ours takes --uplink-rate.
 Write lateness (--lateness)
     How late each emulator writes what its log says left when: a packet socket in the receiver's
@@ -56,27 +56,13 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "python"), str(REPO / "bench")]
-
-from emulator_throughput import (  # noqa: E402
-    ANCHOR,
-    IPERF_PORT,
-    POLL_S,
-    TCP_BUFFER_SYSCTLS,
-    BenchError,
-    double_quoted,
-    missing_prerequisite,
-    raise_keyboard_interrupt,
-    read_sysctls,
-    run_checked,
-    stop,
-    tail,
-    wait_until_listening,
-    write_constant_rate_trace,
-    write_sysctls,
-)
-from pantheon.analysis.metrics import nearest_rank  # noqa: E402
+import support
+from pantheon.analysis.metrics import nearest_rank
+from support import POLL_S, REPO
+from support.iperf import IPERF_PORT, wait_until_listening
+from support.mahimahi import ANCHOR, double_quoted, missing_prerequisite, write_constant_rate_trace
+from support.processes import BenchError, raise_keyboard_interrupt, run_checked, stop, tail
+from support.tcp_buffers import TCP_BUFFER_SYSCTLS, read_sysctls, write_sysctls
 
 OMIT_S = 2
 """Seconds after the flow's first packet left out of both figures (slow start)."""
@@ -85,8 +71,8 @@ TUN_HEADER_BYTES = 4
 """Mahimahi opens its TUN devices without IFF_NO_PI, so each packet it logs is 4 bytes longer."""
 TRACES = Path("/usr/share/mahimahi/traces")
 KERNEL_SCHEMES = ("cubic", "bbr", "reno")
-EMU = REPO / "target" / "release" / "pantheon-emu"
-UDP = REPO / "target" / "release" / "pantheon-udp"
+EMU = support.BIN / "pantheon-emu"
+UDP = support.BIN / "pantheon-udp"
 TIMINGS = ("us", "mahimahi")
 MATCH_AHEAD = 20
 """How many departures past the last matched one a received packet may match (--lateness)."""

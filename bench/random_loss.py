@@ -25,14 +25,13 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "python"))
+import support
+from pantheon import schemes
+from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
+from pantheon.sim.simulable import cc_spec
 
-from pantheon import schemes  # noqa: E402
-from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch  # noqa: E402
-from pantheon.sim.simulable import cc_spec  # noqa: E402
+REPO = support.REPO
 
 RATE_MBPS = 12.0
 DELAY_MS = 20.0

@@ -61,12 +61,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "python"))
+import support
+from pantheon.schemes import registry
+from pantheon.sim import replay
+from pantheon.sim.simulable import cc_spec
 
-from pantheon.schemes import registry  # noqa: E402
-from pantheon.sim import replay  # noqa: E402
-from pantheon.sim.simulable import cc_spec  # noqa: E402
+REPO = support.REPO
 
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 USERSPACE = ["copa", "copa-0.1", "vegas-user", "cubic-user", "reno-user", "bbr-user", "ledbat-user",

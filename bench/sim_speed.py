@@ -65,12 +65,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "python"))
+import support
+from pantheon.binaries import MissingBinary, binary
+from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
+from pantheon.sim.simulator import PROGRAM
 
-from pantheon.binaries import MissingBinary, binary  # noqa: E402
-from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch  # noqa: E402
-from pantheon.sim.simulator import PROGRAM  # noqa: E402
+REPO_ROOT = support.REPO
 
 GNU_TIME = "/usr/bin/time"
 NS3_SOURCE = REPO_ROOT / "bench" / "ns3" / "dumbbell.cc"

@@ -45,12 +45,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "python"))
+import support
+from pantheon import link_log
+from pantheon.analysis.metrics import nearest_rank
+from pantheon.schemes import lookup
 
-from pantheon import linklog  # noqa: E402
-from pantheon.analysis.metrics import nearest_rank  # noqa: E402
-from pantheon.schemes import lookup  # noqa: E402
+REPO = support.REPO
 
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 BASE_PATH = ["--delay", "20", "--downlink-rate", "12", "--uplink-queue-bytes", "90000"]
@@ -93,14 +93,14 @@ DATA_MIN_BYTES = 500
 def metrics(uplink_log: Path) -> dict[str, float]:
     """Throughput (Mbit/s), p95 one-way delay (ms) and that of the first second, of the data
     packets in an emulator uplink log."""
-    log = linklog.read(uplink_log)
-    data = [(t, size, late, uid) for t, uid, size, late in log.departures if size >= DATA_MIN_BYTES]
-    start_us = data[0][0]
-    span_us = data[-1][0] - start_us
-    delays_ms = [(t + late - log.entries_us[uid]) / 1000 for t, _, late, uid in data]
-    first_s_ms = [d for (t, _, _, _), d in zip(data, delays_ms) if t - start_us < 1_000_000]
+    log = link_log.read(uplink_log)
+    data = [d for d in log.departures if d.size_bytes >= DATA_MIN_BYTES]
+    start_us = data[0].t_us
+    span_us = data[-1].t_us - start_us
+    delays_ms = [log.delay_us(d) / 1000 for d in data]
+    first_s_ms = [ms for d, ms in zip(data, delays_ms) if d.t_us - start_us < 1_000_000]
     return {
-        "throughput_mbps": 8 * sum(size for _, size, _, _ in data) / span_us,
+        "throughput_mbps": 8 * sum(d.size_bytes for d in data) / span_us,
         "p95_ms": nearest_rank(sorted(delays_ms), 95),
         "p95_first_s_ms": nearest_rank(sorted(first_s_ms), 95),
     }

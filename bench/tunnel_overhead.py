@@ -49,12 +49,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import emulator_throughput as et  # the emulator benchmark's plumbing, beside this file
+import support
 from pantheon.harness.tunnel import write_session_key
+from support import figures, iperf, link, processes, tcp_buffers, tunnel
 
-EMU = et.REPO_ROOT / "target" / "release" / "pantheon-emu"
-TUNNEL = et.REPO_ROOT / "target" / "release" / "pantheon-tunnel"
-CASE = et.CASES["b"]
+EMU = support.BIN / "pantheon-emu"
+TUNNEL = support.BIN / "pantheon-tunnel"
+LINK = link.GIGABIT
 TARGET_RATIO = 0.90
 CONNECT_LINE = re.compile(r"pantheon-tunnel client \S+:(?P<port>\d+)$")
 
@@ -62,8 +63,8 @@ CONNECT_LINE = re.compile(r"pantheon-tunnel client \S+:(?P<port>\d+)$")
 @dataclass(frozen=True)
 class Row:
     cc: str
-    without: et.Measurement | None
-    with_tunnel: et.Measurement | None
+    without: iperf.Measurement | None
+    with_tunnel: iperf.Measurement | None
 
 
 def main() -> int:
@@ -72,10 +73,10 @@ def main() -> int:
     if problem:
         print(f"tunnel_overhead: {problem}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, et.raise_keyboard_interrupt)
+    signal.signal(signal.SIGTERM, processes.raise_keyboard_interrupt)
     try:
         rows = run_all(args)
-    except et.BenchError as error:
+    except processes.BenchError as error:
         print(f"tunnel_overhead: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -89,8 +90,8 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="iperf3 through pantheon-emu (case b: 20 ms, 1000 Mbit/s) with and without pantheon-tunnel.")
     parser.add_argument("--seconds", type=int, default=10,
-                        help=f"measured seconds per run, after {et.OMIT_S} s of warm-up (default 10)")
-    parser.add_argument("--cc", type=et.comma_list(("cubic", "bbr", "reno")), default=["cubic", "bbr"],
+                        help=f"measured seconds per run, after {iperf.OMIT_S} s of warm-up (default 10)")
+    parser.add_argument("--cc", type=figures.comma_list(("cubic", "bbr", "reno")), default=["cubic", "bbr"],
                         help="kernel congestion controls, comma-separated (default cubic,bbr)")
     return parser.parse_args()
 
@@ -100,87 +101,79 @@ def missing_prerequisite() -> str | None:
         return "run as root (it creates network namespaces)"
     for binary in (EMU, TUNNEL):
         if not binary.is_file():
-            return f"no {binary.name} at {binary}: run 'cargo build --release' in {et.REPO_ROOT}"
+            return f"no {binary.name} at {binary}: run 'cargo build --release' in {support.REPO}"
     for tool in ("iperf3", "nsenter", "ip", "ss", "sysctl"):
         if shutil.which(tool) is None:
             return f"{tool} not found on PATH"
     return None
 
 
-def link_options() -> list[str]:
-    options = ["--delay", str(CASE.delay_ms)]
-    for direction in ("uplink", "downlink"):
-        options += [f"--{direction}-rate", str(CASE.rate_mbps),
-                    f"--{direction}-queue", "droptail", f"--{direction}-queue-bytes", str(CASE.queue_bytes)]
-    return options
-
-
 def run_all(args: argparse.Namespace) -> list[Row]:
     netns = f"ptbench-{os.getpid()}"
     rows = []
     try:
-        et.run_checked(["ip", "netns", "add", netns])
-        et.run_checked(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"])
-        et.write_sysctls(["ip", "netns", "exec", netns], et.TCP_BUFFER_SYSCTLS)
+        processes.run_checked(["ip", "netns", "add", netns])
+        processes.run_checked(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"])
+        tcp_buffers.write_sysctls(["ip", "netns", "exec", netns], tcp_buffers.TCP_BUFFER_SYSCTLS)
         with tempfile.TemporaryDirectory(prefix="ptbench-") as tmp:
             for index, cc in enumerate(args.cc, 1):
                 label = f"[{index}/{len(args.cc)}] {cc}"
-                without = et.attempt(f"{label} without the tunnel", partial(run_without, netns, cc, args.seconds, Path(tmp)))
-                with_tunnel = et.attempt(f"{label} with the tunnel", partial(run_with, netns, cc, args.seconds, Path(tmp)))
+                without = iperf.attempt(f"{label} without the tunnel", partial(run_without, netns, cc, args.seconds, Path(tmp)))
+                with_tunnel = iperf.attempt(f"{label} with the tunnel", partial(run_with, netns, cc, args.seconds, Path(tmp)))
                 rows.append(Row(cc, without, with_tunnel))
     finally:
         subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
     return rows
 
 
-def run_without(netns: str, cc: str, seconds: int, tmp: Path) -> et.Measurement:
+def run_without(netns: str, cc: str, seconds: int, tmp: Path) -> iperf.Measurement:
     prefix = ["ip", "netns", "exec", netns]
-    client = et.client_script(cc, seconds, tmp)
-    return et.measure(prefix, [*prefix, str(EMU), *link_options(), "--", "sh", "-c", client], seconds, tmp)
+    client = iperf.client_script(cc, seconds, tmp)
+    return iperf.measure(prefix, [*prefix, str(EMU), *LINK.emulator_options(), "--", "sh", "-c", client], seconds, tmp)
 
 
-def run_with(netns: str, cc: str, seconds: int, tmp: Path) -> et.Measurement:
+def run_with(netns: str, cc: str, seconds: int, tmp: Path) -> iperf.Measurement:
     """The server endpoint (running iperf3 -s) here, the client endpoint (running iperf3 -c) behind the emulator."""
     for stale in ("client.pid", "go", "iperf3.json", "server.pid", "session.key"):
         (tmp / stale).unlink(missing_ok=True)
     logs = tmp / "logs"
     logs.mkdir(exist_ok=True)
-    buffers = " ".join(f"{key}='{value}'" for key, value in et.TCP_BUFFER_SYSCTLS.items())
-    server_script = f"sysctl -qw {buffers} && echo $(readlink /proc/self/ns/pid) $$ > {tmp}/server.pid && exec iperf3 -s -1 -p {et.IPERF_PORT} > /dev/null 2>&1"
-    deadline = time.monotonic() + seconds + et.OMIT_S + et.SETUP_GRACE_S
+    buffers = " ".join(f"{key}='{value}'" for key, value in tcp_buffers.TCP_BUFFER_SYSCTLS.items())
+    server_script = f"sysctl -qw {buffers} && echo $(readlink /proc/self/ns/pid) $$ > {tmp}/server.pid && exec iperf3 -s -1 -p {iperf.IPERF_PORT} > /dev/null 2>&1"
+    deadline = time.monotonic() + seconds + iperf.OMIT_S + iperf.SETUP_GRACE_S
     server = emulator = None
     key = write_session_key(tmp / "session.key")
     try:
         with open(tmp / "tunnel-server.err", "wb") as stderr:
             server = subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(TUNNEL), "server", "--key-file", str(key), *log_options(logs, "server"), "--", "sh", "-c", server_script],
+                ["ip", "netns", "exec", netns, str(TUNNEL), "server", "--key-file", str(key), *tunnel.log_options(logs, "server"), "--", "sh", "-c", server_script],
                 stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
         port = read_connect_line(server, tmp / "tunnel-server.err")
-        server_pid = et.wait_for_client(tmp / "server.pid", server, deadline, tmp / "tunnel-server.err")
-        et.wait_until_listening(["nsenter", "-t", str(server_pid), "-n"], server)
+        server_pid = iperf.wait_for_client(tmp / "server.pid", server, deadline, tmp / "tunnel-server.err")
+        iperf.wait_until_listening(["nsenter", "-t", str(server_pid), "-n"], server)
 
-        inner = shlex_quote_free(et.client_script(cc, seconds, tmp))
-        client = (f"exec {TUNNEL} client $MAHIMAHI_BASE:{port} --key-file {key} {' '.join(log_options(logs, 'client'))} "
+        inner = shlex_quote_free(iperf.client_script(cc, seconds, tmp))
+        client = (f"exec {TUNNEL} client $MAHIMAHI_BASE:{port} --key-file {key} {' '.join(tunnel.log_options(logs, 'client'))} "
                   f"-- sh -c '{inner}'")
         stdout_path, stderr_path = tmp / "emulator.out", tmp / "emulator.err"
         with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
-            emulator = subprocess.Popen(["ip", "netns", "exec", netns, str(EMU), *link_options(), "--", "sh", "-c", client],
+            emulator = subprocess.Popen(["ip", "netns", "exec", netns, str(EMU), *LINK.emulator_options(), "--", "sh", "-c", client],
                                         stdout=stdout, stderr=stderr, start_new_session=True)
-        client_pid = et.wait_for_client(tmp / "client.pid", emulator, deadline, stderr_path)
-        et.write_sysctls(["nsenter", "-t", str(client_pid), "-n"], et.TCP_BUFFER_SYSCTLS)
+        client_pid = iperf.wait_for_client(tmp / "client.pid", emulator, deadline, stderr_path)
+        tcp_buffers.write_sysctls(["nsenter", "-t", str(client_pid), "-n"], tcp_buffers.TCP_BUFFER_SYSCTLS)
         (tmp / "go").touch()
-        exit_code, emulator_cpu_s = et.wait_with_cpu(emulator, deadline)
+        exit_code, emulator_cpu_s = iperf.wait_with_cpu(emulator, deadline)
         if exit_code != 0:
-            raise et.BenchError(f"exit status {exit_code}; {et.tail(stderr_path)}{et.iperf_error(tmp / 'iperf3.json')}")
+            raise processes.BenchError(f"exit status {exit_code}; {processes.tail(stderr_path)}{iperf.iperf_error(tmp / 'iperf3.json')}")
         server_cpu_s = own_cpu_s(server.pid)
-        throughput_mbps, moved_gbit = et.read_iperf_report(tmp / "iperf3.json")
-        cpu_s = emulator_cpu_s - et.shell_times_s(stdout_path.read_text()) + server_cpu_s
-        return et.Measurement(throughput_mbps, moved_gbit, cpu_s)
+        throughput_mbps, moved_gbit = iperf.read_iperf_report(tmp / "iperf3.json")
+        cpu_s = emulator_cpu_s - iperf.shell_times_s(stdout_path.read_text()) + server_cpu_s
+        return iperf.Measurement(throughput_mbps, moved_gbit, cpu_s)
     finally:
         for process in (emulator, server):
-            et.stop(process)
-        if "warning" in et.tail(tmp / "tunnel-server.err") + et.tail(tmp / "emulator.err"):
-            print(f"\n  tunnel warnings: {et.tail(tmp / 'tunnel-server.err')} | {et.tail(tmp / 'emulator.err')}", file=sys.stderr)
+            processes.stop(process)
+        if "warning" in processes.tail(tmp / "tunnel-server.err") + processes.tail(tmp / "emulator.err"):
+            print(f"\n  tunnel warnings: {processes.tail(tmp / 'tunnel-server.err')} | {processes.tail(tmp / 'emulator.err')}", file=sys.stderr)
 
 
 def own_cpu_s(pid: int) -> float:
@@ -189,15 +182,9 @@ def own_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def log_options(directory: Path, stem: str) -> list[str]:
-    return [option for kind in ("ingress", "egress") for option in (
-        f"--{kind}-log", str(directory / f"{stem}.{kind}.log"),
-        f"--{kind}-text-log", str(directory / f"{stem}.{kind}.text.log"))]
-
-
 def shlex_quote_free(script: str) -> str:
     if "'" in script:
-        raise et.BenchError("the client script must not contain single quotes")
+        raise processes.BenchError("the client script must not contain single quotes")
     return script
 
 
@@ -207,7 +194,7 @@ def read_connect_line(server: subprocess.Popen, stderr_path: Path, timeout_s: fl
     line = server.stdout.readline().decode(errors="replace") if ready else ""
     match = CONNECT_LINE.search(line)
     if not match:
-        raise et.BenchError(f"the tunnel server did not say how to connect ({line.strip()!r}); {et.tail(stderr_path)}")
+        raise processes.BenchError(f"the tunnel server did not say how to connect ({line.strip()!r}); {processes.tail(stderr_path)}")
     return int(match["port"])
 
 
@@ -220,17 +207,17 @@ def print_table(rows: list[Row], seconds: int) -> None:
         with_tunnel = row.with_tunnel.throughput_mbps if row.with_tunnel else None
         ratio = with_tunnel / without if without and with_tunnel else None
         lines.append((
-            row.cc, et.number(without, 1), et.number(with_tunnel, 1), et.number(ratio, 3),
+            row.cc, figures.number(without, 1), figures.number(with_tunnel, 1), figures.number(ratio, 3),
             "-" if ratio is None else f"{1 - ratio:.1%}",
-            et.number(row.without.cpu_s_per_gbit if row.without else None, 3),
-            et.number(row.with_tunnel.cpu_s_per_gbit if row.with_tunnel else None, 3),
+            figures.number(row.without.cpu_s_per_gbit if row.without else None, 3),
+            figures.number(row.with_tunnel.cpu_s_per_gbit if row.with_tunnel else None, 3),
             {True: "yes", False: "NO", None: "?"}[None if ratio is None else ratio >= TARGET_RATIO],
         ))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for line in lines:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
-    print(f"\nPath: {CASE.describe()} each way (case b of emulator_throughput.py). Throughput: iperf3 receiver side, "
-          f"{seconds} s after {et.OMIT_S} s warm-up, one flow, uplink. Encapsulation alone caps the tunnel at "
+    print(f"\nPath: {LINK.describe()} each way (case b of emulator_throughput.py). Throughput: iperf3 receiver side, "
+          f"{seconds} s after {iperf.OMIT_S} s warm-up, one flow, uplink. Encapsulation alone caps the tunnel at "
           f"1424/1448 = 0.983 of the flow without it.")
     print("CPU s/Gbit: without = the emulator; with = the emulator and both tunnel endpoints (wait4 rusage minus "
           "the iperf3 client's `times`, plus the server endpoint's own CPU), per Gbit sent, warm-up included.")

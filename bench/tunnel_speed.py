@@ -46,10 +46,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "python"))
+import support
+from pantheon.harness.tunnel import EndpointLogs, write_session_key
 
-from pantheon.harness.tunnel import EndpointLogs, write_session_key  # noqa: E402
+REPO = support.REPO
 
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"
 RATE = "1gbit"

@@ -45,9 +45,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT / "python"))
-from pantheon.processes import pid_outside  # noqa: E402
+import support
+from pantheon.processes import pid_outside
+from support.processes import BenchError, run_checked
+
+REPO_ROOT = support.REPO
 
 UDP = REPO_ROOT / "target" / "release" / "pantheon-udp"
 PANTHEON = REPO_ROOT / ".venv" / "bin" / "pantheon"
@@ -110,10 +112,6 @@ class Result:
     @property
     def cpu_share(self) -> float:
         return (self.end.cpu_s - self.warm.cpu_s) / self.steady_s
-
-
-class BenchError(Exception):
-    """A run failed; the message says what happened."""
 
 
 def main() -> int:
@@ -262,13 +260,6 @@ def stop(process: subprocess.Popen | None, grace_s: float = 3.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def run_checked(argv: list[str]) -> str:
-    result = subprocess.run(argv, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BenchError(f"{shlex.join(argv)} failed: {result.stderr.strip()}")
-    return result.stdout
 
 
 def print_table(results: list[Result], seconds: int) -> None:

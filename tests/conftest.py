@@ -64,11 +64,6 @@ def links_in(netns: str) -> list[str]:
     return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
 
 
-def in_ns(netns: str, argv: list[str]) -> list[str]:
-    """argv prefixed to run inside `netns`."""
-    return ["ip", "netns", "exec", netns, *argv]
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """A throwaway PostgreSQL cluster that the archive's tests share (tests/archive_server.py)."""

@@ -14,36 +14,7 @@ from matplotlib.text import Text
 from pantheon.analysis import plots
 from pantheon.analysis.analyze import analyze
 from pantheon.cli import main
-
-
-def write_run(run_dir, *, packets: int = 100, delivered: int | None = None, delay_ms: float = 20.0,
-              duplicate_rows: int = 0) -> None:
-    """One flow of 1000-byte packets every 10 ms for 1 s; the first `delivered` arrive delay_ms
-    later; the first `duplicate_rows` rows are logged a second time at the end."""
-    run_dir.mkdir(parents=True)
-    delivered = packets if delivered is None else delivered
-    send = [i * 10_000 for i in range(packets)]
-    recv = [t + int(delay_ms * 1000) if i < delivered else None for i, t in enumerate(send)]
-    uid = list(range(packets)) + list(range(duplicate_rows))
-    send, recv = send + send[:duplicate_rows], recv + recv[:duplicate_rows]
-    n = len(uid)
-    pq.write_table(pa.table({
-        "flow": pa.array([0] * n, pa.uint16()), "direction": ["data"] * n, "uid": pa.array(uid, pa.uint64()),
-        "size_bytes": pa.array([1000] * n, pa.uint32()), "send_us": pa.array(send, pa.int64()),
-        "recv_us": pa.array(recv, pa.int64()),
-    }), run_dir / "records.parquet")
-    (run_dir / "run.json").write_text(json.dumps({
-        "ok": True, "failures": [], "runtime_s": 1.0, "flows": [{"scheme": "cubic", "start_s": 0.0, "duration_s": 1.0}]}))
-
-
-def data_dir(root, runs: int = 1, **kwargs):
-    root.mkdir()
-    (root / "metadata.json").write_text(json.dumps({
-        "schemes": {"cubic": {"display": "TCP Cubic"}},
-        "trials": [{"number": k, "label": "cubic", "repetition": k} for k in range(1, runs + 1)]}))
-    for k in range(1, runs + 1):
-        write_run(root / "cubic" / f"run{k}", **kwargs)
-    return root
+from support.datadir import data_dir
 
 
 def test_a_corrupted_records_file_flags_its_run_and_the_others_are_analysed(tmp_path, capsys):

@@ -20,7 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pantheon import files
-from test_analysis_hardening import data_dir
+from support.datadir import data_dir
+from support.disk import in_tmpfs
+from support.emulator import TRAFFIC
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "target" / "release" / "pantheon-sim"
@@ -28,21 +30,6 @@ PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                                   reason="mounting a tmpfs in a private mount namespace needs root and unshare(1)")
 needs_sim = pytest.mark.skipif(not SIM.is_file(), reason=f"{SIM} is not built (cargo build --release --workspace)")
-
-
-def in_tmpfs(tmp_path: Path, options: str, *pantheon_args: str, data_dir: bool = True,
-             ) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """`pantheon ARGS --data-dir MOUNT/data` (without `data_dir`: `pantheon ARGS`) with MOUNT
-    (TMP_PATH/disk) a tmpfs (`options`) that only this command sees; then the data dir is copied
-    out to KEPT. (What it printed, with "exit STATUS" last on stdout; MOUNT; KEPT.)"""
-    mount, kept = tmp_path / "disk", tmp_path / "kept"
-    mount.mkdir(parents=True)
-    script = ('mount -t tmpfs -o "$1" pantheon-test "$2" || exit 99; m=$2 k=$3; shift 3; "$@"; echo "exit $?"; '
-              'if [ -d "$m/data" ]; then cp -r "$m/data" "$k"; fi')
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", options, str(mount),
-                           str(kept), str(PANTHEON), *pantheon_args, *(["--data-dir", str(mount / "data")] if data_dir else [])],
-                          capture_output=True, text=True, timeout=120)
-    return done, mount, kept
 
 
 def one_line(stderr: str) -> str:
@@ -97,7 +84,7 @@ def test_an_emulator_log_cut_short_by_a_full_disk_fails_the_emulator(tmp_path: P
     # 2 s of 5 Mbit/s through the uplink logs ~60 kB (entries, departures, opportunities); the
     # disk holds 16 kB, and the downlink's log only its header.
     log = tmp_path / "disk" / "uplink.log"
-    send = f"{sys.executable} {REPO / 'tests' / 'traffic.py'} udp-send $MAHIMAHI_BASE 9 --rate-mbps 5 --size 1000 --seconds 2"
+    send = f"{sys.executable} {TRAFFIC} udp-send $MAHIMAHI_BASE 9 --rate-mbps 5 --size 1000 --seconds 2"
     done, _, _ = in_tmpfs(tmp_path, "size=16k", "emulate", "--uplink-log", str(log), "--", "sh", "-c", send, data_dir=False)
     assert done.stdout.strip().splitlines()[-1] == "exit 2", (done.stdout, done.stderr)
     assert one_line(done.stderr) == (f"pantheon emulate: the uplink log ({log}) could not be written completely: "

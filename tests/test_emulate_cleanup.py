@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from supervision import assert_all_gone, command_pid, finish, start
+from supervision import assert_all_gone, command_pid, finish
+from support.supervised import start
 
 
 def test_command_exit_cleans_up_leftovers(netns: str, emu: Path, tmp_path: Path) -> None:

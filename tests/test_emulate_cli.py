@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, in_ns, links_in
+from conftest import REPO, links_in
+from support.emulator import in_ns
 
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 

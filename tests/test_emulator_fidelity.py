@@ -1,6 +1,6 @@
 """Fidelity of the emulated link, checked the way a researcher would check it by hand.
 
-Real traffic (tests/traffic.py) runs through `pantheon-emu` inside a private namespace, and the
+Real traffic (bench/support/traffic.py) runs through `pantheon-emu` inside a private namespace, and the
 numbers below are recomputed from the emulator's per-packet log and, where it matters, from what
 a receiver on the far side saw:
 
@@ -27,128 +27,25 @@ namespace of the `netns` fixture, where the receivers listen. All log times are 
 """
 from __future__ import annotations
 
-import json
 import math
-import shlex
 import statistics
-import subprocess
-import sys
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from conftest import in_ns
+from pantheon import link_log
 from pantheon.analysis.metrics import nearest_rank
+from support.emulator import TRAFFIC_PORT as PORT
+from support.emulator import emulate, measure_delay_errors, receiver, summary_of, traffic_command
 
-TRAFFIC = Path(__file__).with_name("traffic.py")
-PORT = 9000
 UDP_IP_OVERHEAD_BYTES = 28
 OPPORTUNITY_BYTES = 1500
-EMULATOR_TIMEOUT_S = 30
-
-
-# --- running things -------------------------------------------------------------------------------
-
-def traffic_command(subcommand: str, *args: object, linger_s: float = 0) -> list[str]:
-    """A traffic.py sender to run as the emulator's command, aimed at the far end. The emulator
-    ends with its command, dropping what is still on the path: `linger_s` keeps it alive after
-    the sender is done."""
-    rest = " ".join(shlex.quote(str(a)) for a in args)
-    sender = f'{sys.executable} {TRAFFIC} {subcommand} "$MAHIMAHI_BASE" {rest}'
-    return ["sh", "-c", f"{sender} && sleep {linger_s}" if linger_s else f"exec {sender}"]
-
-
-def emulate(emu: Path, netns: str, options: list[str], command: list[str]) -> str:
-    """Runs `command` behind the emulator in `netns`; the emulator must exit cleanly. Returns
-    the command's standard output."""
-    result = subprocess.run(
-        in_ns(netns, [str(emu), *options, "--", *command]),
-        capture_output=True, text=True, timeout=EMULATOR_TIMEOUT_S,
-    )
-    assert result.returncode == 0, f"emulator exited {result.returncode}: {result.stderr}"
-    assert "warning" not in result.stderr, result.stderr
-    return result.stdout
-
-
-@contextmanager
-def receiver(netns: str, *args: object) -> Iterator[subprocess.Popen[str]]:
-    """A traffic.py receiver in `netns`, bound and ready when the block starts."""
-    proc = subprocess.Popen(
-        in_ns(netns, [sys.executable, str(TRAFFIC), *map(str, args)]),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line.strip() == "ready", f"receiver did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-
-
-def summary_of(proc: subprocess.Popen[str]) -> dict:
-    """Stops a receiver (SIGTERM makes it report) and returns its JSON summary."""
-    if proc.poll() is None:
-        proc.terminate()
-    out, err = proc.communicate(timeout=10)
-    lines = out.strip().splitlines()
-    assert lines, f"receiver printed nothing: {err}"
-    return json.loads(lines[-1])
-
-
-# --- the native log ------------------------------------------------------------------------------
-
-@dataclass
-class Departure:
-    t_us: int
-    uid: int
-    size_bytes: int
-    lateness_us: int
-
-
-@dataclass
-class NativeLog:
-    entries_us: dict[int, int] = field(default_factory=dict)
-    departures: list[Departure] = field(default_factory=list)
-    drops: list[tuple[int, int, int, str]] = field(default_factory=list)
-    """(t_us, uid, bytes, cause)"""
-    opportunities_us: list[int] = field(default_factory=list)
-    lines: list[list[str]] = field(default_factory=list)
-    """Every event line, split, in file order (for replays)."""
-
-    def dropped_uids(self, cause: str) -> list[int]:
-        return [uid for _, uid, _, c in self.drops if c == cause]
-
-
-def read_native_log(path: Path) -> NativeLog:
-    log = NativeLog()
-    for raw in path.read_text().splitlines():
-        if raw.startswith("#"):
-            continue
-        f = raw.split()
-        log.lines.append(f)
-        t_us, kind = int(f[0]), f[1]
-        if kind == "+":
-            log.entries_us[int(f[2])] = t_us
-        elif kind == "-":
-            log.departures.append(Departure(t_us, int(f[2]), int(f[3]), int(f[5])))
-        elif kind == "d":
-            log.drops.append((t_us, int(f[2]), int(f[3]), f[4]))
-        elif kind == "#":
-            log.opportunities_us.append(t_us)
-        else:
-            raise AssertionError(f"unknown log line: {raw}")
-    return log
 
 
 # --- arithmetic a researcher would do ------------------------------------------------------------
 
-def rate_over_whole_periods_mbps(departures: list[Departure], period_us: int, warmup_us: int) -> float:
+def rate_over_whole_periods_mbps(departures: list[link_log.Departure], period_us: int, warmup_us: int) -> float:
     """IP bits that left in whole schedule periods, per microsecond (= Mbit/s), skipping the first
     `warmup_us` while the queue fills. Counting whole periods makes a saturated link's answer exact
     up to the one packet that straddles each end of the window."""
@@ -174,7 +71,7 @@ def test_constant_12_mbps_link_delivers_its_rate(emu: Path, netns: str, tmp_path
         emulate(emu, netns, ["--uplink-rate", "12", "--uplink-log", str(log_path)],
                 traffic_command("udp-send", PORT, "--rate-mbps", 20, "--size", 1000, "--seconds", 4))
         received = summary_of(rx)
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     ours = [d for d in log.departures if d.size_bytes == 1000]
 
     # 12 Mbit/s is one 1500-byte opportunity every 1000 us.
@@ -203,7 +100,7 @@ def test_trace_link_delivers_the_traces_rate(emu: Path, netns: str, tmp_path: Pa
     log_path = tmp_path / "up.log"
     emulate(emu, netns, ["--uplink-trace", str(trace), "--uplink-log", str(log_path)],
             traffic_command("udp-send", PORT, "--rate-mbps", 36, "--size", 1200, "--seconds", 4))
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     ours = [d for d in log.departures if d.size_bytes == 1200]
     rate_mbps = rate_over_whole_periods_mbps(ours, period_us=period_ms * 1000, warmup_us=100_000)
     print(f"trace 24 Mbit/s: log {rate_mbps:.4f} Mbit/s")
@@ -221,26 +118,6 @@ DELAY_MEDIAN_BOUND_US = 250
 (30-32 us, issue 14), which a loaded one can reach (70-116 us measured with other builds running)."""
 DELAY_P99_BOUND_US = 1000
 """The grain itself; 8x a fresh machine's end-to-end p99 (108-133 us)."""
-
-
-def measure_delay_errors(emu: Path, netns: str, log_path: Path, count: int, delay_us: int) -> dict[str, list[float]]:
-    """One run of stamped datagrams; each packet's |error| in us, from the log and from the receiver."""
-    with receiver(netns, "stamp-recv", PORT, "--count", count, "--seconds", 20) as rx:
-        sent = emulate(emu, netns, ["--delay", str(delay_us / 1000), "--uplink-rate", "unlimited", "--uplink-log", str(log_path)],
-                       traffic_command("stamp-send", PORT, "--count", count, "--interval-ms", 2, "--size", 100, linger_s=0.2))
-        records = summary_of(rx)["records"]
-    # When each datagram entered the emulator: the kernel's transmit time on the sender's TUN
-    # device, which leaves out the sender's own scheduling (time.time_ns() to sendto).
-    kernel_send_ns = json.loads(sent.strip().splitlines()[-1])["kernel_send_ns"]
-    assert None not in kernel_send_ns, "the kernel gave no transmit time for some datagrams"
-    log = read_native_log(log_path)
-
-    ours = [d for d in log.departures if d.size_bytes == 100]
-    assert len(ours) == count
-    log_error_us = [abs(d.t_us + d.lateness_us - log.entries_us[d.uid] - delay_us) for d in ours]
-    assert len(records) == count
-    end_to_end_error_us = [abs((recv_ns - kernel_send_ns[seq]) / 1000 - delay_us) for seq, _, recv_ns in records]
-    return {"log": [float(e) for e in log_error_us], "receiver": end_to_end_error_us}
 
 
 def test_delay_adds_20_ms_to_every_packet(emu: Path, netns: str, tmp_path: Path) -> None:
@@ -274,7 +151,7 @@ def test_poisson_opportunities_have_exponential_gaps(emu: Path, netns: str, tmp_
     mean_gap_us = OPPORTUNITY_BYTES * 8 / rate_mbps
     log_path = tmp_path / "up.log"
     emulate(emu, netns, ["--uplink-poisson", str(rate_mbps), "--uplink-log", str(log_path)], ["sleep", str(duration_s)])
-    times_us = read_native_log(log_path).opportunities_us
+    times_us = link_log.read(log_path).opportunities_us
     expected = duration_s * 1e6 / mean_gap_us
     assert len(times_us) > 0.95 * expected, f"{len(times_us)} opportunities logged in {duration_s} s, expected ~{expected:.0f}"
     gaps_us = [b - a for a, b in zip(times_us, times_us[1:])]
@@ -286,12 +163,12 @@ def test_poisson_opportunities_have_exponential_gaps(emu: Path, netns: str, tmp_
 
 # --- loss ----------------------------------------------------------------------------------------
 
-def run_lossy(emu: Path, netns: str, log_path: Path, loss: float, seed: int) -> NativeLog:
+def run_lossy(emu: Path, netns: str, log_path: Path, loss: float, seed: int) -> link_log.LinkLog:
     """~7500 small datagrams across an unlimited link with i.i.d. loss."""
     emulate(emu, netns, ["--uplink-rate", "unlimited", "--uplink-loss", str(loss), "--seed", str(seed),
                          "--uplink-log", str(log_path)],
             traffic_command("udp-send", PORT, "--rate-mbps", 4, "--size", 100, "--seconds", 1.5))
-    return read_native_log(log_path)
+    return link_log.read(log_path)
 
 
 def test_loss_fraction_is_binomial(emu: Path, netns: str, tmp_path: Path) -> None:
@@ -318,7 +195,7 @@ def test_same_seed_drops_the_same_packets(emu: Path, netns: str, tmp_path: Path)
     # Runs differ in how many packets the sender fits into its time; compare the common prefix.
     common = min(len(first.entries_us), len(again.entries_us), len(other.entries_us))
 
-    def dropped_in_common(log: NativeLog) -> list[int]:
+    def dropped_in_common(log: link_log.LinkLog) -> list[int]:
         return [uid for uid in log.dropped_uids("loss") if uid < common]
 
     assert len(dropped_in_common(first)) > 300
@@ -328,7 +205,7 @@ def test_same_seed_drops_the_same_packets(emu: Path, netns: str, tmp_path: Path)
 
 # --- DropTail ------------------------------------------------------------------------------------
 
-def replay_droptail(log: NativeLog, limit_packets: int | None, limit_bytes: int | None) -> tuple[int, int]:
+def replay_droptail(log: link_log.LinkLog, limit_packets: int | None, limit_bytes: int | None) -> tuple[int, int]:
     """Rebuilds the bottleneck queue from the log of a delay-0, loss-free path, with Mahimahi's
     rules: each opportunity sends 1500 bytes from the head of the queue, a packet that does not
     fit finishes at a later opportunity (and is no longer in the queue meanwhile). Checks that
@@ -348,10 +225,10 @@ def replay_droptail(log: NativeLog, limit_packets: int | None, limit_bytes: int 
         assert limit_bytes is not None
         return queued_bytes + size_bytes <= limit_bytes
 
-    for f in log.lines:
-        t_us, kind = int(f[0]), f[1]
+    for t_us, kind, event_uid, size in log.events:
         if kind == "+":
-            uid, size = int(f[2]), int(f[3])
+            assert event_uid is not None
+            uid = event_uid
             if uid in queue_drops:
                 assert not fits(size), f"{t_us}: uid {uid} dropped with room in the queue ({len(queue)} pkts, {queued_bytes} B)"
                 continue
@@ -360,7 +237,8 @@ def replay_droptail(log: NativeLog, limit_packets: int | None, limit_bytes: int 
             queued_bytes += size
             most_packets, most_bytes = max(most_packets, len(queue)), max(most_bytes, queued_bytes)
         elif kind == "-":
-            departed_since_opportunity.append(int(f[2]))
+            assert event_uid is not None
+            departed_since_opportunity.append(event_uid)
         elif kind == "#":
             room = OPPORTUNITY_BYTES
             completed = []
@@ -393,7 +271,7 @@ def test_droptail_never_exceeds_its_limit(emu: Path, netns: str, tmp_path: Path,
     log_path = tmp_path / "up.log"
     emulate(emu, netns, ["--uplink-rate", "12", option, str(limit), "--uplink-log", str(log_path)],
             traffic_command("udp-send", PORT, "--rate-mbps", 20, "--size", "1000,1400,400", "--seconds", 2))
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     assert len(log.dropped_uids("queue")) > 100, "the queue never filled"
     assert {cause for *_, cause in log.drops} == {"queue"}
     by_packets = option.endswith("packets")
@@ -414,7 +292,7 @@ def test_tcp_crosses_one_packet_buffers(emu: Path, netns: str, tmp_path: Path) -
                              "--uplink-log", str(log_path)],
                 traffic_command("tcp-send", PORT, "--seconds", 3))
         received = summary_of(rx)
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     # 3 s at 12 Mbit/s is 4.5 MB. With room for one waiting packet, the second of any two
     # back-to-back segments is dropped unless an opportunity falls between them, so TCP keeps
     # cutting its window and moves ~1 Mbit/s here; "data moves" means at least 0.4 Mbit/s.
@@ -432,7 +310,7 @@ def test_tcp_survives_ack_aggregation(emu: Path, netns: str, tmp_path: Path) -> 
         emulate(emu, netns, ["--uplink-rate", "12", "--downlink-trace", str(trace), "--downlink-log", str(log_path)],
                 traffic_command("tcp-send", PORT, "--seconds", 3))
         received = summary_of(rx)
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     print(f"ack aggregation: {received['bytes']} bytes received, {len(log.departures)} downlink departures")
     # ACKs arrive ~5 times a second, so the window, not the 12 Mbit/s uplink, limits the flow
     # (0.7 to 1.3 MB in 3 s here); "still moves data" means at least 0.8 Mbit/s.

@@ -9,17 +9,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_emulator_fidelity import PORT, Departure, emulate, read_native_log, receiver, summary_of, traffic_command
+from pantheon import link_log
+from support.emulator import TRAFFIC_PORT as PORT
+from support.emulator import emulate, receiver, summary_of, traffic_command
 
 
 def departures(emu: Path, netns: str, log_path: Path, options: list[str], rate_mbps: float, size: int,
-               seconds: float) -> tuple[list[Departure], dict[int, int]]:
+               seconds: float) -> tuple[list[link_log.Departure], dict[int, int]]:
     """A paced UDP flow of `size`-byte packets over the uplink: its departures and every entry time."""
     with receiver(netns, "udp-recv", PORT, "--seconds", 20):
         emulate(emu, netns, [*options, "--delay", "5", "--uplink-log", str(log_path)],
                 traffic_command("udp-send", PORT, "--rate-mbps", rate_mbps, "--size", size, "--seconds", seconds,
                                 linger_s=0.1))
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     return [d for d in log.departures if d.size_bytes == size], log.entries_us
 
 
@@ -57,7 +59,7 @@ def test_stalls_hold_departures_back_in_order_and_leave_the_model_alone(emu: Pat
                                        linger_s=0.2))
         records = summary_of(rx)["records"]
     kernel_send_ns = json.loads(sent.strip().splitlines()[-1])["kernel_send_ns"]
-    log = read_native_log(log_path)
+    log = link_log.read(log_path)
     ours = [d for d in log.departures if d.size_bytes == 100]
     assert len(ours) == count and len(records) == count
     assert all(d.t_us == log.entries_us[d.uid] + delay_us for d in ours)

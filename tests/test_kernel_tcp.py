@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, in_ns
+from conftest import REPO
 from pantheon import kernel_tcp
+from support.emulator import in_ns
 
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 PORT = 5555

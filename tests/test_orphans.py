@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import in_ns, links_in
+from conftest import links_in
 from pantheon.harness.run import launcher
 from pantheon.harness.tunnel import write_session_key
 from pantheon.processes import lifeline
-from supervision import RECORDED, finish, left, start, translate, without_root
+from supervision import finish, left, without_root
+from support.emulator import in_ns
+from support.supervised import RECORDED, start, translate
 
 REPO = Path(__file__).resolve().parent.parent
 TUNNEL = REPO / "target" / "release" / "pantheon-tunnel"

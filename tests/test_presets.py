@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, in_ns
+from conftest import REPO
 from pantheon import presets
+from support.emulator import in_ns
 
 
 def test_calibrated_preset_options(tmp_path: Path) -> None:
@@ -59,6 +60,18 @@ def test_every_preset_runs_on_mahimahis_clock_unless_the_user_says_otherwise(tmp
         assert opts[opts.index("--timing") + 1] == "mahimahi", preset.name
     merged = presets.merge(presets.lookup("india-wired").options(tmp_path), ["--timing", "us"])
     assert merged.count("--timing") == 1 and merged[-2:] == ["--timing", "us"]
+
+
+def test_emulate_splices_the_preset_before_the_options_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pantheon emulate --delay 5 --emulator=nepal-wifi -- CMD`: the preset's options, less its delay, then
+    the user's; CMD's own arguments are never read, even one that looks like --emulator."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    command = ["--", "sh", "-c", "echo --emulator nope"]
+    assert presets.splice(["--delay", "5", "--emulator=nepal-wifi", *command]) == [
+        "--uplink-poisson", "0.57", "--uplink-queue", "droptail", "--uplink-queue-packets", "14", "--uplink-loss", "0.0477",
+        "--downlink-poisson", "0.57", "--timing", "mahimahi", "--delay", "5", *command]
+    assert presets.splice(["--emulator", "nepal-wifi", "--timing", "us"])[-4:] == ["--downlink-poisson", "0.57", "--timing", "us"]
+    assert presets.splice(["--delay", "5", *command]) == ["--delay", "5", *command]
 
 
 def test_unknown_preset_is_a_clear_error() -> None:

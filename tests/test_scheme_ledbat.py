@@ -15,10 +15,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, in_ns
+from conftest import REPO
 from pantheon import schemes
 from pantheon.analysis.metrics import nearest_rank
 from pantheon.harness.launch import STOP_GRACE_S
+from support.emulator import in_ns
 from test_harness import pantheon, run_namespaces
 
 UTP_JS = REPO / "schemes" / "ledbat" / "utp.js"

@@ -19,9 +19,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, in_ns
+from conftest import REPO
 from pantheon.analysis.metrics import nearest_rank
 from pantheon.harness.launch import STOP_GRACE_S
+from support.emulator import in_ns
 
 PANTHEON = str(REPO / ".venv" / "bin" / "pantheon")
 BINARY = REPO / "schemes" / "quic" / "target" / "release" / "pantheon-quic"

@@ -33,9 +33,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pantheon import files
+from pantheon import files, link_log
 from pantheon.harness.clock import ClockFit, PeerClock
-from pantheon.harness.plan import Plan
+from pantheon.plan import Plan
 
 EPOCH_IN_HEADER = re.compile(r"(\d{15,})\s*us since the Unix epoch")
 SCHEMA = pa.schema([
@@ -101,8 +101,7 @@ def read_opportunities(path: Path, t0_us: int, to_sender: ClockMap | None = None
     if not path.exists():
         return []
     base_us = _base_epoch_us(path)
-    with open(path) as f:
-        times = [int(line.split(" ", 1)[0]) for line in f if not line.startswith("#") and " # " in line]
+    times = link_log.opportunities_us(path)
     if to_sender is None:
         return [t + base_us - t0_us for t in times]
     return [to_sender(base_us + t) - t0_us for t in times]
@@ -158,8 +157,8 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerCloc
                 summary.ack_packets += len(sent)
     with files.atomic_path(run_dir / "records.parquet") as tmp:
         pq.write_table(pa.table(columns, schema=SCHEMA), tmp, compression="zstd")
-    for direction, link_log in (("data", "uplink.log"), ("ack", "downlink.log")):
-        lines = text[direction] + [(t, "# 1500") for t in read_opportunities(run_dir / link_log, t0_us, maps["local"])]
+    for direction, log_name in (("data", "uplink.log"), ("ack", "downlink.log")):
+        lines = text[direction] + [(t, "# 1500") for t in read_opportunities(run_dir / log_name, t0_us, maps["local"])]
         lines.sort(key=lambda item: item[0])
         name = "datalink.log" if direction == "data" else "acklink.log"
         with files.atomic_path(run_dir / name) as tmp, open(tmp, "w") as f:

@@ -30,6 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon import link_log
 from pantheon.analysis.logs import read_text_log
 from pantheon.analysis.metrics import FlowMetrics, flow_metrics
 from pantheon.errors import PantheonError
@@ -53,12 +54,10 @@ class Replay:
 def first_data_entry_us(uplink_log: Path) -> int:
     """Link time (µs) of the first data datagram entering the uplink (pantheon-emu's native log:
     `t_us + uid bytes`)."""
-    with uplink_log.open() as log:
-        for line in log:
-            fields = line.split()
-            if len(fields) == 4 and fields[1] == "+" and int(fields[3]) == DATA_PATH_BYTES:
-                return int(fields[0])
-    raise PantheonError(f"{uplink_log}: no data datagram entered the uplink")
+    entered_us = link_log.first_entry_us(uplink_log, DATA_PATH_BYTES)
+    if entered_us is None:
+        raise PantheonError(f"{uplink_log}: no data datagram entered the uplink")
+    return entered_us
 
 
 def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:

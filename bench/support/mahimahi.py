@@ -1,0 +1,46 @@
+"""Mahimahi, the anchor (../shared/tools/mahimahi-anchor): whether it is installed, and what its
+shells need (quoted scripts, constant-rate traces)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+from support import REPO
+
+ANCHOR = REPO.parent / "shared" / "tools" / "mahimahi-anchor"  # shared/ sits beside the repository
+ANCHOR_INSTALLED_MARK = Path("/var/lib/mahimahi-anchor/shim")
+# Mahimahi traces are in 1500-byte delivery opportunities; 1 Mbit/s = 1/12 opportunity per ms.
+MTU_BYTES = 1500
+
+
+def missing_prerequisite(emu: Path) -> str | None:
+    """What stops a run through our emulator and Mahimahi, if anything."""
+    if os.geteuid() != 0:
+        return "run as root (it creates network namespaces)"
+    if not emu.is_file():
+        return f"no emulator at {emu}: run 'cargo build --release' in {REPO}, or pass --emu PATH"
+    if not ANCHOR_INSTALLED_MARK.exists():
+        return f"Mahimahi is not installed: run '{ANCHOR} install'"
+    for tool in ("iperf3", "nsenter", "ip", "ss"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found on PATH"
+    return None
+
+
+def double_quoted(script: str) -> str:
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", script) + '"'
+
+
+def write_constant_rate_trace(path: Path, rate_mbps: int) -> None:
+    """A Mahimahi trace: one line per 1500-byte opportunity, its ms timestamp; the file repeats.
+
+    R Mbit/s is R/12 opportunities per ms; the period is the smallest whole number of ms holding a
+    whole number of opportunities (1000 Mbit/s: 250 in 3 ms), spread evenly over it.
+    """
+    per_ms = Fraction(rate_mbps * 1_000_000, 8 * MTU_BYTES * 1000)
+    period_ms, count = per_ms.denominator, per_ms.numerator
+    path.write_text("".join(f"{k * period_ms // count + 1}\n" for k in range(count)))
+    path.chmod(0o644)
