@@ -91,9 +91,19 @@ def test_negative_delays_count_for_throughput_but_not_for_delay():
 def test_a_run_whose_flows_stop_early_is_flagged():
     # runtime 10 s; flow 1 moves data from 0 to 5 s, flow 2 (configured for 4 s) from 6 to 9.5 s
     run = run_metrics(events([(1, 0, 1000), (2, 6_000_000, 1000)], [(1, 0, 5_000_000, 1000), (2, 6_000_000, 9_500_000, 1000)]))
-    assert length_flags(run, 10.0, {"1": 10.0, "2": 4.0}) == ["short: flow 1 moved data for 5.0 s of 10 s"]
-    assert length_flags(run, 12.0, {}) == ["short: data moved for 9.5 s of 12 s"]  # 9.5 < 0.8 * 12
-    assert length_flags(run, 11.0, {}) == []  # 9.5 >= 8.8
+    assert length_flags(run, 10.0, {"1": 10.0, "2": 4.0}, 1.0) == ["short: flow 1 moved data for 5.0 s of 10 s"]
+    assert length_flags(run, 12.0, {}, 1.0) == ["short: data moved for 9.5 s of 12 s"]  # 9.5 < 0.8 * 12
+    assert length_flags(run, 11.0, {}, 1.0) == []  # 9.5 >= 8.8
+
+
+def test_a_short_flow_is_late_only_past_the_data_dirs_head_start():
+    # flow 2, planned from 4 s for 6 s, sent its first packet at 6 s and moved data for 3.5 s
+    run = run_metrics(events([(1, 0, 1000), (2, 6_000_000, 1000)], [(1, 0, 9_500_000, 1000), (2, 6_000_000, 9_500_000, 1000)]))
+    starts = {"1": 0.0, "2": 4.0}
+    late = "short: flow 2 moved data for 3.5 s of 6 s: its first packet left 2.0 s after its planned start"
+    assert length_flags(run, 10.0, {"2": 6.0}, 1.0, starts) == [late]  # 2.0 s > 1.0 + 0.5
+    assert length_flags(run, 10.0, {"2": 6.0}, 0.0, starts) == [late]  # the simulator's: no head start
+    assert length_flags(run, 10.0, {"2": 6.0}, 1.5, starts) == ["short: flow 2 moved data for 3.5 s of 6 s"]  # 2.0 <= 2.0
 
 
 def test_scheme_summary_averages_valid_runs_only():

@@ -207,7 +207,7 @@ def test_cross_traffic_is_left_out_of_the_targets(tmp_path: Path) -> None:
 
 def test_confirm_reruns_flows_settings_by_flows_and_others_as_scenarios(tmp_path: Path) -> None:
     from pantheon.calibrate import confirm
-    from pantheon.harness.plan import Flow, Plan, scenario, uniform
+    from pantheon.plan import Flow, Plan, scenario, uniform
 
     mixed = Plan("cubic-vs-copa", (Flow("cubic-user", 0.0, 10.0), Flow("copa", 5.0, 5.0)), 10.0)
     settings = [uniform("copa", 2, 1.0, 10.0), uniform("vegas-user", 2, 1.0, 10.0), mixed]

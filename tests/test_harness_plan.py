@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pantheon.harness import plan
-from pantheon.harness.campaign import trial_order
+from pantheon import plan
+from pantheon.trials import trial_order
 
 
 def test_uniform_flows_start_staggered_and_stop_together() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pantheon.harness import plan as plans
+from pantheon import plan as plans
 from pantheon.harness.clock import ClockFit, PeerClock
 from pantheon.harness.records import Summary, clock_flags, merge_run
 

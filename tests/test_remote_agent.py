@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from pantheon.harness import campaign, leftovers, plan
-from pantheon.harness.campaign import git_commit
+from pantheon import plan
+from pantheon.harness import campaign, leftovers
 from pantheon.harness.channel import Channel, ChannelError
 from pantheon.harness.remote import Remote, Setup, parse_destination
 from pantheon.harness.run import Outcome
+from pantheon.trials import git_commit
 
 
 def agent_states(home: Path) -> Path:

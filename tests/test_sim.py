@@ -30,8 +30,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pantheon import plan as plans
 from pantheon import schemes
-from pantheon.harness import plan as plans
 from pantheon.harness import records as records_merge
 from pantheon.sim import simulable
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch

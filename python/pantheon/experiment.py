@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from pantheon import plan as plans
 from pantheon import presets
 from pantheon.errors import PantheonError
-from pantheon.harness import plan as plans
 
 _DIRECTION_OPTIONS = (
     ("rate", "MBPS", "{d} constant rate in Mbit/s, or 'unlimited' (default 12)"),

@@ -20,3 +20,13 @@ series.py, so that the command line can name it without importing numpy."""
 MIN_BIN_MS, MAX_BIN_MS = 1.0, 3_600_000.0
 """The bins a reader can use: below 1 ms a run of one day has more bins than memory holds (a
 bin of 1e-300 ms ended in a MemoryError), above an hour every plot is one bar."""
+
+METADATA_FORMAT_VERSION = 2
+"""metadata.json's format, written by every driver (trials.py) and read here. 1: no
+`format_version` key (data dirs before 2026-11-29); 2: adds `format_version` and `head_start_s`.
+The reader reads every version up to its own and refuses a newer one in one line."""
+PERF_FORMAT_VERSION = 2
+"""perf.json's format (perf.py). 1: no `format_version` key; 2: adds it."""
+LEGACY_HEAD_START_S = 1.0
+"""The head start taken where a data dir does not say it: a metadata.json of version 1 (the
+harness's head start then), and the original Pantheon's data dirs (as this analysis always took it)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon import __version__, files
-from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, logs, perf
+from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, PERF_FORMAT_VERSION, logs, perf
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, bound_text, delivery_flags, length_flags, run_metrics, scheme_summary
@@ -110,7 +110,7 @@ def judge_run(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics,
     elif not unreadable:  # records that could not be read say nothing of what the run moved
         starts = {str(i + 1): f.start_s for i, f in enumerate(source.flows)}
         durations = {str(i + 1): f.duration_s for i, f in enumerate(source.flows)}
-        flags += delivery_flags(metrics) + length_flags(metrics, source.runtime_s, durations, starts,
+        flags += delivery_flags(metrics) + length_flags(metrics, source.runtime_s, durations, data.head_start_s, starts,
                                                         data.metadata.get("machine", {}).get("cpus"))
     metrics.flags = flags
     metrics.delay_bound_ms = source.delay_bound_ms
@@ -201,7 +201,7 @@ def _analyze(data: DataDir, out: Path, bin_ms: float, draw: bool, reports: bool,
         by_label.setdefault(r.source.label, {})[r.source.number] = r.metrics
     summaries = {label: scheme_summary(list(runs.values())) for label, runs in by_label.items()}
     displays = {label: display_name(data, label) for label in by_label}
-    meta = {"pantheon_version": __version__, "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data_dir": str(data.path.resolve()),
+    meta = {"format_version": PERF_FORMAT_VERSION, "pantheon_version": __version__, "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data_dir": str(data.path.resolve()),
             "layout": data.layout, "bin_ms": bin_ms, "definitions": "docs/analysis.md"}
     document = perf.perf_document(by_label, summaries, displays,
                                   {(r.source.label, r.source.number): r.warnings for r in results},

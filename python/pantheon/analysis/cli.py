@@ -16,6 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "throughput, 95th-percentile one-way delay, loss, capacity, fairness; plots over time per run, "
         "throughput against delay per scheme; perf.json, perf.csv, perf.parquet, report.html, report.pdf. "
         "Definitions: docs/analysis.md.",
+        epilog="example:\n  pantheon analyze data/nepal --bin-ms 100",
     )
     parser.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="a data dir (pantheon test --data-dir)")
     parser.add_argument("--bin-ms", type=float, default=DEFAULT_BIN_MS, help="time bin of the plots over time, ms (default 500)")
@@ -23,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-plots", action="store_true", help="numbers only: perf.json and the table, no plots or report")
     parser.add_argument("--no-report", action="store_true", help="no report.html / report.pdf")
     parser.add_argument("--quiet", action="store_true", help="no progress lines (warnings are still printed)")
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon import schemes as registry
+from pantheon.analysis import LEGACY_HEAD_START_S, METADATA_FORMAT_VERSION
 from pantheon.analysis.metrics import bound_text
 from pantheon.errors import PantheonError
 
@@ -86,6 +88,9 @@ class DataDir:
     looks: dict[str, SchemeLook]
     setup: list[tuple[str, str]]
     """(what, value) rows describing the experiment, for the report."""
+    head_start_s: float = LEGACY_HEAD_START_S
+    """How long after a flow's first side its second side started (metadata.json's
+    `head_start_s`): a flow's first packet is late only past this."""
 
 
 def _manifest_colors() -> dict[str, str]:
@@ -128,6 +133,14 @@ def _harness(path: Path) -> DataDir:
         metadata = read_json(path / "metadata.json")
     except DataDirError as e:
         raise DataDirError(f"{e}; is this a data dir of pantheon test?") from None
+    version = metadata.get("format_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= METADATA_FORMAT_VERSION:
+        raise DataDirError(f"{path / 'metadata.json'} has format_version {version!r}; this pantheon reads versions 1 to "
+                           f"{METADATA_FORMAT_VERSION}: analyse it with the pantheon that wrote it, or a newer one")
+    head_start_s = metadata.get("head_start_s", LEGACY_HEAD_START_S) if version >= 2 else LEGACY_HEAD_START_S
+    if isinstance(head_start_s, bool) or not isinstance(head_start_s, int | float) or not 0 <= head_start_s < math.inf:
+        raise DataDirError(f"{path / 'metadata.json'}: head_start_s must be a number of seconds, not negative, "
+                           f"got {head_start_s!r}")
     order = [(t["label"], t["repetition"]) for t in metadata.get("trials", [])]
     found = sorted((d.parent.name, int(d.name[3:])) for d in path.glob("*/run*") if d.is_dir() and d.name[3:].isdigit())
     runs = []
@@ -147,7 +160,8 @@ def _harness(path: Path) -> DataDir:
             clock=info.get("clock"), flags=list(info.get("flags", [])),
         ))
     labels = list(dict.fromkeys(r.label for r in runs))
-    return DataDir(path, "harness", metadata, runs, _looks(labels, metadata.get("schemes", {})), _harness_setup(path, metadata, runs))
+    return DataDir(path, "harness", metadata, runs, _looks(labels, metadata.get("schemes", {})), _harness_setup(path, metadata, runs),
+                   float(head_start_s))
 
 
 def _machine(machine: dict) -> str:

@@ -27,13 +27,13 @@ from fractions import Fraction
 import numpy as np
 
 from pantheon.analysis.events import LinkEvents
-from pantheon.harness.run import HEAD_START_S
 
 SHORT_RUN_FRACTION = 0.8
 """A run (or flow) that lasted less than this fraction of its configured time is flagged."""
-LATE_START_S = HEAD_START_S + 0.5
-"""A flow whose first packet left later than this after its planned start did not start on
-time: the harness starts a flow's second side HEAD_START_S after its first."""
+LATE_START_SLACK_S = 0.5
+"""A flow whose first packet left more than this after its planned start and the data dir's head
+start (a flow's second side starts that long after its first: metadata.json's `head_start_s`) did
+not start on time."""
 SHORT_FLOWS_NAMED = 3
 """Short flows named one by one in a run's flags; more are summed up in one flag."""
 
@@ -170,11 +170,11 @@ def _span(values: list[float], style: str = ".1f") -> str:
     return f"{low} s" if low == high else f"{low}–{high} s"
 
 
-def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dict[str, float],
+def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dict[str, float], head_start_s: float,
                  flow_starts_s: dict[str, float] | None = None, cpus: int | None = None) -> list[str]:
     """Why a run is too short to compare: it, or one of its flows, moved data for less than
     SHORT_RUN_FRACTION of its configured time. Where the short flows sent their first packet more
-    than LATE_START_S after their planned start, the flag says so: they could not start on time
+    than `head_start_s` + LATE_START_SLACK_S after their planned start, the flag says so: they could not start on time
     (so many flows on this many CPUs, where the metadata says how many). Up to
     SHORT_FLOWS_NAMED flows are named one by one; more share one line."""
     flags = []
@@ -184,7 +184,7 @@ def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dic
              if (wanted := flow_durations_s.get(m.flow)) and m.duration_s < SHORT_RUN_FRACTION * wanted]
     starts = flow_starts_s or {}
     late = {m.flow: m.first_send_s - starts[m.flow] for m, _ in short
-            if m.flow in starts and m.first_send_s is not None and m.first_send_s - starts[m.flow] > LATE_START_S}
+            if m.flow in starts and m.first_send_s is not None and m.first_send_s - starts[m.flow] > head_start_s + LATE_START_SLACK_S}
     if len(short) <= SHORT_FLOWS_NAMED:
         for m, wanted in short:
             why = f": its first packet left {late[m.flow]:.1f} s after its planned start" if m.flow in late else ""

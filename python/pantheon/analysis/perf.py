@@ -15,6 +15,8 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from pantheon import files
+from pantheon.analysis import PERF_FORMAT_VERSION
+from pantheon.analysis.datadir import DataDirError, read_json
 from pantheon.analysis.metrics import RunMetrics, as_dict
 
 TABLE_COLUMNS = ("scheme", "display", "run", "flow", "flow_scheme", "valid", "flags", "capacity_mbps", "utilization",
@@ -48,6 +50,17 @@ def perf_document(results: dict[str, dict[int, RunMetrics]], summaries: dict[str
 def write_perf_json(document: dict, path: Path) -> Path:
     files.write_atomic(path, files.json_text(document))
     return path
+
+
+def read_perf_json(path: Path) -> dict:
+    """perf.json of this version or an older one (version 1 had no `format_version`: the same keys
+    otherwise); a DataDirError in one line when it is not a perf.json, or a newer one."""
+    document = read_json(path)
+    version = document.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= PERF_FORMAT_VERSION:
+        raise DataDirError(f"{path} has format_version {version!r}; this pantheon reads versions 1 to "
+                           f"{PERF_FORMAT_VERSION}: read it with the pantheon that wrote it, or a newer one")
+    return document
 
 
 def flat_table(results: dict[str, dict[int, RunMetrics]], displays: dict[str, str]) -> pa.Table:

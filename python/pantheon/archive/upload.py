@@ -20,8 +20,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pantheon.analysis.analyze import display_name, judge_run
-from pantheon.analysis.datadir import DataDir, open_data_dir, read_json
+from pantheon.analysis.datadir import DataDir, open_data_dir
 from pantheon.analysis.metrics import RUN_METRICS, RunMetrics, scheme_summary
+from pantheon.analysis.perf import read_perf_json
 from pantheon.archive.models import File, Flow, Result, ResultScheme, Run
 from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.store import Store
@@ -211,9 +212,9 @@ def derive(unpacked: Unpacked) -> tuple[DataDir, dict[tuple[str, int], RunMetric
     if "perf.json" not in unpacked.files:
         raise Refused("the data dir has no perf.json: run pantheon analyze DATA_DIR before uploading")
     try:
-        perf = read_json(unpacked.root / "perf.json")
-    except PantheonError:
-        raise Refused("perf.json is not a JSON object") from None
+        perf = read_perf_json(unpacked.root / "perf.json")
+    except PantheonError as e:
+        raise Refused(f"perf.json cannot be read: {str(e).replace(str(unpacked.root), 'DATA_DIR')}") from None
     derived = {(source.label, source.number): judge_run(data, source)[1] for source in data.runs}
     _check_perf(perf, derived)
     return data, derived

@@ -22,9 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon import plan as plans
 from pantheon.calibrate import replication, space
 from pantheon.calibrate.targets import CalibrationError, Target, read
-from pantheon.harness import plan as plans
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pantheon.calibrate.replication import Figures
 from pantheon.calibrate.space import Candidate
-from pantheon.harness.plan import Plan
+from pantheon.plan import Plan
 from pantheon.sim.batch import FlowSpec, Job, run_batch
 
 NO_TRACES = Path("/nonexistent")

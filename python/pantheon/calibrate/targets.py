@@ -3,7 +3,7 @@ percentile one-way delay over the valid runs of a data dir, per flow, exactly as
 computes them (the runs go through the analysis's own `analyse_run` and `scheme_summary`, so
 perf.json's means and these are the same numbers).
 
-A flow setting is a run's plan (harness/plan.py: the label's flows, each a scheme with its start
+A flow setting is a run's plan (plan.py: the label's flows, each a scheme with its start
 and duration, and the run's length): a data dir made
 with one `--flows` setting has one per scheme; a scenario (schemes mixed in a run) is one setting
 whose flows have different schemes. Per flow, because a simulated run gives per-flow metrics (and
@@ -29,7 +29,7 @@ from pantheon.analysis.datadir import open_data_dir
 from pantheon.analysis.metrics import FlowMetrics, RunMetrics, scheme_summary
 from pantheon.analysis.series import DEFAULT_BIN_MS
 from pantheon.errors import PantheonError
-from pantheon.harness.plan import Flow, Plan
+from pantheon.plan import Flow, Plan
 
 MIXED_CAPACITY_RATIO = 1.10
 """Runs whose measured capacities (delivery opportunities, where the path was emulated) differ by

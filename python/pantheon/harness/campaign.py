@@ -1,12 +1,11 @@
 """A campaign: every run of `pantheon test local` or `pantheon test remote`, in the paper's trial
 order, into one data dir. The mode (`Mode`) says where a run's endpoints are; all else is here.
 
-Trial order (paper §3.2): the schemes in the order given, or with `--random-order` a random
-permutation of them (seeded by `--seed`), round-robin until each has run `--run-times` times.
+Trial order and metadata.json are every driver's (trials.py); the runs and their files are here.
 
 Data dir layout:
     metadata.json               every argument, the emulator's parameters, scheme versions, the
-                                project's git commit, kernel and sysctls, start time
+                                project's git commit, kernel and sysctls, start time, head start
     LABEL/runK/                 one run (LABEL is the scheme, or the scenario's name)
         run.json                outcome: ok or the failures, flows and their times
         records.parquet         per-packet records of every flow (see records.py)
@@ -21,98 +20,24 @@ campaign after the run it cut short, which says so in its run.json (files.cut_sh
 """
 from __future__ import annotations
 
-import os
-import platform
-import random
 import signal
-import subprocess
 import sys
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from pantheon import __version__, files
+from pantheon import files
 from pantheon.analysis.cli import campaign_line
 from pantheon.errors import PantheonError
 from pantheon.experiment import seed_of
 from pantheon.harness import leftovers
-from pantheon.harness.plan import Plan
-from pantheon.harness.run import Endpoints, Outcome, Run
+from pantheon.harness.run import HEAD_START_S, Endpoints, Outcome, Run
+from pantheon.plan import Plan
 from pantheon.progress import Progress
-from pantheon.repository import ROOT
 from pantheon.schemes import Scheme
+from pantheon.trials import Trial, metadata, refuse_taken, trial_order, write_metadata
 
 if TYPE_CHECKING:
     from pantheon.harness.clock import PeerClock
-
-SYSCTLS = [
-    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_rmem",
-    "net.ipv4.tcp_wmem", "net.core.default_qdisc", "net.core.rmem_max", "net.core.wmem_max",
-]
-
-
-class DataDirTaken(PantheonError):
-    """A run's directory already exists: finished runs are never overwritten."""
-
-
-@dataclass(frozen=True)
-class Trial:
-    number: int
-    """1-based position in the campaign."""
-    plan: Plan
-    repetition: int
-    """1-based: which run of this plan."""
-
-
-def trial_order(plans: list[Plan], run_times: int, random_order: bool, seed: int) -> list[Trial]:
-    order = list(plans)
-    if random_order:
-        random.Random(seed).shuffle(order)
-    trials: list[Trial] = []
-    for repetition in range(1, run_times + 1):
-        for plan in order:
-            trials.append(Trial(len(trials) + 1, plan, repetition))
-    return trials
-
-
-def git_commit() -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
-
-def _sysctl(name: str) -> str:
-    try:
-        return Path("/proc/sys", *name.split(".")).read_text().strip()
-    except OSError:
-        return "unavailable"
-
-
-def metadata(arguments: dict, emulator_options: list[str], schemes: list[Scheme], trials: list[Trial],
-             skipped: dict[str, str]) -> dict:
-    return {
-        "pantheon_version": __version__,
-        "git_commit": git_commit(),
-        "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
-        "arguments": arguments,
-        "emulator_options": emulator_options,
-        "schemes": {s.name: {"display": s.display, "description": s.description, "run_first": s.run_first,
-                             "color": s.color, "versions": s.versions or f"pantheon {__version__}",
-                             **({"kernel": platform.release()} if s.needs_kernel_cc else {})} for s in schemes},
-        "skipped_schemes": skipped,
-        "trials": [{"number": t.number, "label": t.plan.label, "repetition": t.repetition} for t in trials],
-        "machine": machine(),
-        "sysctls": sysctls(),
-    }
-
-
-def machine() -> dict:
-    return {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version()}
-
-
-def sysctls() -> dict[str, str]:
-    return {name: _sysctl(name) for name in SYSCTLS}
-
 
 class CampaignBroken(PantheonError):
     """No further run can succeed (the other host is out of reach): the campaign ends after the
@@ -169,20 +94,16 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
         print(f"pantheon: removed {len(removed)} namespace(s) left by a harness that was killed: {', '.join(removed)}", file=sys.stderr)
     trials = trial_order(plans, run_times, random_order, seed)
     files.writable_dir(data_dir, "--data-dir")
+    refuse_taken(data_dir, trials)  # before metadata.json, which belongs to the runs already there
     used = sorted({s for p in plans for s in p.schemes})
-    meta = {**metadata(arguments, [], [schemes[s] for s in used], trials, skipped or {}), **mode.metadata(seed)}
-    try:
-        files.write_atomic(data_dir / "metadata.json", files.json_text(meta))
-    except OSError as e:
-        raise PantheonError(f"cannot write {data_dir / 'metadata.json'}: {e.strerror or e}") from None
+    write_metadata(data_dir, {**metadata(arguments, [], [schemes[s] for s in used], trials, skipped or {}, head_start_s=HEAD_START_S),
+                              **mode.metadata(seed)})
     own_progress = progress is None
     progress = progress or Progress(len(trials), quiet=quiet)
     failed = 0
     try:
         for trial in trials:
-            run_dir = data_dir / trial.plan.label / f"run{trial.repetition}"
-            if run_dir.exists():
-                raise DataDirTaken(f"{run_dir} already exists: pick a new --data-dir (finished runs are never overwritten)")
+            run_dir = trial.run_dir(data_dir)
             name = f"{trial.plan.label} run {trial.repetition}/{run_times}"
             progress.started(name)
             run_seed = seed_of(seed, trial.repetition)
@@ -228,21 +149,15 @@ def _run(trial: Trial, run_seed: int, run_dir: Path, schemes: dict[str, Scheme],
         return outcome.failures  # its logs are incomplete and its files about to be freed (cut_short)
     clock = _merge(run_dir, trial.plan, outcome.t0_epoch_s, outcome, mode) if outcome.t0_epoch_s is not None else {}
     files.write_atomic(run_dir / "run.json", files.json_text({
-        **_run_keys(trial, run_seed), "ok": outcome.ok, "failures": outcome.failures,
+        **trial.run_keys(run_seed), "ok": outcome.ok, "failures": outcome.failures,
         "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s, **clock,
     }))
     return outcome.failures
 
 
-def _run_keys(trial: Trial, run_seed: int) -> dict:
-    """run.json's keys that the plan fixes."""
-    return {"label": trial.plan.label, "repetition": trial.repetition, "runtime_s": trial.plan.runtime_s, "seed": run_seed,
-            "flows": [asdict(f) for f in trial.plan.flows]}
-
-
 def _cut_short(trial: Trial, run_dir: Path, run_seed: int, why: str, progress: Progress, name: str, data_dir: Path) -> None:
     """The disk filled up during this run: it is marked failed, the campaign ends here."""
-    marked = files.cut_short(run_dir, {**_run_keys(trial, run_seed), "ok": False, "failures": [f"cut short: {why}"]})
+    marked = files.cut_short(run_dir, {**trial.run_keys(run_seed), "ok": False, "failures": [f"cut short: {why}"]})
     progress.ended(f"{name} FAILED: cut short, the disk is full")
     progress.write(f"pantheon: the disk of {data_dir} is full: {name} was cut short "
                    f"({'marked failed in its run.json' if marked else 'no room even for its run.json'}) and the campaign "

@@ -19,17 +19,22 @@ def _campaign_options(parser: argparse.ArgumentParser, mode: str, schemes_help: 
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    test = sub.add_parser("test", help="run schemes and record every packet (pantheon test local --help)")
+    test = sub.add_parser("test", help="run schemes and record every packet (pantheon test local --help)",
+                          description="Run schemes and record every packet: over an emulated path on this machine "
+                          "(local), or over the real path between this host and another (remote); docs/harness.md.",
+                          epilog="example:\n  pantheon test local --schemes cubic,bbr --runtime 30 --emulator nepal-wifi")
     modes = test.add_subparsers(dest="mode", metavar="MODE", required=True)
     local = modes.add_parser(
         "local",
         help="over an emulated path on this machine",
         description="Run schemes over an emulated path on this machine, each flow through an instrumented tunnel.",
+        epilog="example:\n  pantheon test local --schemes cubic,bbr --runtime 30 --emulator nepal-wifi",
     )
     _campaign_options(local, "local", "comma-separated scheme names (pantheon schemes are under schemes/)",
                       "every scheme available on this machine",
                       "seed for --random-order and the emulator; run K uses seed + K - 1 (default 0)")
     experiment.add_path_options(local, host=True)
+    local.set_defaults(run=_run_local, makes_namespaces=local.prog)
 
     remote = modes.add_parser(
         "remote",
@@ -37,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Run schemes over the real path between this host and HOST, each flow through an instrumented "
         "tunnel whose far endpoint the Pantheon set up on HOST runs (started over your own ssh and its configuration). "
         "One-way delays are corrected by the two hosts' clock offset and drift, measured by the tunnels over the path.",
+        epilog="example:\n  pantheon test remote root@node2.example.org --schemes cubic,bbr --run-times 3 --runtime 30",
     )
     remote.add_argument("host", metavar="[USER@]HOST[:PANTHEON_DIR]",
                         help="the remote host as ssh takes it, and where Pantheon is set up there (default: this checkout's path)")
@@ -56,12 +62,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ends.add_argument("--local-desc", metavar="TEXT", default="", help="a description of this host, for the report")
     ends.add_argument("--remote-desc", metavar="TEXT", default="", help="a description of HOST, for the report")
     ends.add_argument("--ssh-config", metavar="FILE", type=Path, help="ssh configuration file (ssh -F FILE)")
-    remote.set_defaults(emulator=None, path_options=[])
+    remote.set_defaults(emulator=None, path_options=[], run=_run_remote)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.mode == "remote":
-        return _run_remote(args)
+def _run_local(args: argparse.Namespace) -> int:
     asked = experiment.Experiment.from_args(args, "local")
     return run_local(asked, random_order=args.random_order, analyze=not args.no_analyze,
                      arguments=asked.arguments(command="test", mode="local", random_order=args.random_order,

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pantheon import __version__, schemes
+from pantheon import plan as plans
 from pantheon.analysis.cli import after_campaign
 from pantheon.errors import PantheonError
 from pantheon.experiment import Experiment
-from pantheon.harness import plan as plans
 from pantheon.harness import tunnel
-from pantheon.harness.campaign import git_commit, run_campaign
+from pantheon.harness.campaign import run_campaign
 from pantheon.harness.channel import Channel, ChannelError, ssh_argv, ssh_hostname
 from pantheon.harness.run import (
     SCHEME_PORT,
@@ -46,6 +46,7 @@ from pantheon.harness.run import (
     wait_for_connect_line,
 )
 from pantheon.repository import ROOT
+from pantheon.trials import git_commit
 
 if TYPE_CHECKING:
     from pantheon.harness.clock import PeerClock

@@ -48,7 +48,6 @@ from typing import TextIO
 
 from pantheon import __version__, schemes
 from pantheon.harness import leftovers, tunnel
-from pantheon.harness.campaign import git_commit, machine, sysctls
 from pantheon.harness.run import (
     SCHEME_PORT,
     Processes,
@@ -57,6 +56,7 @@ from pantheon.harness.run import (
     side_name,
     wait_for_connect_line,
 )
+from pantheon.trials import git_commit, machine, sysctls
 
 POLL_S = 0.01
 FILE_CHUNK_BYTES = 1 << 20

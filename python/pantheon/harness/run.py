@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pantheon.harness import leftovers, tunnel
-from pantheon.harness.plan import Plan
+from pantheon.plan import Plan
 from pantheon.processes import lifeline
 from pantheon.schemes import Scheme
 

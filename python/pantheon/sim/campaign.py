@@ -33,14 +33,14 @@ import multiprocessing
 import signal
 import subprocess
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 from pantheon import files
-from pantheon.harness.campaign import Trial
 from pantheon.progress import Progress
 from pantheon.sim import simulator
+from pantheon.trials import Trial
 
 POLL_S = 0.05
 """How often a worker checks, while its simulator runs, whether the campaign was interrupted."""
@@ -139,12 +139,10 @@ def _simulate(run: SimRun, result: RunResult) -> None:
 
 
 def run_json(run: SimRun, result: RunResult) -> dict:
-    plan = run.trial.plan
     return {
-        "ok": result.ok, "failures": result.failures, "label": plan.label, "repetition": run.trial.repetition,
-        "runtime_s": plan.runtime_s, "t0_epoch_s": 0.0, "ended_epoch_s": plan.runtime_s,
-        "flows": [asdict(f) for f in plan.flows],
-        "simulated": True, "seed": run.seed, "events": result.events, "wall_s": result.wall_s,
+        **run.trial.run_keys(run.seed), "ok": result.ok, "failures": result.failures,
+        "t0_epoch_s": 0.0, "ended_epoch_s": run.trial.plan.runtime_s,
+        "simulated": True, "events": result.events, "wall_s": result.wall_s,
     }
 
 

@@ -16,9 +16,9 @@ import sys
 from pantheon import experiment, files, schemes
 from pantheon.analysis import cli as analysis_cli
 from pantheon.errors import PantheonError
-from pantheon.harness.campaign import DataDirTaken, metadata, trial_order
 from pantheon.progress import Progress
 from pantheon.sim import campaign, simulable, simulator
+from pantheon.trials import metadata, refuse_taken, trial_order, write_metadata
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Simulate pantheon test local's experiment with pantheon-sim: the emulator's link model and the "
         "schemes' own crates/cc controllers under a discrete-event clock, runs in parallel on every core. "
         "The data dir is pantheon test local's (docs/harness.md).",
+        epilog="example:\n  pantheon sim --schemes copa,cubic-user,vegas-user --emulator nepal-wifi --run-times 5 "
+        "--data-dir data/nepal",
     )
     experiment.add_scheme_options(sim, "comma-separated scheme names; only those whose sender is pantheon-udp "
                                   "with a crates/cc controller can be simulated (copa, cubic-user, ...)",
@@ -41,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      "records.parquet, datalink.log and acklink.log are always written")
     experiment.add_output_options(sim, "sim")
     experiment.add_path_options(sim)
+    sim.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,25 +56,21 @@ def run(args: argparse.Namespace) -> int:
     selection = asked.select(every=list(cc), problem=lambda name: simulable.problem(known, name), verb="be simulated",
                              skip_line="pantheon: {name}: {why}", expected_skip=lambda name: False)
     trials = trial_order(selection.plans, asked.run_times, random_order=False, seed=asked.seed)
-    taken = [d for t in trials if (d := data_dir / t.plan.label / f"run{t.repetition}").exists()]
-    if taken:
-        raise DataDirTaken(f"{taken[0]} already exists: pick a new --data-dir (finished runs are never overwritten)")
+    refuse_taken(data_dir, trials)
     path_options = asked.expanded_path_options()
     simulator.check_path_options(path_options, asked.seed)
 
     used = sorted({s for p in selection.plans for s in p.schemes})
     arguments = asked.arguments(command="sim", jobs=args.jobs, no_analyze=args.no_analyze)
     files.writable_dir(data_dir, "--data-dir")
+    # A simulated flow's two sides start together: no head start.
     meta = metadata(arguments, [*path_options, "--seed", str(asked.seed)], [known.schemes[s] for s in used], trials,
-                    selection.skipped)
+                    selection.skipped, head_start_s=0.0)
     meta.update(simulated=True, simulator={"program": simulator.PROGRAM, **simulator.version(),
                                            "cc": {s: cc[s] for s in used}, "jobs": args.jobs})
-    try:
-        files.write_atomic(data_dir / "metadata.json", files.json_text(meta))
-    except OSError as e:
-        raise PantheonError(f"cannot write {data_dir / 'metadata.json'}: {e.strerror or e}") from None
+    write_metadata(data_dir, meta)
 
-    runs = [campaign.SimRun(t, data_dir / t.plan.label / f"run{t.repetition}", cc, path_options,
+    runs = [campaign.SimRun(t, t.run_dir(data_dir), cc, path_options,
                             experiment.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
     failed = campaign.run_all(runs, args.jobs, Progress(len(runs), quiet=asked.quiet), asked.run_times)
     if failed == 130:

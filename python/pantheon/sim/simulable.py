@@ -1,8 +1,8 @@
 """Which schemes the simulator can run, and as which controller.
 
-The simulator runs crates/cc controllers, the ones pantheon-udp drives over a real path (DESIGN.md:
-"the same Copa runs over a real emulated link and inside the simulator"). A scheme is simulable
-when its manifest's sender is `pantheon-udp send --cc SPEC ...`: the simulator then runs SPEC, so
+The simulator runs crates/cc controllers, the ones pantheon-udp drives over a real path
+(docs/architecture.md: the same Copa runs over a real emulated link and inside the simulator).
+A scheme is simulable when its manifest's sender is `pantheon-udp send --cc SPEC ...`: the simulator then runs SPEC, so
 the manifest stays the one place that says which controller, with which parameters, a scheme is.
 Schemes that run anything else (the kernel's TCP, QUIC libraries, browsers) have no model in the
 simulator and are refused with a one-line reason.

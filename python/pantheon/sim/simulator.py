@@ -1,7 +1,7 @@
 """The pantheon-sim binary (crates/sim, docs/sim.md) as Python sees it: its command lines, the JSON
 line it prints, its one-line errors, and how its processes are tied to ours.
 
-pantheon-sim is the virtual-time driver of DESIGN.md's table: pantheon-emu's link model and
+pantheon-sim is the virtual-time driver of docs/architecture.md's two ideas: pantheon-emu's link model and
 pantheon-udp's crates/cc controllers under a discrete-event clock. Its path options are
 pantheon-emu's, parsed by the same Rust code, so a bad option gets the emulator's message word for
 word; a user mistake is exit status 2 and one line `pantheon-sim: ...` on stderr.
