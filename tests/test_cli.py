@@ -1,26 +1,31 @@
 """The `pantheon` command's contract with its user and with programs that run it: a user's mistake
 is one line and exit status 2, a bug keeps its traceback and exits 70; `pantheon test local` and
-`pantheon sim` list the same options, the emulator's included, in --help; the demo drives the
-harness's API, not the command line."""
+`pantheon sim` list the same options, the emulator's included, in --help; every command's --help
+says what it does and shows one example that runs; the demo drives the harness's API, not the
+command line."""
 from __future__ import annotations
 
+import argparse
+import os
 import re
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 from conftest import EMU, REPO
-from pantheon import cli, experiment, presets
+from pantheon import cli, experiment, presets, schemes
 from pantheon.analysis.datadir import DataDirError
 from pantheon.analysis.logs import LogError
 from pantheon.binaries import MissingBinary
 from pantheon.errors import PantheonError
-from pantheon.harness.campaign import DataDirTaken
-from pantheon.harness.plan import PlanError
 from pantheon.netns import NeedsRoot
+from pantheon.plan import PlanError
 from pantheon.schemes import SchemeError
 from pantheon.sim.simulator import SimError
+from pantheon.trials import DataDirTaken
 
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 
@@ -127,3 +132,62 @@ def test_path_options_keep_the_order_given() -> None:
     args = cli._parser().parse_args(["sim", "--all", "--uplink-queue", "droptail", "--delay=20", "--uplink-queue-bytes", "9"])
     assert experiment.Experiment.from_args(args, "sim").path_options == (
         "--uplink-queue", "droptail", "--delay", "20", "--uplink-queue-bytes", "9")
+
+
+def commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every command and subcommand below `parser`, parents first."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                yield command
+                yield from commands(command)
+
+
+def test_every_command_has_a_description_and_an_example_that_parses(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command's --help (emulate's is pantheon-emu's, below) has a description and an example whose
+    command line parses to that command, with schemes and emulators that exist."""
+    found = {command.prog: command for command in commands(cli._parser()) if command.prog != "pantheon emulate"}
+    assert {"pantheon emulators", "pantheon test local", "pantheon test remote", "pantheon sim", "pantheon analyze",
+            "pantheon calibrate", "pantheon schemes list", "pantheon schemes setup", "pantheon schemes check",
+            "pantheon demo", "pantheon archive serve", "pantheon archive token create", "pantheon archive token revoke",
+            "pantheon archive upload", "pantheon observe", "pantheon indigo train"} <= set(found)
+    known = schemes.registry().names()
+    for prog, command in found.items():
+        with pytest.raises(SystemExit) as exit:
+            cli.main([*prog.split()[1:], "--help"])
+        shown = capsys.readouterr().out
+        assert exit.value.code == 0 and command.description, prog
+        assert " ".join(command.description.split()[:4]) in " ".join(shown.split()), prog
+        example = re.search(r"^example:\n  (pantheon .+)$", shown, re.MULTILINE)
+        assert example, f"{prog} --help shows no example:\n{shown}"
+        argv = shlex.split(example.group(1))[1:]
+        args = cli._parser().parse_args(argv)
+        assert f"pantheon {' '.join(argv)}".startswith(prog), (prog, example.group(1))
+        if command.get_default("run"):
+            assert args.run is command.get_default("run"), prog
+        for name in [*(getattr(args, "schemes", None) or "").split(","), *getattr(args, "names", [])]:
+            assert not name or name in known, (prog, name)
+        if getattr(args, "emulator", None):
+            presets.lookup(args.emulator)
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_emulate_help_is_pantheon_emulates(flag: str) -> None:
+    """pantheon-emu's help, under the name it is run by here and with the option this side adds."""
+    done = subprocess.run([str(PANTHEON), "emulate", flag], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Usage: pantheon emulate [OPTIONS] <CMD>..." in done.stdout and "pantheon-emu" not in done.stdout
+    assert re.search(r"^\s+--emulator <NAME\|FILE.toml>", done.stdout, re.MULTILINE)
+    assert "--delay <MS>" in done.stdout and "Example: pantheon emulate " in done.stdout
+
+
+def test_a_reader_that_closes_the_pipe_is_no_bug() -> None:
+    """`pantheon emulators | head -3`: the reader left, so nothing is printed, and the exit status
+    is a shell's for a command SIGPIPE ended (it was a BrokenPipeError's traceback and 70)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([str(PANTHEON), "emulators"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (cli.SIGPIPE_EXIT, "")

@@ -5,15 +5,34 @@ percentile one-way delay (the paper's Figure 2 view, Yan et al., ATC 2018) in re
 report.pdf in the data dir."""
 from __future__ import annotations
 
+import argparse
 from datetime import datetime
 from pathlib import Path
 
 from pantheon.experiment import Experiment
 from pantheon.harness.local import run_local
-from pantheon.harness.plan import check_runtime
+from pantheon.plan import check_runtime
 
 PATH_OPTIONS = ("--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
                 "--uplink-queue-bytes", "60000", "--downlink-queue-bytes", "60000")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    demo = sub.add_parser(
+        "demo", help="every scheme that can run here over an emulated 12 Mbit/s, 20 ms path; a report",
+        description="Run every scheme that can run here (or those named), one short run each over an emulated path of "
+        "12 Mbit/s each way, 20 ms one-way delay and a DropTail buffer of one bandwidth-delay product (60 kB), then "
+        "analyse the runs: each scheme's throughput against its 95th-percentile one-way delay, in report.html and "
+        "report.pdf in the data dir.",
+        epilog="example:\n  pantheon demo --schemes cubic,bbr,copa --runtime 5")
+    demo.add_argument("--runtime", type=float, default=10.0, help="seconds each scheme runs (default 10)")
+    demo.add_argument("--schemes", help="comma-separated scheme names (default: all that can run here)")
+    demo.add_argument("--data-dir", type=Path, help="where results go (default data/demo-DATE-TIME)")
+    demo.set_defaults(run=run, makes_namespaces=demo.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_demo(runtime_s=args.runtime, schemes=args.schemes, data_dir=args.data_dir)
 
 
 def run_demo(runtime_s: float, schemes: str | None, data_dir: Path | None) -> int:

@@ -304,6 +304,19 @@ def merge(preset_options: list[str], user_options: list[str]) -> list[str]:
     return kept + user_options
 
 
+def splice(argv: list[str]) -> list[str]:
+    """pantheon-emu's command line (options, `--`, the command) with its first `--emulator NAME`
+    (or `--emulator=NAME`) replaced by the preset's options; the options given beside it win
+    (merge). What follows `--` is the emulated command's and is left as it is."""
+    options, command = (argv[: argv.index("--")], argv[argv.index("--"):]) if "--" in argv else (argv, [])
+    for i, arg in enumerate(options):
+        if arg == "--emulator" or arg.startswith("--emulator="):
+            name = arg.split("=", 1)[1] if "=" in arg else (options[i + 1] if i + 1 < len(options) else "")
+            rest = options[:i] + options[i + (1 if "=" in arg else 2):]
+            return [*merge(lookup(name).options(traces_cache()), rest), *command]
+    return argv
+
+
 def traces_cache() -> Path:
     """Where presets' trace files live for `pantheon emulate` (stable contents, rewritten freely)."""
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))

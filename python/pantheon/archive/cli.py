@@ -33,10 +33,19 @@ UPLOAD_REFUSED = 1
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    archive = sub.add_parser("archive", help="the results archive: serve it, manage upload tokens, upload a data dir")
-    commands = archive.add_subparsers(dest="archive_command", metavar="COMMAND", required=True)
+    archive = sub.add_parser(
+        "archive", help="the results archive: serve it, manage upload tokens, upload a data dir",
+        description="The results archive (docs/archive.md): a website and API over uploaded data dirs, each checked "
+        "against the analysis; serve it, manage who may upload, upload.",
+        epilog="example:\n  pantheon archive upload data/nepal --to http://127.0.0.1:8080/")
+    commands = archive.add_subparsers(metavar="COMMAND", required=True)
 
-    serve = commands.add_parser("serve", help="run the archive's website and API")
+    serve = commands.add_parser(
+        "serve", help="run the archive's website and API",
+        description="Run the archive's website and API until SIGINT or SIGTERM. On a loopback address, a database "
+        "without tokens gets one for this machine's user (FILES/local-token), which pantheon archive upload to a "
+        "loopback URL reads.",
+        epilog="example:\n  pantheon archive serve --port 8080")
     serve.add_argument("--db", default=DEFAULT_URL, help=f"database URL: sqlite:///FILE or postgresql://USER@HOST/DB (default {DEFAULT_URL})")
     serve.add_argument("--files", type=Path, default=DEFAULT_FILES, help=f"directory of the file store (default {DEFAULT_FILES})")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -45,16 +54,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--max-unpacked-mb", type=float, default=4096,
                        help="most an upload may unpack to, MiB (default 4096; a larger one is refused as a decompression bomb)")
     serve.add_argument("--max-files", type=int, default=100_000, help="most files in one upload (default 100000)")
+    serve.set_defaults(run=_serve)
 
-    token = commands.add_parser("token", help="create or revoke an upload token")
+    token = commands.add_parser(
+        "token", help="create or revoke an upload token",
+        description="Create or revoke an upload token: the archive keeps only its hash, and refuses the uploads of "
+        "a revoked one.",
+        epilog="example:\n  pantheon archive token create ci-runner")
     actions = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
     for action, what in (("create", "make a token for NAME and print it (once; only its hash is kept)"),
                          ("revoke", "revoke NAME's token: its uploads are refused from now on")):
-        parser = actions.add_parser(action, help=what)
+        parser = actions.add_parser(action, help=what, description=what[0].upper() + what[1:] + ".",
+                                    epilog=f"example:\n  pantheon archive token {action} ci-runner")
         parser.add_argument("name", metavar="NAME", help="who holds the token (a person, a lab, a CI job)")
         parser.add_argument("--db", default=DEFAULT_URL, help=f"database URL (default {DEFAULT_URL})")
+        parser.set_defaults(run=_token)
 
-    upload = commands.add_parser("upload", help="upload a data dir (pantheon test, sim or demo; analysed) to an archive")
+    upload = commands.add_parser(
+        "upload", help="upload a data dir (pantheon test, sim or demo; analysed) to an archive",
+        description="Upload data dirs of pantheon test, sim or demo, each analysed first, to an archive; prints each "
+        "one's page. Exit status 1 when the archive refused one or could not be reached.",
+        epilog="example:\n  pantheon archive upload data/nepal --to http://127.0.0.1:8080/")
     upload.add_argument("data_dirs", type=Path, nargs="+", metavar="DATA_DIR", help="one or more data dirs, each analysed")
     upload.add_argument("--to", required=True, metavar="URL", help="the archive, e.g. http://127.0.0.1:8080/")
     upload.add_argument("--token", help=f"upload token (default: ${TOKEN_VARIABLE}, or for a loopback URL {LOCAL_TOKEN})")
@@ -65,6 +85,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     upload.add_argument("--node", help="the host the experiment ran from (default: --local-desc of pantheon test remote)")
     upload.add_argument("--peer", help="the far host (default: --remote-desc of pantheon test remote)")
     upload.add_argument("--link", help="the node's link type: ethernet, wifi, cellular, ...")
+    upload.set_defaults(run=_upload)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -132,11 +153,3 @@ def _upload(args: argparse.Namespace) -> int:
         verb = "uploaded" if answer.get("created") else "already in the archive"
         print(f"pantheon archive: {data_dir} {verb}: {answer['url']}", flush=True)
     return UPLOAD_REFUSED if refused else 0
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.archive_command == "serve":
-        return _serve(args)
-    if args.archive_command == "token":
-        return _token(args)
-    return _upload(args)

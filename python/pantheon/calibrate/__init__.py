@@ -16,5 +16,7 @@ virtual time), trials run in parallel on Dask, and Optuna chooses them.
     standins.py     which controller the simulator runs for each scheme
     evaluate.py     one trial: every setting simulated over a candidate path
     search.py       the Optuna study (SQLite, resumable) and the Dask trials
-    cli.py          the command, its output (preset TOML, JSON summary, table)
+    calibration.py  a whole calibration: the above in order, then its files (preset TOML, JSON
+                    summary, figures, report page)
+    cli.py          the command: its options into one `calibrate` call, the result's table printed
 """

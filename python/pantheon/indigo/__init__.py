@@ -9,5 +9,6 @@ state, actions and network at run time — is crates/cc/src/indigo; this package
     model.py    the network in JAX (the controller's LSTM step, over whole episodes) and its
                 weights file
     dagger.py   the DAgger loop, training, checkpoints
-    cli.py      `pantheon indigo train`
+    training.py a whole training: the oracles, the DAgger iterations, the weights file and its summary
+    cli.py      `pantheon indigo train`: its options into one `train` call, the result printed
 """

@@ -17,7 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("observe", help="run a schedule of experiments round after round on Dask, uploading each result "
                        "to the archive (pantheon observe --status: what ran)",
                        description="The observatory: runs the experiments SCHEDULE.toml declares (docs/observatory.md), "
-                       "each a Dask task, retried when it fails, each result uploaded to the archive as it completes.")
+                       "each a Dask task, retried when it fails, each result uploaded to the archive as it completes.",
+                       epilog="example:\n  pantheon observe examples/observatory-smoke.toml --once "
+                       "--archive http://127.0.0.1:8080/")
     p.add_argument("schedule", type=Path, nargs="?", metavar="SCHEDULE.toml")
     p.add_argument("--status", action="store_true", help="print what ran, runs, failed and waits for upload, and exit (the same as STATE/status.html)")
     p.add_argument("--once", action="store_true", help="one round (resuming an unfinished one), then exit")
@@ -30,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state", type=Path, default=DEFAULT_STATE, metavar="DIR",
                    help=f"the journal and the results (default ./{DEFAULT_STATE})")
     p.add_argument("--retries", type=int, default=2, metavar="N", help="runs again of a failed experiment (default 2)")
+    p.set_defaults(run=run)
 
 
 def _token(args: argparse.Namespace) -> str | None:

@@ -12,9 +12,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from pantheon import plan as plans
 from pantheon import schemes
 from pantheon.errors import PantheonError
-from pantheon.harness import plan as plans
 from pantheon.harness.campaign import run_campaign
 from pantheon.harness.local import Emulated
 from pantheon.netns import require_root
@@ -29,26 +29,58 @@ CHECK_PATH = ["--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("schemes", help="list, set up and check the schemes (pantheon schemes --help)")
+    parser = sub.add_parser(
+        "schemes", help="list, set up and check the schemes (pantheon schemes --help)",
+        description="The scheme registry: one manifest per scheme in schemes/ (and $PANTHEON_SCHEMES_PATH; "
+        "docs/adding-a-scheme.md). List the schemes and whether each can run here, set them up, and check that each "
+        "runs over an emulated path.",
+        epilog="example:\n  pantheon schemes list")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("list", help="every scheme: ready, needs setup, or unavailable here and why")
-    for action, text in (("setup", "install and build schemes (idempotent)"),
-                         ("check", "a 5 s flow of each over an emulated 12 Mbit/s, 20 ms path")):
-        p = actions.add_parser(action, help=text, description=text)
+    listing = actions.add_parser(
+        "list", help="every scheme: ready, needs setup, or unavailable here and why",
+        description="List every scheme of the registry: ready, needs setup (and the command that sets it up), "
+        "unavailable here, or broken (a manifest that does not read), and why.",
+        epilog="example:\n  pantheon schemes list")
+    listing.set_defaults(run=_run_list)
+    setup = actions.add_parser(
+        "setup", help="install and build schemes (idempotent)",
+        description="Install and build schemes: their Debian packages and build steps, as their manifests say; "
+        f"idempotent, so a scheme already set up is quick. Each scheme's log is in {schemes.SETUP_LOGS.name}/NAME.log.",
+        epilog="example:\n  pantheon schemes setup copa vegas-user")
+    setup.set_defaults(run=_run_setup)
+    check = actions.add_parser(
+        "check", help="a 5 s flow of each over an emulated 12 Mbit/s, 20 ms path",
+        description=f"Check schemes: a short flow of each (5 s unless its manifest asks for longer) over an emulated "
+        f"12 Mbit/s, 20 ms path must move at least {CHECK_MIN_MBPS:g} Mbit/s over the tunnel, keep delivering for "
+        f"{CHECK_MIN_SPAN_S:g} s, and stop cleanly when killed.",
+        epilog="example:\n  pantheon schemes check cubic vegas-user")
+    check.set_defaults(run=_run_check, makes_namespaces=check.prog)
+    for p in (setup, check):
         which = p.add_mutually_exclusive_group(required=True)
         which.add_argument("names", nargs="*", default=[], help="scheme names", metavar="NAME")
         which.add_argument("--all", action="store_true", help="every scheme")
-    actions.choices["check"].add_argument("--data-dir", type=Path, help="where the check runs go (default data/check-DATE-TIME)")
+    check.add_argument("--data-dir", type=Path, help="where the check runs go (default data/check-DATE-TIME)")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.action == "list":
-        return _list(schemes.registry())
+def _run_list(args: argparse.Namespace) -> int:
+    return _list(schemes.registry())
+
+
+def _run_setup(args: argparse.Namespace) -> int:
     registry = schemes.registry()
+    return _setup(registry, _names(registry, args))
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    registry = schemes.registry()
+    return _check(registry, _names(registry, args), args.data_dir)
+
+
+def _names(registry: schemes.Registry, args: argparse.Namespace) -> list[str]:
     names = registry.names() if args.all else args.names
     if not names:
         raise PantheonError(f"name the schemes to {args.action}, or --all")
-    return _setup(registry, names) if args.action == "setup" else _check(registry, names, args.data_dir)
+    return names
 
 
 def _list(registry: schemes.Registry) -> int:

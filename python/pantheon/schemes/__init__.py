@@ -10,6 +10,9 @@ up: Debian packages, build commands, and the files that exist once it is built. 
 Manifests live in schemes/ and in the directories of $PANTHEON_SCHEMES_PATH (colon-separated; the
 first manifest of a name wins). A manifest that does not parse is kept as a broken entry with its
 reason, so one bad file never hides the other schemes.
+
+`pantheon schemes` (list, setup, check) is cli.py, which this module does not import: the analysis
+reads the registry and must not load the harness.
 """
 from __future__ import annotations
 
