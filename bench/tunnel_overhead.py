@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import select
 import shutil
 import signal
@@ -50,14 +49,13 @@ from functools import partial
 from pathlib import Path
 
 import support
-from pantheon.harness.tunnel import write_session_key
+from pantheon.harness.tunnel import parse_connect_line, write_session_key
 from support import figures, iperf, link, processes, tcp_buffers, tunnel
 
 EMU = support.BIN / "pantheon-emu"
 TUNNEL = support.BIN / "pantheon-tunnel"
 LINK = link.GIGABIT
 TARGET_RATIO = 0.90
-CONNECT_LINE = re.compile(r"pantheon-tunnel client \S+:(?P<port>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -192,10 +190,10 @@ def read_connect_line(server: subprocess.Popen, stderr_path: Path, timeout_s: fl
     """The port from the tunnel server's first line of output."""
     ready, _, _ = select.select([server.stdout], [], [], timeout_s)
     line = server.stdout.readline().decode(errors="replace") if ready else ""
-    match = CONNECT_LINE.search(line)
-    if not match:
-        raise processes.BenchError(f"the tunnel server did not say how to connect ({line.strip()!r}); {processes.tail(stderr_path)}")
-    return int(match["port"])
+    try:
+        return parse_connect_line(line)[1]
+    except ValueError as e:
+        raise processes.BenchError(f"{e}; {processes.tail(stderr_path)}") from None
 
 
 def print_table(rows: list[Row], seconds: int) -> None:
