@@ -201,7 +201,8 @@ def _analyze(data: DataDir, out: Path, bin_ms: float, draw: bool, reports: bool,
         by_label.setdefault(r.source.label, {})[r.source.number] = r.metrics
     summaries = {label: scheme_summary(list(runs.values())) for label, runs in by_label.items()}
     displays = {label: display_name(data, label) for label in by_label}
-    meta = {"format_version": PERF_FORMAT_VERSION, "pantheon_version": __version__, "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data_dir": str(data.path.resolve()),
+    meta = {"format_version": PERF_FORMAT_VERSION, "pantheon_version": __version__,
+            "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data_dir": str(data.path.resolve()),
             "layout": data.layout, "bin_ms": bin_ms, "definitions": "docs/analysis.md"}
     document = perf.perf_document(by_label, summaries, displays,
                                   {(r.source.label, r.source.number): r.warnings for r in results},

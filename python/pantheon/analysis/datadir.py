@@ -128,15 +128,22 @@ def read_json(path: Path) -> dict:
     return value
 
 
+def format_version(document: dict, path: Path, newest: int) -> int:
+    """The `format_version` of a result file (1 where it has none: written before the key existed);
+    a DataDirError in one line for a newer one than `newest`, or for a value that is no version."""
+    version = document.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= newest:
+        raise DataDirError(f"{path} has format_version {version!r}; this pantheon reads versions 1 to {newest}: "
+                           "read it with the pantheon that wrote it, or a newer one")
+    return version
+
+
 def _harness(path: Path) -> DataDir:
     try:
         metadata = read_json(path / "metadata.json")
     except DataDirError as e:
         raise DataDirError(f"{e}; is this a data dir of pantheon test?") from None
-    version = metadata.get("format_version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= METADATA_FORMAT_VERSION:
-        raise DataDirError(f"{path / 'metadata.json'} has format_version {version!r}; this pantheon reads versions 1 to "
-                           f"{METADATA_FORMAT_VERSION}: analyse it with the pantheon that wrote it, or a newer one")
+    version = format_version(metadata, path / "metadata.json", METADATA_FORMAT_VERSION)
     head_start_s = metadata.get("head_start_s", LEGACY_HEAD_START_S) if version >= 2 else LEGACY_HEAD_START_S
     if isinstance(head_start_s, bool) or not isinstance(head_start_s, int | float) or not 0 <= head_start_s < math.inf:
         raise DataDirError(f"{path / 'metadata.json'}: head_start_s must be a number of seconds, not negative, "

@@ -174,8 +174,8 @@ def length_flags(run: RunMetrics, runtime_s: float | None, flow_durations_s: dic
                  flow_starts_s: dict[str, float] | None = None, cpus: int | None = None) -> list[str]:
     """Why a run is too short to compare: it, or one of its flows, moved data for less than
     SHORT_RUN_FRACTION of its configured time. Where the short flows sent their first packet more
-    than `head_start_s` + LATE_START_SLACK_S after their planned start, the flag says so: they could not start on time
-    (so many flows on this many CPUs, where the metadata says how many). Up to
+    than `head_start_s` + LATE_START_SLACK_S after their planned start, the flag says so: they
+    could not start on time (so many flows on this many CPUs, where the metadata says how many). Up to
     SHORT_FLOWS_NAMED flows are named one by one; more share one line."""
     flags = []
     if runtime_s and run.all.duration_s < SHORT_RUN_FRACTION * runtime_s:

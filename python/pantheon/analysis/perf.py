@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from pantheon import files
 from pantheon.analysis import PERF_FORMAT_VERSION
-from pantheon.analysis.datadir import DataDirError, read_json
+from pantheon.analysis.datadir import format_version, read_json
 from pantheon.analysis.metrics import RunMetrics, as_dict
 
 TABLE_COLUMNS = ("scheme", "display", "run", "flow", "flow_scheme", "valid", "flags", "capacity_mbps", "utilization",
@@ -56,10 +56,7 @@ def read_perf_json(path: Path) -> dict:
     """perf.json of this version or an older one (version 1 had no `format_version`: the same keys
     otherwise); a DataDirError in one line when it is not a perf.json, or a newer one."""
     document = read_json(path)
-    version = document.get("format_version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= PERF_FORMAT_VERSION:
-        raise DataDirError(f"{path} has format_version {version!r}; this pantheon reads versions 1 to "
-                           f"{PERF_FORMAT_VERSION}: read it with the pantheon that wrote it, or a newer one")
+    format_version(document, path, PERF_FORMAT_VERSION)
     return document
 
 
