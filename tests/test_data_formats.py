@@ -67,3 +67,39 @@ def test_perf_json_says_its_version_and_older_ones_read_and_newer_ones_do_not(tm
     _rewrite(perf, format_version=PERF_FORMAT_VERSION + 1)
     with pytest.raises(DataDirError, match=f"reads versions 1 to {PERF_FORMAT_VERSION}"):
         read_perf_json(perf)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("start_time", 1700000000), ("arguments", ["--runtime", "10"]), ("schemes", ["cubic"]), ("schemes", "cubic"),
+    ("schemes", {"cubic": "TCP Cubic"}), ("emulator_options", 3), ("emulator_options", [3]), ("machine", "vm-1"),
+    ("remote", "host"), ("remote", {"host": ["a"], "sender": "local"}), ("remote", {"remote_machine": "vm"}),
+    ("trials", {"label": "cubic"}), ("trials", [["cubic", 1]]), ("trials", [{"label": 1, "repetition": 1}]),
+    ("pantheon_version", 1.0), ("git_commit", None),
+])
+def test_a_metadata_json_of_the_wrong_shape_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         key: str, value: object) -> None:
+    """What a hand-edited or foreign metadata.json may hold (issue 39 §3): the analysis names the key."""
+    root = data_dir(tmp_path / "d")
+    _rewrite(root / "metadata.json", **{key: value})
+    assert main(["analyze", str(root), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and key in err and str(root / "metadata.json") in err
+
+
+@pytest.mark.parametrize("flows", ["cubic", [["cubic", 0, 1]], [{"scheme": "cubic", "start_s": "0", "duration_s": None}]])
+def test_a_run_json_whose_flows_are_of_the_wrong_shape_flags_its_run(tmp_path: Path, flows: object) -> None:
+    root = data_dir(tmp_path / "d", runs=2)
+    run_json = root / "cubic" / "run2" / "run.json"
+    run_json.write_text(json.dumps({"ok": True, "runtime_s": 1.0, "flows": flows}))
+    assert main(["analyze", str(root), "--no-plots"]) == 0
+    runs = json.loads((root / "perf.json").read_text())["schemes"]["cubic"]["runs"]
+    assert runs["1"]["valid"] and not runs["2"]["valid"]
+    assert str(run_json) in runs["2"]["flags"][0] and "flows" in runs["2"]["flags"][0]
+
+
+def test_an_original_pantheon_metadata_of_the_wrong_shape_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cubic_datalink_run1.log").write_text("0 + 1500 0\n10 - 1500 10 0\n")
+    (tmp_path / "pantheon_metadata.json").write_text(json.dumps({"runtime": "thirty", "flows": 1}))
+    assert main(["analyze", str(tmp_path), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "runtime, flows and interval must be numbers" in err

@@ -138,12 +138,63 @@ def format_version(document: dict, path: Path, newest: int) -> int:
     return version
 
 
+METADATA_TYPES: dict[str, type] = {
+    "arguments": dict, "schemes": dict, "skipped_schemes": dict, "emulator_options": list, "trials": list,
+    "machine": dict, "sysctls": dict, "remote": dict, "start_time": str, "pantheon_version": str, "git_commit": str,
+}
+"""The type of each key of metadata.json that the analysis reads (trials.py writes them)."""
+REMOTE_TEXTS = ("host", "sender", "tunnel_server", "local_desc", "local_addr", "remote_desc", "remote_addr",
+                "remote_pantheon_version", "remote_git_commit")
+"""The keys of metadata.json's "remote" that the report prints as text (harness/remote.py writes them)."""
+
+
+def _json_type(value: object) -> str:
+    """A JSON value's kind, as its reader would say it."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _metadata_problem(metadata: dict) -> str | None:
+    """What in metadata.json is not of the shape the analysis reads, in a few words; None if all is."""
+    for key, kind in METADATA_TYPES.items():
+        if key in metadata and not isinstance(metadata[key], kind):
+            return f"{key} is {_json_type(metadata[key])}, not {_json_type(kind())}"
+    if bad := next((name for name, entry in metadata.get("schemes", {}).items() if not isinstance(entry, dict)), None):
+        return f"schemes.{bad} is {_json_type(metadata['schemes'][bad])}, not an object"
+    if any(not isinstance(option, str) for option in metadata.get("emulator_options", [])):
+        return "emulator_options holds something other than strings"
+    for trial in metadata.get("trials", []):
+        if not (isinstance(trial, dict) and isinstance(trial.get("label"), str) and isinstance(trial.get("repetition"), int)):
+            return f"trials holds {json.dumps(trial)[:60]}, not an object with a string label and an integer repetition"
+    remote = metadata.get("remote", {})
+    if bad := next((key for key in REMOTE_TEXTS if not isinstance(remote.get(key, ""), str | None)), None):
+        return f"remote.{bad} is {_json_type(remote[bad])}, not a string"
+    if not isinstance(remote.get("remote_machine", {}), dict):
+        return f"remote.remote_machine is {_json_type(remote['remote_machine'])}, not an object"
+    return None
+
+
+def _flows(info: dict) -> list[FlowPlan]:
+    """run.json's flows, after its other keys' types are checked; a ValueError says what is wrong."""
+    for key, kind in (("flows", list), ("failures", list), ("flags", list), ("clock", dict)):
+        if key in info and not isinstance(info[key], kind) and not (key == "clock" and info[key] is None):
+            raise ValueError(f"{key} is {_json_type(info[key])}, not {_json_type(kind())}")
+    if isinstance(runtime := info.get("runtime_s"), bool) or not isinstance(runtime, int | float | None):
+        raise ValueError(f"runtime_s is {_json_type(runtime)}, not a number")
+    try:
+        return [FlowPlan(str(f["scheme"]), float(f["start_s"]), float(f["duration_s"])) for f in info.get("flows", [])]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("flows is not a list of objects with scheme, start_s and duration_s") from None
+
+
 def _harness(path: Path) -> DataDir:
     try:
         metadata = read_json(path / "metadata.json")
     except DataDirError as e:
         raise DataDirError(f"{e}; is this a data dir of pantheon test?") from None
     version = format_version(metadata, path / "metadata.json", METADATA_FORMAT_VERSION)
+    if problem := _metadata_problem(metadata):
+        raise DataDirError(f"{path / 'metadata.json'}: {problem}; is it one that pantheon wrote?")
     head_start_s = metadata.get("head_start_s", LEGACY_HEAD_START_S) if version >= 2 else LEGACY_HEAD_START_S
     if isinstance(head_start_s, bool) or not isinstance(head_start_s, int | float) or not 0 <= head_start_s < math.inf:
         raise DataDirError(f"{path / 'metadata.json'}: head_start_s must be a number of seconds, not negative, "
@@ -157,7 +208,10 @@ def _harness(path: Path) -> DataDir:
             info = read_json(run_dir / "run.json")
         except DataDirError as e:
             info = {"ok": False, "failures": [f"the run did not finish: {e}"]}
-        flows = [FlowPlan(f["scheme"], float(f["start_s"]), float(f["duration_s"])) for f in info.get("flows", [])]
+        try:
+            flows = _flows(info)
+        except ValueError as e:
+            info, flows = {"ok": False, "failures": [f"{run_dir / 'run.json'}: {e}"]}, []
         exists = lambda p: p if p.exists() else None  # noqa: E731
         runs.append(RunSource(
             label=label, number=number, records=exists(run_dir / "records.parquet"),
@@ -242,9 +296,12 @@ def _pantheon(path: Path) -> DataDir:
     meta_path = path / "pantheon_metadata.json"
     if meta_path.exists():
         metadata = read_json(meta_path)
-    runtime = float(metadata["runtime"]) if "runtime" in metadata else None
-    flow_count = int(metadata.get("flows", 1))
-    interval = float(metadata.get("interval", 0))
+    try:
+        runtime = float(metadata["runtime"]) if "runtime" in metadata else None
+        flow_count = int(metadata.get("flows", 1))
+        interval = float(metadata.get("interval", 0))
+    except (TypeError, ValueError):
+        raise DataDirError(f"{meta_path}: runtime, flows and interval must be numbers") from None
     runs = []
     for log in sorted(path.glob("*_datalink_run*.log")):
         m = ORIGINAL_LOG.match(log.name)
