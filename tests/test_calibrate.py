@@ -164,6 +164,10 @@ def test_runs_of_different_paths_mixed_is_one_line(truth_data: Path, tmp_path: P
     (["--schemes", "copa,webrtc"], "has no runs of webrtc"),
     (["--schemes", "copa,vegas-user", "--hold-out", "copa"], "--hold-out copa leaves fewer than two schemes"),
     (["--hold-out", "webrtc"], "--hold-out webrtc: no valid runs of it to hold out"),
+    # Refused before the search starts, not after its minutes (issue 39 §3):
+    (["--seed", "-1"], "--seed must be from 0 to 4294967295 (the sampler's seed), got -1"),
+    (["--cross-traffic", "webrtc"], "--cross-traffic webrtc: no flow of"),
+    (["--out", "/proc/calibrated.toml"], "--out's directory /proc is not writable"),
 ])
 def test_bounds_that_exclude_the_data_are_one_line(truth_data: Path, capsys: pytest.CaptureFixture[str],
                                                    option: list[str], message: str) -> None:

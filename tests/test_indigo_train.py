@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pantheon import cli
+from pantheon.indigo import cli as indigo_cli
 from pantheon.indigo import model
 from pantheon.indigo.oracle import score
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
@@ -84,3 +85,13 @@ def test_the_quick_model_beats_random_and_a_fixed_window(tmp_path: Path, monkeyp
     random = _score(f"indigo:weights={out},policy=random,seed=1")
     fixed = _score(f"fixed:cwnd_packets={median_oracle}")
     assert indigo > random and indigo > fixed, (indigo, random, fixed)
+
+
+@pytest.mark.parametrize("argv", [[], ["--with-calibrated"], ["--quick"]])
+def test_training_never_writes_over_the_built_in_models_unless_told(argv: list[str]) -> None:
+    """Every safetensors file directly in data/indigo/ is built into the controller (crates/cc's
+    build.rs); the committed ones are the schemes `indigo` and `indigo-synthetic` (issue 39 §3)."""
+    _, out = indigo_cli._settings(cli._parser().parse_args(["indigo", "train", *argv]))
+    assert out.parent == indigo_cli.TRAINED_DIR != indigo_cli.WEIGHTS_DIR
+    _, told = indigo_cli._settings(cli._parser().parse_args(["indigo", "train", *argv, "--out", "data/indigo/x.safetensors"]))
+    assert told == Path("data/indigo/x.safetensors")

@@ -222,3 +222,17 @@ def test_an_experiment_whose_worker_is_killed_runs_again_on_another_and_leaves_n
     [done] = events(state, "done")
     assert done["ran_on"]["worker"] != events(state, "running")[0]["worker"] and done["attempts"] == 1
     assert leftovers.orphaned() == [], "the task, once done, removes the namespace of the harness killed with its worker"
+
+
+def test_a_schedule_that_is_not_text_or_a_state_that_is_a_file_is_refused_before_anything_runs(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """Issue 39 §3: each was a traceback (UnicodeDecodeError, FileExistsError)."""
+    (tmp_path / "bytes.toml").write_bytes(b"runs = 1\n\xff\xfe\n")
+    done = observe(str(tmp_path / "bytes.toml"), "--once", "--state", str(tmp_path / "state"), env=env)
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"pantheon: {tmp_path / 'bytes.toml'} is not a schedule: not text (a byte that is not UTF-8 at offset 9)"]
+    (tmp_path / "state-file").write_text("")
+    done = observe(str(write_schedule(tmp_path / "s.toml", ["nepal-wifi"], ["copa"])), "--once",
+                   "--state", str(tmp_path / "state-file"), env=env)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "--state" in done.stderr, done.stderr
+    assert not (tmp_path / "state").exists()

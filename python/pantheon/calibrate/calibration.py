@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pantheon import presets, schemes
+from pantheon import files, presets, schemes
 from pantheon.calibrate import ablation, confirm, evaluate, replication, search, space, standins, targets
 from pantheon.calibrate.targets import CalibrationError
 
@@ -59,7 +59,16 @@ def calibrate(data_dir: Path, *, labels: Sequence[str] = (), cross_traffic: Sequ
         raise CalibrationError("--trials and --sim-runs must be at least 1, --confirm at least 0")
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise CalibrationError(f"--minutes must be positive and finite, got {minutes:g}")
+    if not 0 <= seed < 2**32:
+        raise CalibrationError(f"--seed must be from 0 to {2**32 - 1} (the sampler's seed), got {seed}")
     data = targets.read(data_dir, list(labels) or None, tuple(cross_traffic))
+    study_dir = data_dir / STUDY_DIR
+    out = out or study_dir / "calibrated.toml"
+    # Before the search, not after it: its minutes must not end in a file that cannot be written.
+    files.writable_dir(study_dir, "the study's directory")
+    files.writable_dir(out.parent, "--out's directory")
+    if out.is_dir():
+        raise CalibrationError(f"--out {out} is a directory: give the preset file's name, e.g. {out / 'calibrated.toml'}")
     for run_name, why in data.left_out.items():
         print(f"pantheon calibrate: leaving out {run_name}: {why}", file=sys.stderr)
     found = _stand_ins(data, bool(labels), quiet)
@@ -75,7 +84,6 @@ def calibrate(data_dir: Path, *, labels: Sequence[str] = (), cross_traffic: Sequ
     if not quiet:
         print(f"pantheon calibrate: {len(problem.targets)} settings of {len({t.setting.label for t in problem.targets})} "
               f"schemes; search {problem.bounds.describe()}", file=sys.stderr)
-    study_dir = data_dir / STUDY_DIR
     progress = search.Progress(quiet, trials, minutes)
     phases = search.calibrate(problem, study_dir / "study.db", seed, trials, minutes, scheduler, progress)
     ranked = search.top(phases, max(1, confirm_best))
@@ -86,8 +94,6 @@ def calibrate(data_dir: Path, *, labels: Sequence[str] = (), cross_traffic: Sequ
     best, candidate, best_study = next(r for r in ranked if r[1] == chosen)
     figures = [(dict(t), dict(d)) for t, d in best.user_attrs["figures"]]
     errors = replication.Errors(best.value, best.user_attrs["per_scheme_pct"])
-    out = out or study_dir / "calibrated.toml"
-    out.parent.mkdir(parents=True, exist_ok=True)
     preset = candidate.preset(out.stem, f"Calibrated by pantheon calibrate on {data_dir.resolve()}")
     out.write_text(preset.toml(
         f"Calibrated emulator: {candidate.describe()}.\nReplication error {errors.overall_pct:.2f}% in the simulator"

@@ -105,6 +105,10 @@ def read(data_dir: Path, schemes: list[str] | None = None, cross_traffic: tuple[
     if wanted and (missing := sorted(wanted - {r.label for r in data.runs})):
         raise CalibrationError(f"{data_dir} has no runs of {', '.join(missing)} "
                                f"(it has {', '.join(sorted({r.label for r in data.runs}))})")
+    flow_schemes = {f.scheme for r in data.runs for f in r.flows}
+    if unknown := sorted(set(cross_traffic) - flow_schemes):
+        raise CalibrationError(f"--cross-traffic {','.join(unknown)}: no flow of {data_dir} is of that scheme "
+                               f"(its flows are of {', '.join(sorted(flow_schemes)) or 'no known scheme'})")
     for source in data.runs:
         if wanted is not None and source.label not in wanted:
             continue

@@ -18,6 +18,9 @@ from pantheon.indigo.training import figures, train
 from pantheon.repository import ROOT
 
 WEIGHTS_DIR = ROOT / "data" / "indigo"
+"""The built-in models: crates/cc/build.rs builds each safetensors file here into the controller."""
+TRAINED_DIR = WEIGHTS_DIR / "trained"
+"""Where training writes by default: beside the built-in models, never over them (issue 39 §3)."""
 """Where the committed weights live: crates/cc's build.rs builds each NAME.safetensors directly in it
 into the controller as the model NAME (`indigo:model=NAME`); work directories are below it."""
 QUICK_RATES_MBPS = (10, 20, 50)
@@ -43,9 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"add the calibrated real-path presets ({', '.join(paths.CALIBRATED)})")
     t.add_argument("--preset", action="append", default=[], metavar="NAME|FILE.toml",
                    help="add a preset (built-in name or preset file) to the training paths; repeatable")
-    t.add_argument("--out", type=Path, help="the weights file (default data/indigo/indigo-synthetic.safetensors, "
-                   "indigo.safetensors with --with-calibrated, quick/indigo-quick.safetensors with --quick: a file directly in "
-                   "data/indigo/ is built into the controller as a model of its name)")
+    t.add_argument("--out", type=Path, help="the weights file (default data/indigo/trained/indigo-synthetic.safetensors, "
+                   "indigo.safetensors with --with-calibrated, indigo-quick.safetensors with --quick; never the committed "
+                   "models: a file directly in data/indigo/ is built into the controller as a model of its name, so name "
+                   "one there only to replace or add a built-in model)")
     t.add_argument("--work-dir", type=Path, help="checkpoints (default: beside --out, OUT_STEM.train/); the same "
                    "command resumes from them")
     t.add_argument("--iterations", type=int, help="the most DAgger iterations (default 60; 16 with --quick)")
@@ -66,12 +70,12 @@ def _settings(args: argparse.Namespace) -> tuple[dagger.Settings, Path]:
         chosen = paths.synthetic(QUICK_RATES_MBPS, QUICK_DELAYS_MS)
         validation = [paths.synthetic_path(rate, delay) for rate, delay in QUICK_VALIDATION]
         base: dict = dict(QUICK)
-        out = WEIGHTS_DIR / "quick" / "indigo-quick.safetensors"
+        out = TRAINED_DIR / "indigo-quick.safetensors"
     else:
         chosen = paths.training_set(args.with_calibrated, args.preset)
         validation = [paths.synthetic_path(rate, delay) for rate, delay in paths.VALIDATION]
         base = {}
-        out = WEIGHTS_DIR / ("indigo.safetensors" if args.with_calibrated else "indigo-synthetic.safetensors")
+        out = TRAINED_DIR / ("indigo.safetensors" if args.with_calibrated else "indigo-synthetic.safetensors")
     given = {"iterations": args.iterations, "runtime_s": args.episode_s, "hidden": args.hidden, "steps": args.steps}
     base.update({k: v for k, v in given.items() if v is not None})
     settings = dagger.Settings(chosen, validation, seed=args.seed, **base)
@@ -94,4 +98,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"weights: {trained.weights} (iteration {trained.chosen.iteration}'s network: {figures(trained.chosen)})")
     print(f"{trained.episodes} episodes in {trained.wall_s:.0f} s ({trained.episodes / trained.wall_s * 3600:.0f} per hour); "
           f"summary {trained.summary}")
+    if out.resolve().parent != WEIGHTS_DIR.resolve():
+        print(f"run it as indigo:weights={out}; to build it in as indigo:model=NAME, copy it to "
+              f"{WEIGHTS_DIR}/NAME.safetensors (or train with that --out) and run ./setup.sh --no-run")
     return 0

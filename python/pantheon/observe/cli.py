@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pantheon import files
 from pantheon.errors import PantheonError
 from pantheon.observe.journal import Journal
 from pantheon.observe.status import status_text, write_page
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from pantheon.observe.round import Uploader, observe
 
     plan = schedule.load(args.schedule)
-    args.state.mkdir(parents=True, exist_ok=True)
+    files.writable_dir(args.state, "--state")
     state_dir = args.state.resolve()
     uploader = Uploader(Journal(state_dir, on_change=lambda state: write_page(state_dir, state)), args.archive,
                         _token(args))

@@ -38,7 +38,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pantheon import presets, schemes
+from pantheon import files, presets, schemes
 from pantheon.errors import PantheonError
 
 TOP_KEYS = {"period", "runtime_s", "runs", "stagger_s", "matrix", "pair"}
@@ -51,6 +51,8 @@ RESOURCE = "emulation"
 HOST_RESOURCE = "host:"
 """Prefix of the worker resource naming a measurement host (host:lab), which a pair's experiments need."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+MAX_SCHEDULE_BYTES = 1 << 20
+"""A schedule of many experiments is a few kB; a bigger file is not one (it is read whole)."""
 MAX_FLOWS = 16
 """Flows one experiment may start: more is not a setting Pantheon's analysis was built for."""
 MAX_RUNTIME_S = 3600.0
@@ -252,7 +254,9 @@ def _pairs(table: dict, where: str) -> list[Pair]:
 
 def load(path: Path) -> Schedule:
     try:
-        text = path.read_text()
+        text = files.read_small_text(path, MAX_SCHEDULE_BYTES)
     except OSError as e:
         raise ScheduleError(f"cannot read the schedule {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ScheduleError(f"{path} is not a schedule: {e}") from None
     return parse(text, path)
