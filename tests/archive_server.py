@@ -41,6 +41,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy
 
+from prerequisites import missing
+
 REPO = Path(__file__).resolve().parent.parent
 PANTHEON = REPO / ".venv" / "bin" / "pantheon"
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -141,7 +143,7 @@ def _cluster_user() -> dict:
     try:
         pwd.getpwnam("postgres")
     except KeyError:
-        pytest.skip("PostgreSQL refuses root and there is no postgres user (apt-get install postgresql)")
+        missing("PostgreSQL refuses root and there is no postgres user (apt-get install postgresql)")
     return {"user": "postgres", "group": "postgres", "extra_groups": []}
 
 
@@ -149,7 +151,7 @@ def _cluster_user() -> dict:
 def postgres_cluster() -> Iterator[Postgres]:
     """initdb a cluster in a new temporary directory, start its postmaster, yield it; stop and delete it."""
     if not (PG_BIN / "initdb").is_file():
-        pytest.skip(f"{PG_BIN}/initdb is missing (apt-get install postgresql-15)")
+        missing(f"{PG_BIN}/initdb is missing (apt-get install postgresql-15)")
     as_user = _cluster_user()
     # Not under pytest's tmp_path: /tmp/pytest-of-root is root's alone, and the postgres user must reach
     # its directory; the socket's path must also stay under the 107 bytes a Unix socket name allows.

@@ -16,13 +16,25 @@ from pathlib import Path
 import pytest
 
 from archive_server import Archive, Experiment
+from prerequisites import missing
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(os.environ.get("PANTHEON_SCREENSHOTS", "/tmp/pantheon-archive-screenshots"))
 """Where the screenshots are copied for a person to look at (also kept in the test's tmp dir)."""
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements.lock)")
-pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")
+try:
+    from playwright import sync_api
+except ImportError:
+    sync_api = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _browser_installed() -> None:
+    """Before the module's browser: autouse fixtures of a scope come first."""
+    if sync_api is None:
+        missing("playwright is not installed (requirements.lock)")
+    if not CHROMIUM.is_file():
+        missing(f"{CHROMIUM} is missing (apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")

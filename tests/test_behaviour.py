@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pantheon import schemes
+from prerequisites import missing
 from test_harness import pantheon
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.geteuid() != 0, reason="runs flows over the emulator (needs root)")]
@@ -75,8 +76,13 @@ EXPECTED_UTILIZATION = {
 
 
 def ready(names: list[str]) -> list[str]:
+    """The named schemes, less those unavailable on this kernel or machine (the kernel's vegas);
+    a scheme that is not set up, or whose set-up failed, is named (prerequisites.missing)."""
     registry = schemes.registry()
-    return [n for n in names if n in registry.schemes and registry.problem(n) is None]
+    unready = {n: why for n in names if (why := registry.problem(n)) and registry.schemes[n].status()[0] != "unavailable"}
+    if unready:
+        missing("not set up: " + "; ".join(f"{n}: {why}" for n, why in unready.items()))
+    return [n for n in names if registry.problem(n) is None]
 
 
 def every_ready_scheme() -> list[str]:
