@@ -107,6 +107,12 @@ def test_a_round_uploads_each_result_and_records_a_scheme_that_always_fails(
                    "--token", server.token("observatory"), env=env)
     assert done.returncode == 1, done.stderr
     assert {e["experiment"] for e in events(state, "uploaded")} == {"nepal-wifi.copa.1flow", "india-wired.copa.1flow"}
+    # A line as each experiment starts and ends, and the round's summary (issue 39 §4).
+    lines = done.stderr.splitlines()
+    assert any(re.fullmatch(r"pantheon observe: india-wired\.copa\.1flow: running on \S+ \(attempt 1\)", line)
+               for line in lines), done.stderr
+    assert "pantheon observe: india-wired.copa.1flow: done" in lines, done.stderr
+    assert re.fullmatch(r"pantheon observe: round \S+ ended: 3 experiments, 2 uploaded, 1 failed", lines[-1]), done.stderr
     assert server.results()["total"] == before + 2
     [failed] = events(state, "failed")
     assert failed["experiment"] == "nepal-wifi.crashes.1flow" and failed["attempts"] == 2

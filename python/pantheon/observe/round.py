@@ -32,9 +32,10 @@ import socket
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
-from pantheon.cluster import dask_client
+from pantheon.cluster import dashboard_link, dask_client
 from pantheon.errors import PantheonError
 from pantheon.observe import worker
 from pantheon.observe.journal import FINISHED, Journal, Round
@@ -182,6 +183,15 @@ def _submit(dask, experiment: Experiment, round_id: str, retries: int, key: str)
                        pure=False, resources=experiment.resources())
 
 
+def round_summary(round_: Round, next_t: float | None) -> str:
+    """One line at a round's end: how its experiments ended, and when the next round starts."""
+    ended = Counter(line["event"] for line in round_.experiments.values())
+    counts = ", ".join(f"{ended[event]} {what}" for event, what in
+                       (("uploaded", "uploaded"), ("done", "waiting for the archive"), ("failed", "failed")) if ended[event])
+    after = f"; the next starts at {time.strftime('%H:%M:%S', time.localtime(next_t))}" if next_t is not None else ""
+    return f"round {round_.id} ended: {len(round_.experiments)} experiments, {counts or 'none ran'}{after}"
+
+
 def run_round(schedule: Schedule, state_dir: Path, journal: Journal, round_: Round, dask, retries: int,
               uploader: Uploader) -> None:
     """Runs the round's unfinished experiments on `dask`; returns when every one is done or failed."""
@@ -202,6 +212,8 @@ def run_round(schedule: Schedule, state_dir: Path, journal: Journal, round_: Rou
                 if event.get("key") in by_key:
                     journal.write("running", round=round_.id, experiment=by_key[event["key"]], worker=event["worker"],
                                   attempt=event["attempt"])
+                    print(f"pantheon observe: {by_key[event['key']]}: running on {event['worker']} "
+                          f"(attempt {event['attempt']})", file=sys.stderr, flush=True)
             for future in finished:
                 experiment_id, exp_dir, dataset = futures.pop(future)
                 # A start event that comes after the result is stale.
@@ -230,8 +242,9 @@ def observe(schedule: Schedule, state_dir: Path, once: bool, retries: int, sched
     check_pairs(schedule, scheduler)
     uploader.send_waiting()
     with client(scheduler) as dask:
-        journal.write("start", dashboard=dask.dashboard_link, schedule=str(schedule.source))
-        print(f"pantheon observe: Dask dashboard at {dask.dashboard_link}", file=sys.stderr, flush=True)
+        dashboard = dashboard_link(dask)
+        journal.write("start", dashboard=dashboard, schedule=str(schedule.source))
+        print(f"pantheon observe: Dask dashboard at {dashboard}", file=sys.stderr, flush=True)
         while True:
             round_ = journal.state().current()
             if round_ is None:
@@ -244,6 +257,7 @@ def observe(schedule: Schedule, state_dir: Path, once: bool, retries: int, sched
             last = journal.state().rounds[-1]
             next_t = None if once or schedule.period_s is None else last.started_t + schedule.period_s
             journal.write("round-end", round=round_.id, next_t=next_t)
+            print(f"pantheon observe: {round_summary(last, next_t)}", file=sys.stderr, flush=True)
             if next_t is None:
                 return 1 if any(line["event"] == "failed" for line in last.experiments.values()) else 0
             time.sleep(max(0.0, next_t - time.time()))
