@@ -405,12 +405,14 @@ def pack(members: list[Member]) -> bytes:
     return gzip.compress(tar, compresslevel=1, mtime=0)
 
 
-def post_upload(server_url: str, body: bytes, token: str | None, timeout: float = 120) -> tuple[int, dict]:
-    """POST /api/uploads; the status and the JSON answer (errors included)."""
+def post_upload(server_url: str, body: bytes, token: str | None, timeout: float = 120, query: str = ""
+                ) -> tuple[int, dict]:
+    """POST /api/uploads[?query]; the status and the JSON answer (errors included)."""
     headers = {"Content-Type": "application/gzip"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(server_url + "api/uploads", data=body, headers=headers, method="POST")
+    request = urllib.request.Request(server_url + "api/uploads" + (f"?{query}" if query else ""), data=body,
+                                     headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())

@@ -4,6 +4,7 @@ small data dirs that `pantheon sim` makes, then the API, the filters, the export
 hostile or malformed uploads refused with nothing visible afterwards."""
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import json
@@ -19,6 +20,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import String, Text
 from sqlalchemy.orm import Session
 
 from archive_server import (
@@ -31,9 +35,13 @@ from archive_server import (
     post_upload,
     regular,
 )
-from pantheon.archive import client, tokens
-from pantheon.archive.db import engine_for
+from pantheon.analysis.analyze import judge_run
+from pantheon.analysis.datadir import open_data_dir
+from pantheon.archive import client, tokens, upload
+from pantheon.archive.db import engine_for, opened
 from pantheon.archive.pages import rank_colour
+from pantheon.archive.queries import FilterError, Filters, find
+from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.stats import describe, t_quantile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -298,3 +306,141 @@ def test_student_t_and_the_colours():
                                                        "ci_high": 2 + 4.3027 / 3 ** 0.5}, rel=1e-4)
     assert describe([5.0])["sd"] is None
     assert [rank_colour(r, 3) for r in range(3)] == ["hsl(120, 70%, 80%)", "hsl(60, 70%, 80%)", "hsl(0, 70%, 80%)"]
+
+
+# --- one line and exit status 2 for options that cannot work; any input a 2xx or a 4xx (issue 39 §3) --
+
+
+def assert_one_line_exit_2(done: subprocess.CompletedProcess, words: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert done.stderr.startswith("pantheon: ") and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert words in done.stderr, done.stderr
+
+
+SERVE_MISTAKES = {
+    "--port 99999": (["--port", "99999"], "is not a TCP port"),
+    "--port -5": (["--port", "-5"], "is not a TCP port"),
+    "--files FILE": (["--files", "a-file"], "is not a directory"),
+    "--max-upload-mb nan": (["--max-upload-mb", "nan"], "--max-upload-mb nan is not a size"),
+    "--max-upload-mb -1": (["--max-upload-mb", "-1"], "--max-upload-mb -1 is not a size"),
+    "--max-unpacked-mb inf": (["--max-unpacked-mb", "inf"], "--max-unpacked-mb inf is not a size"),
+    "--max-files 0": (["--max-files", "0"], "--max-files 0"),
+    "--db in /proc": (["--db", "sqlite:////proc/pantheon-archive.db"], "cannot open the database sqlite:////proc/"),
+}
+
+
+@pytest.mark.parametrize("case", SERVE_MISTAKES)
+def test_serve_options_that_cannot_work_are_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    options, words = SERVE_MISTAKES[case]
+    done = pantheon("archive", "serve", "--db", f"sqlite:///{tmp_path / 'archive.db'}", "--files", str(tmp_path / "files"),
+                    *options, cwd=tmp_path, timeout=60)
+    assert_one_line_exit_2(done, words)
+
+
+def test_a_token_for_a_database_whose_directory_is_missing_is_refused(tmp_path: Path) -> None:
+    done = pantheon("archive", "token", "create", "alice", "--db", f"sqlite:///{tmp_path / 'typo' / 'archive.db'}")
+    assert_one_line_exit_2(done, f"the directory {tmp_path / 'typo'} does not exist")
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999/", "http://127.0.0.1:-1/", "http://127.0.0.1:x/"])
+def test_upload_to_a_url_that_cannot_be_an_archive_is_one_line_and_exit_2(url: str, tmp_path: Path) -> None:
+    (tmp_path / "perf.json").write_text("{}")  # so that nothing but the URL is wrong
+    assert_one_line_exit_2(pantheon("archive", "upload", str(tmp_path), "--to", url, "--token", "t"), "is not an archive's URL")
+
+
+PROPERTIES = settings(max_examples=150, deadline=None, database=None,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FILTER_NAMES = ["q", "scheme", "preset", "kind", "node", "peer", "direction", "link", "flows", "year", "month",
+                "date_from", "date_to", "page"]
+NUMBERS = st.one_of(st.integers(min_value=-2, max_value=2**70).map(str), st.sampled_from(["²", "١٢", "1e3", "0x10", " 7 ", "9" * 5000]))
+DATES = st.one_of(st.dates().map(str), st.sampled_from(["9999-12-31", "0001-01-01", "9999-13-01", "2026-02-30", "20261129"]))
+QUERY_VALUES = st.one_of(st.text(max_size=300), NUMBERS, DATES)
+JSON = st.recursive(st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats() | st.text(max_size=30),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                    max_leaves=10)
+"""Any JSON document Python's json reads (NaN and Infinity included, as json.loads takes them)."""
+METADATA_KEYS = ["start_time", "arguments", "schemes", "emulator_options", "remote", "machine", "pantheon_version",
+                 "git_commit", "simulated"]
+REMOTE = st.fixed_dictionaries({}, optional={k: JSON for k in ("local_desc", "remote_desc", "host", "sender", "tunnel_server",
+                                                                "remote_machine", "remote_pantheon_version", "remote_git_commit")})
+
+
+@pytest.fixture(scope="module")
+def query_database(tmp_path_factory) -> Iterator[Session]:
+    with Session(opened(f"sqlite:///{tmp_path_factory.mktemp('queries') / 'archive.db'}")) as session:
+        yield session
+
+
+@PROPERTIES
+@given(params=st.dictionaries(st.sampled_from(FILTER_NAMES), QUERY_VALUES, max_size=6))
+def test_any_query_is_filters_or_a_filter_error_and_the_database_takes_the_filters(query_database, params) -> None:
+    """What a 2xx or a 400 is made of: Filters.parse raises nothing but FilterError, and whatever it
+    returns the database runs (SQLite here; NUL, which only PostgreSQL refuses, never gets that far)."""
+    try:
+        filters = Filters.parse(params)
+    except FilterError as e:
+        assert "\n" not in str(e)
+        return
+    assert all("\x00" not in str(v) for v in vars(filters).values())
+    assert find(query_database, filters) == ([], 0)
+
+
+@pytest.fixture(scope="module")
+def judged(data_dirs):
+    """A real data dir read and every run judged by the analysis, and its perf.json."""
+    data = open_data_dir(data_dirs["two-schemes"])
+    derived = {(source.label, source.number): judge_run(data, source)[1] for source in data.runs}
+    return data, derived, json.loads((data_dirs["two-schemes"] / "perf.json").read_text())
+
+
+def assert_fits_its_columns(row) -> None:
+    """Every text of a row as PostgreSQL takes it: no NUL, no longer than its column."""
+    for column in type(row).__table__.columns:
+        value = getattr(row, column.key)
+        if isinstance(column.type, (String, Text)) and value is not None:
+            assert "\x00" not in value, column.key
+            assert column.type.length is None or len(value) <= column.type.length, column.key
+
+
+@PROPERTIES
+@given(changes=st.fixed_dictionaries({}, optional={k: REMOTE if k == "remote" else JSON for k in METADATA_KEYS}),
+       told=st.builds(upload.Description, title=st.none() | st.text(max_size=600), node=st.none() | st.text(max_size=30),
+                      description=st.none() | st.text(max_size=30), link=st.none() | st.text(max_size=60)))
+def test_any_metadata_is_a_result_that_fits_its_columns_or_refused(judged, changes, told) -> None:
+    """The archive's own reads of metadata.json (types unchecked by the analysis's reader are the
+    archive's to check): a result whose every text fits its column, or Refused (a 400)."""
+    data, derived, _ = judged
+    fuzzed = copy.copy(data)
+    fuzzed.metadata = {**data.metadata, **changes}
+    try:
+        result = upload.build_result(fuzzed, derived, Unpacked(data.path, {}, "0" * 64), told.check())
+    except Refused as e:
+        assert "\n" not in str(e)
+        return
+    for row in [result, *result.schemes, *result.runs, *(f for r in result.runs for f in r.flows)]:
+        assert_fits_its_columns(row)
+    json.dumps(json.loads(result.metadata_json), allow_nan=False)  # what the API's JSONResponse does
+
+
+@PROPERTIES
+@given(where=st.sampled_from(["schemes", "scheme", "runs", "run"]), value=JSON)
+def test_any_perf_json_is_accepted_or_refused(judged, where, value) -> None:
+    """_check_perf of a perf.json (a JSON object: read_perf_json) with any JSON at any level of its
+    runs: None or Refused (a 400)."""
+    data, derived, perf = judged
+    perf = copy.deepcopy(perf)
+    scheme = next(iter(perf["schemes"]))
+    if where == "schemes":
+        perf["schemes"] = value
+    elif where == "scheme":
+        perf["schemes"][scheme] = value
+    elif where == "runs":
+        perf["schemes"][scheme]["runs"] = value
+    else:
+        perf["schemes"][scheme]["runs"]["1"] = value
+    try:
+        upload._check_perf(perf, derived)
+    except Refused as e:
+        assert "\n" not in str(e)

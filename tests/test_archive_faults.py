@@ -20,6 +20,7 @@ import tarfile
 import threading
 import time
 import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -363,3 +364,134 @@ def test_a_hostile_archive_is_refused_with_one_line_and_leaves_nothing(
     wait_for(lambda: not staged(server), "the server dropping the refused upload's staging directory")
     assert not Path("/tmp/pantheon-archive-escape.txt").exists()
     assert not list(server.files.parent.rglob("escape.txt"))
+
+
+# --- malformed requests from anyone, and wrong types from a token holder (issue 39 §3) -----------
+
+
+def answer(url: str) -> tuple[int, bytes]:
+    """GET url: its status and body, an error's included."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, e.read()
+
+
+BEYOND_64_BITS = str(2**64)
+MALFORMED_QUERIES = [f"page={BEYOND_64_BITS}", f"page={2**62}", f"flows={BEYOND_64_BITS}", f"flows={2**63}",
+                     f"year={BEYOND_64_BITS}", f"month={BEYOND_64_BITS}", "month=13", "month=0", "year=10000",
+                     "page=0", "page=%C2%B2", "flows=" + "9" * 5000, "q=a%00b", "scheme=%00", "date_to=9999-13-01"]
+"""Query strings each of which the find page and /api/results answer with a 400 and one line
+(page=² is "²".isdigit(), which int() refuses; 5000 digits are past int()'s limit)."""
+
+
+@pytest.mark.parametrize("query", MALFORMED_QUERIES, ids=lambda query: query if len(query) < 40 else f"{query[:12]}...")
+def test_a_malformed_query_is_a_400_with_one_line(query: str, bare_archive: tuple[ArchiveServer, str]) -> None:
+    server, _ = bare_archive
+    for path in ("api/results", ""):
+        status, body = answer(f"{server.url}{path}?{query}")
+        assert status == 400, (path, status, body[:300])
+        if path:
+            message = json.loads(body)["error"]
+            assert message and "\n" not in message and len(message) < 200, message
+
+
+def test_ids_and_names_no_result_has_are_a_4xx(bare_archive: tuple[ArchiveServer, str]) -> None:
+    """Result ids past 64 bits, past PostgreSQL's integer, or digits int() refuses, and NUL in a
+    name: 404 (no result has them) or 400, never the database's error as a 500."""
+    server, _ = bare_archive
+    for path in (f"api/results/{BEYOND_64_BITS}", f"api/results/{2**31}", "api/results/%C2%B2",
+                 f"api/results/{BEYOND_64_BITS}/runs", f"results/{BEYOND_64_BITS}", "results/%C2%B2",
+                 f"results/{BEYOND_64_BITS}/archive.tar.gz", f"results/{BEYOND_64_BITS}/files/perf.json",
+                 "results/1/files/perf%00.json", "schemes/co%00pa"):
+        assert answer(server.url + path)[0] == 404, path
+    assert answer(server.url + "api/schemes/co%00pa")[0] == 400
+    for ids in (f"1,{BEYOND_64_BITS}", "%C2%B2", f"{2**63}", "1,two"):
+        assert answer(f"{server.url}compare?ids={ids}")[0] == 400, ids
+
+
+def test_the_last_day_of_the_calendar_is_a_date_to(bare_archive: tuple[ArchiveServer, str]) -> None:
+    server, _ = bare_archive
+    everything = server.results()["total"]
+    assert server.results(date_to="9999-12-31")["total"] == everything
+    assert server.results(date_from="0001-01-01", year="9999", month="12", page=str(2**31 - 1))["results"] == []
+
+
+def changed_file(experiment: Experiment, name: str, change, number: int) -> list[Member]:
+    """The experiment's variant (a data dir of its own) with the JSON file `name` changed by
+    `change` (a function of the parsed document), the manifest agreeing."""
+    files = []
+    for info, data in variant(experiment, number)[1:]:
+        if info.name == name:
+            document = json.loads(data)
+            change(document)
+            info, data = regular(name, json.dumps(document).encode())
+        files.append((info, data))
+    return [manifest_member(files), *files]
+
+
+def set_keys(**values):
+    return lambda document: document.update(values)
+
+
+def set_runs(runs):
+    def change(perf: dict) -> None:
+        for scheme in perf["schemes"].values():
+            scheme["runs"] = runs
+    return change
+
+
+WRONG_TYPES = {
+    "start_time a number": ("metadata.json", set_keys(start_time=1764400000)),
+    "start_time past the calendar": ("metadata.json", set_keys(start_time="9999-12-31T23:59:59-01:00")),
+    "arguments a list": ("metadata.json", set_keys(arguments=["--schemes", "copa"])),
+    "schemes a list": ("metadata.json", set_keys(schemes=["copa", "cubic-user"])),
+    "schemes a string": ("metadata.json", set_keys(schemes="copa")),
+    "schemes of strings": ("metadata.json", set_keys(schemes={"copa": "v1", "cubic-user": 5})),
+    "emulator_options a number": ("metadata.json", set_keys(emulator_options=3)),
+    "emulator_options of numbers": ("metadata.json", set_keys(emulator_options=[1, None, "--seed"])),
+    "machine a string": ("metadata.json", set_keys(machine="box")),
+    "remote of wrong types": ("metadata.json", set_keys(remote={
+        "local_desc": 5, "remote_desc": ["AWS"], "host": {"name": "h"}, "sender": 1, "tunnel_server": None,
+        "remote_pantheon_version": 2.5, "remote_git_commit": ["abc"], "remote_machine": "box"})),
+    "versions too long for their columns": ("metadata.json", set_keys(pantheon_version="9" * 1000, git_commit="f" * 1000)),
+    "NUL in the text": ("metadata.json", set_keys(git_commit="abc\u0000def", remote={"local_desc": "Stan\u0000ford"})),
+    "NaN": ("metadata.json", set_keys(clock_offset_ms=float("nan"))),
+    "perf runs a list": ("perf.json", set_runs(["1", "2"])),
+    "perf runs a string": ("perf.json", set_runs("12")),
+    "perf runs of other keys": ("perf.json", set_runs({"01": {}, "²": {}, "9" * 5000: {}})),
+    "perf schemes of strings": ("perf.json", lambda perf: perf.update(schemes={"copa": "runs"})),
+}
+"""What a token holder may upload that is of the wrong type (issue 39 §3)."""
+
+
+@pytest.mark.parametrize("case", WRONG_TYPES)
+def test_an_upload_of_wrong_types_is_a_201_or_a_400_with_one_line(
+        case: str, bare_archive: tuple[ArchiveServer, str], experiments: dict[str, Experiment]) -> None:
+    """Wrong types in metadata.json are the analysis's to refuse (open_data_dir: a 400) or the
+    archive's to read as absent (a 201); in perf.json the runs then disagree (a 400). Never a 500."""
+    server, token = bare_archive
+    name, change = WRONG_TYPES[case]
+    before = state(server)
+    status, body = post_upload(server.url, pack(changed_file(experiments["copa-cubic"], name, change,
+                                                             900 + list(WRONG_TYPES).index(case))), token)
+    assert status in (201, 400), (status, body)
+    if status == 400:
+        assert "\n" not in body["error"] and len(body["error"]) < 400, body
+        assert state(server) == before
+    else:
+        detail = get_json(f"{server.url}api/results/{body['id']}")
+        assert len(detail["versions"]["pantheon"]) <= 50 and "\x00" not in json.dumps(detail["node"] + detail["title"])
+    if name == "perf.json" or case == "NaN":
+        assert status == 400, body
+
+
+def test_nul_in_what_the_uploader_says_is_a_400(bare_archive: tuple[ArchiveServer, str],
+                                                  experiments: dict[str, Experiment]) -> None:
+    server, token = bare_archive
+    body = pack(variant(experiments["copa-cubic"], 950))
+    for query in ("title=a%00b", "node=Stan%00ford", "description=%00"):
+        status, answered = post_upload(server.url, body, token, query=query)
+        assert status == 400 and "NUL" in answered["error"], (query, status, answered)

@@ -36,7 +36,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from pantheon.archive import staging, tokens, upload, views
 from pantheon.archive.models import File, Flow, Result, Run
-from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find
+from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find, result_id
 from pantheon.archive.staging import Refused
 
 DRAIN_BYTES = 16 << 20
@@ -153,15 +153,15 @@ async def filters(request: Request) -> Response:
     return JSONResponse(await run_in_threadpool(values))
 
 
-def _result_id(request: Request) -> int | None:
-    text = request.path_params["id"]
-    return int(text) if str(text).isdigit() else None
+def _result_id(request: Request) -> int:
+    """The path's result id, or 0 (no result has it) where the text cannot be one."""
+    return result_id(str(request.path_params["id"])) or 0
 
 
 async def result(request: Request) -> Response:
     def one() -> dict | None:
         with request.app.state.sessions() as session:
-            found = views.loaded(session, _result_id(request) or 0)
+            found = views.loaded(session, _result_id(request))
             return views.detail(found, base_url(request)) if found else None
     body = await run_in_threadpool(one)
     return JSONResponse(body) if body else error(404, "no such result")
@@ -170,7 +170,7 @@ async def result(request: Request) -> Response:
 async def result_runs(request: Request) -> Response:
     def all_runs() -> list | None:
         with request.app.state.sessions() as session:
-            found = views.loaded(session, _result_id(request) or 0)
+            found = views.loaded(session, _result_id(request))
             return views.runs(found) if found else None
     body = await run_in_threadpool(all_runs)
     return JSONResponse({"runs": body}) if body is not None else error(404, "no such result")
@@ -184,6 +184,9 @@ async def summary(request: Request) -> Response:
 
 
 async def scheme(request: Request) -> Response:
+    if "\x00" in request.path_params["name"]:
+        return error(400, "a scheme's name holds no NUL character")
+
     def history() -> dict:
         with request.app.state.sessions() as session:
             return views.scheme_history(session, base_url(request), request.path_params["name"])
@@ -230,8 +233,9 @@ async def file(request: Request) -> Response:
 
     def lookup() -> str | None:
         with request.app.state.sessions() as session:
-            return session.scalar(select(File.sha256).where(File.result_id == (_result_id(request) or 0), File.path == path))
-    digest = await run_in_threadpool(lookup)
+            return session.scalar(select(File.sha256).where(File.result_id == _result_id(request), File.path == path))
+    # PostgreSQL refuses NUL in text, and no file's name holds one (staging.check_name).
+    digest = None if "\x00" in path else await run_in_threadpool(lookup)
     if digest is None:
         return error(404, "no such file in this result")
     media = mimetypes.guess_type(path)[0] or "application/octet-stream"
@@ -243,7 +247,7 @@ async def file(request: Request) -> Response:
 async def archive(request: Request) -> Response:
     def lookup() -> str | None:
         with request.app.state.sessions() as session:
-            return session.scalar(select(Result.archive_sha256).where(Result.id == (_result_id(request) or 0)))
+            return session.scalar(select(Result.archive_sha256).where(Result.id == _result_id(request)))
     digest = await run_in_threadpool(lookup)
     if digest is None:
         return error(404, "no such result")

@@ -15,8 +15,8 @@ from sqlalchemy.orm import sessionmaker
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from pantheon.archive import api, pages, schema, tokens
-from pantheon.archive.db import engine_for
+from pantheon.archive import api, pages, tokens
+from pantheon.archive.db import opened
 from pantheon.archive.models import File, Result
 from pantheon.archive.staging import Limits
 from pantheon.archive.store import Store
@@ -54,8 +54,7 @@ ROUTES = [
 
 
 def make_app(settings: Settings) -> Starlette:
-    engine = engine_for(settings.db_url)
-    schema.upgrade(engine)
+    engine = opened(settings.db_url)
     store = Store(settings.files)
     store.open()
     sessions = sessionmaker(engine, expire_on_commit=False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import signal
 import sys
 from collections.abc import Iterator
@@ -25,11 +26,17 @@ from pathlib import Path
 from pantheon.archive.client import LOCAL_TOKEN, LOOPBACK_HOSTS, TOKEN_VARIABLE
 from pantheon.archive.db import DEFAULT_URL
 from pantheon.archive.staging import Limits
+from pantheon.errors import PantheonError
 
 DEFAULT_FILES = LOCAL_TOKEN.parent
 MB = 1 << 20
 UPLOAD_REFUSED = 1
 """Exit status of an upload that did not land (the archive refused it, or could not be reached)."""
+PORT_MAX = 65535
+
+
+class ServeError(PantheonError):
+    """An option of pantheon archive serve that cannot work."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -88,12 +95,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     upload.set_defaults(run=_upload)
 
 
+def serve_limits(args: argparse.Namespace) -> Limits:
+    """The upload limits of `serve`'s options, after checking every option a server cannot start
+    with (before the database or the store is touched); a ServeError naming the first."""
+    if not 0 <= args.port <= PORT_MAX:
+        raise ServeError(f"--port {args.port} is not a TCP port (0 to {PORT_MAX}; 0 picks a free one)")
+    if args.files.exists() and not args.files.is_dir():
+        raise ServeError(f"--files {args.files} is not a directory (give the directory of the archive's file store)")
+    for option, mib in (("--max-upload-mb", args.max_upload_mb), ("--max-unpacked-mb", args.max_unpacked_mb)):
+        if not (math.isfinite(mib) and mib > 0):
+            raise ServeError(f"{option} {mib:g} is not a size: give a number of MiB above 0")
+    if args.max_files < 1:
+        raise ServeError(f"--max-files {args.max_files}: an upload holds at least one file; give 1 or more")
+    return Limits(upload_bytes=max(1, int(args.max_upload_mb * MB)), unpacked_bytes=max(1, int(args.max_unpacked_mb * MB)),
+                  files=args.max_files)
+
+
 def _serve(args: argparse.Namespace) -> int:
+    limits = serve_limits(args)
     import uvicorn
 
     from pantheon.archive.app import Settings, make_app
 
-    limits = Limits(upload_bytes=int(args.max_upload_mb * MB), unpacked_bytes=int(args.max_unpacked_mb * MB), files=args.max_files)
     app = make_app(Settings(args.db, args.files, limits, local_token=args.host in LOOPBACK_HOSTS))
 
     class Server(uvicorn.Server):
@@ -123,11 +146,10 @@ def _serve(args: argparse.Namespace) -> int:
 def _token(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
-    from pantheon.archive import schema, tokens
-    from pantheon.archive.db import engine_for
+    from pantheon.archive import tokens
+    from pantheon.archive.db import opened
 
-    engine = engine_for(args.db)
-    schema.upgrade(engine)
+    engine = opened(args.db, make_directory=False)
     with Session(engine) as session:
         if args.token_command == "create":
             token = tokens.create(session, args.name)
@@ -142,6 +164,7 @@ def _upload(args: argparse.Namespace) -> int:
     from pantheon.archive import client
 
     told = {name: getattr(args, name) for name in ("title", "description", "kind", "node", "peer", "link")}
+    client.archive_url(args.to)  # a URL that cannot be an archive's is the user's mistake once, not once a data dir
     refused = 0
     for data_dir in args.data_dirs:
         try:

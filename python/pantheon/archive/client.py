@@ -79,19 +79,36 @@ def pack(root: Path, out) -> None:
                 tar.addfile(info, f)
 
 
+class ArchiveUrlError(PantheonError):
+    """A --to that cannot be an archive's URL."""
+
+
+def archive_url(url: str) -> tuple[str, str, int | None, str]:
+    """(scheme, host, port or None, path without its trailing slash) of an archive's URL; an
+    ArchiveUrlError in one line where it has no http(s) scheme or host, a bracket left open, or a
+    port that is no TCP port (urlsplit raises ValueError for the last two)."""
+    wrong = f"--to {url!r} is not an archive's URL (http://HOST:PORT/ or https://HOST/)"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise ArchiveUrlError(f"{wrong}: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ArchiveUrlError(wrong)
+    return parts.scheme, parts.hostname, port, parts.path.rstrip("/")
+
+
 def _local_token(url: str) -> str | None:
     """The token a server on this machine made for its user (LOCAL_TOKEN), for a loopback URL."""
-    if urlsplit(url).hostname not in LOOPBACK_HOSTS or not LOCAL_TOKEN.is_file():
+    if archive_url(url)[1] not in LOOPBACK_HOSTS or not LOCAL_TOKEN.is_file():
         return None
     return LOCAL_TOKEN.read_text().strip() or None
 
 
 def _connection(url: str) -> tuple[http.client.HTTPConnection, str]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UploadError(f"--to {url!r} is not an archive's URL (http://HOST:PORT/ or https://HOST/)")
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    return kind(parts.hostname, parts.port, timeout=TIMEOUT_S, blocksize=CHUNK_BYTES), parts.path.rstrip("/")
+    scheme, host, port, path = archive_url(url)
+    kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+    return kind(host, port, timeout=TIMEOUT_S, blocksize=CHUNK_BYTES), path
 
 
 def _answer(response: http.client.HTTPResponse) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError
 
 from pantheon.errors import PantheonError
 
@@ -32,15 +32,24 @@ def _sqlalchemy_url(url: str) -> str:
     return url
 
 
-def engine_for(url: str) -> Engine:
-    """An engine for a database URL; the directory of a SQLite file is made if missing."""
+def engine_for(url: str, make_directory: bool = True) -> Engine:
+    """An engine for a database URL. The directory of a SQLite file is made if missing, or with
+    make_directory=False a DatabaseError says it is missing (a token made in a database no server
+    reads would be lost)."""
     try:
         parsed = make_url(_sqlalchemy_url(url))
     except ArgumentError:
         raise DatabaseError(f"--db {url!r} is not a database URL (sqlite:///FILE or postgresql://USER@HOST/DB)") from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            directory = Path(parsed.database).parent
+            if not make_directory and not directory.is_dir():
+                raise DatabaseError(f"--db {url!r}: the directory {directory} does not exist (give the --db of the "
+                                    "archive's server; pantheon archive serve makes its database)")
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise DatabaseError(f"--db {url!r}: cannot make the directory {directory} ({e.strerror})") from None
         engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
@@ -55,3 +64,19 @@ def engine_for(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         return create_engine(parsed, pool_pre_ping=True)
     raise DatabaseError(f"--db {url!r}: the archive keeps its data in SQLite (sqlite:///FILE) or PostgreSQL (postgresql://...)")
+
+
+def opened(url: str, make_directory: bool = True) -> Engine:
+    """engine_for(url), with the database brought to the newest schema (schema.upgrade); a
+    DatabaseError in one line when it cannot be opened (no such file system, no permission, a
+    PostgreSQL that does not answer)."""
+    from pantheon.archive import schema
+
+    engine = engine_for(url, make_directory)
+    try:
+        schema.upgrade(engine)
+    except OperationalError as e:
+        shown = make_url(_sqlalchemy_url(url)).render_as_string(hide_password=True)
+        reason = str(e.orig or e).strip().splitlines()[0] if str(e.orig or e).strip() else type(e).__name__
+        raise DatabaseError(f"cannot open the database {shown} ({reason})") from None
+    return engine

@@ -18,7 +18,7 @@ from starlette.templating import Jinja2Templates
 
 from pantheon.archive import views
 from pantheon.archive.api import base_url
-from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find
+from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find, result_id
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 MAX_COMPARED = 8
@@ -76,7 +76,7 @@ async def result_page(request: Request) -> Response:
 
     def load() -> dict | None:
         with request.app.state.sessions() as session:
-            found = views.loaded(session, int(text)) if text.isdigit() else None
+            found = views.loaded(session, number) if (number := result_id(text)) else None
             return views.detail(found, "") if found else None
     result = await run_in_threadpool(load)
     if result is None:
@@ -109,6 +109,8 @@ def _score_svg(points: list[dict]) -> dict | None:
 
 async def scheme_page(request: Request) -> Response:
     name = request.path_params["name"]
+    if "\x00" in name:
+        return _not_found(request, "No scheme's name holds a NUL character.")
 
     def load() -> dict:
         with request.app.state.sessions() as session:
@@ -121,8 +123,11 @@ async def scheme_page(request: Request) -> Response:
 
 async def compare_page(request: Request) -> Response:
     given = [request.query_params.get("ids", ""), *request.query_params.getlist("id")]
-    words = ",".join(given).replace(" ", "").split(",")
-    ids = [int(w) for w in words if w.isdigit()][:MAX_COMPARED]
+    words = [w for w in ",".join(given).replace(" ", "").split(",") if w]
+    if wrong := next((w for w in words if result_id(w) is None), None):
+        shown = wrong[:20].encode("unicode_escape").decode("ascii")
+        return _page(request, "error.html", {"title": "Compare", "message": f"{shown!r} is not a result id: /compare?ids=1,2"}, 400)
+    ids = [number for w in words if (number := result_id(w))][:MAX_COMPARED]
     if len(ids) < 1:
         return _page(request, "error.html", {"title": "Compare", "message": "Give the results to compare: /compare?ids=1,2"}, 400)
 

@@ -34,8 +34,12 @@ class Store:
     def open(self) -> None:
         """Takes the store for this process (a second server on the same directory would empty the
         staging of the first's uploads in flight), then empties the staging directory."""
-        self.blobs.mkdir(parents=True, exist_ok=True)
-        self._lock = (self.root / "serve.lock").open("w")
+        try:
+            self.blobs.mkdir(parents=True, exist_ok=True)
+            self._lock = (self.root / "serve.lock").open("w")
+        except OSError as e:
+            raise StoreError(f"--files {self.root}: cannot keep the archive's files there ({e.strerror}); "
+                             "give a directory this user may write") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

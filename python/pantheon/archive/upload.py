@@ -5,11 +5,17 @@ moved into the store and the rows committed in one transaction, in that order (s
 
 The archive stores the metrics it derived, not the uploaded numbers: the two agree within
 PERF_RELATIVE_TOLERANCE or the upload is refused, naming the first metric that differs.
+
+metadata.json is the uploader's word: every value read from it here is checked for its type (a
+wrong one is read as absent), text loses its NUL characters (PostgreSQL refuses them) and is cut
+to its column's length (PostgreSQL refuses longer; SQLite would keep it), so that no upload can
+make a 500 of the insert, and a NaN or Infinity in it is refused (the API's JSON cannot hold it).
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -37,6 +43,10 @@ CHECKED_METRICS = ("sent_packets", "delivered_packets", "sent_bytes", "delivered
                    "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
 KINDS = ("emulation", "simulation", "node-cloud", "cloud-cloud")
 DIRECTIONS = ("node-to-peer", "peer-to-node")
+MAX_SCHEME_CHARS = 200
+"""The longest scheme label accepted (the schemes', runs' and flows' scheme columns hold this many)."""
+RUN_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
+"""A run's key in perf.json, as pantheon analyze writes it (str of the run's number)."""
 WRITE_LOCK = threading.Lock()
 """One writing transaction at a time in this process: SQLite has one writer anyway, and a
 transaction that waits here cannot fail on a lock it would otherwise have to upgrade."""
@@ -59,7 +69,19 @@ class Description:
                                   ("link", self.link, 50), ("description", self.description, 20_000)):
             if value is not None and len(value) > most:
                 raise Refused(f"the {name} is longer than {most} characters")
+            if value is not None and "\x00" in value:
+                raise Refused(f"the {name} holds a NUL character")
         return self
+
+
+def _text(value: object, most: int) -> str:
+    """A string from metadata.json as a column takes it: "" for another type, NULs dropped, cut to `most`."""
+    return value.replace("\x00", "")[:most] if isinstance(value, str) else ""
+
+
+def _object(value: object) -> dict:
+    """A JSON object from metadata.json, or {} where it holds another type."""
+    return value if isinstance(value, dict) else {}
 
 
 def _same(a: object, b: object) -> bool:
@@ -90,8 +112,11 @@ def _check_perf(perf: dict, derived: dict[tuple[str, int], RunMetrics]) -> None:
     claimed = perf.get("schemes")
     if not isinstance(claimed, dict):
         raise Refused('perf.json has no "schemes": it is not what pantheon analyze writes')
-    listed = {(label, int(n)) for label, s in claimed.items() if isinstance(s, dict)
-              for n in (s.get("runs") or {}) if str(n).isdigit()}
+    # A scheme whose "runs" is not an object, or a key that is no run number, lists no run: the
+    # sets then differ and the refusal names the run.
+    claimed_runs = {(label, int(n)): run for label, s in claimed.items()
+                    for n, run in _object(_object(s).get("runs")).items() if RUN_NUMBER.fullmatch(n)}
+    listed = set(claimed_runs)
     if listed != set(derived):
         differ = sorted(listed ^ set(derived))[:3]
         raise Refused(f"perf.json and the records disagree on which runs exist ({', '.join(f'{a} run {b}' for a, b in differ)}); "
@@ -101,7 +126,7 @@ def _check_perf(perf: dict, derived: dict[tuple[str, int], RunMetrics]) -> None:
         by_label.setdefault(label, []).append(metrics)
         mine = {name: getattr(metrics, name) for name in (*RUN_METRICS, "valid")}
         mine["flows"] = {m.flow: {name: getattr(m, name) for name in CHECKED_METRICS} for m in [metrics.all, *metrics.flows]}
-        found = _first_difference(mine, claimed[label]["runs"][str(number)], f"{label} run {number}")
+        found = _first_difference(mine, claimed_runs[(label, number)], f"{label} run {number}")
         if found is not None:
             raise Refused(f"perf.json does not match the records: {found}")
     for label, runs in by_label.items():
@@ -114,23 +139,23 @@ def _started(metadata: dict) -> datetime:
     text = metadata.get("start_time")
     try:
         moment = datetime.fromisoformat(text) if isinstance(text, str) else None
-    except ValueError:
+        # A zone's offset can carry a time of year 1 or 9999 past the range of datetime (OverflowError).
+        moment = moment.astimezone(UTC).replace(tzinfo=None) if moment and moment.tzinfo else moment
+    except (ValueError, OverflowError):
         moment = None
-    if moment is None:
-        return now_utc()
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+    return now_utc() if moment is None else moment
 
 
 def _where(data: DataDir, told: Description) -> dict[str, str]:
     """kind, node, peer, direction, link and preset: from the metadata, the uploader's word first."""
     metadata = data.metadata
     remote = metadata.get("remote")
-    preset = str((metadata.get("arguments") or {}).get("emulator") or "")
-    preset = Path(preset).stem if preset.endswith(".toml") else preset
+    preset = _text(_object(metadata.get("arguments")).get("emulator"), 1000)
+    preset = (Path(preset).stem if preset.endswith(".toml") else preset)[:200]
     if isinstance(remote, dict):
-        machine = (metadata.get("machine") or {}).get("hostname", "")
-        where = {"kind": "node-cloud", "node": remote.get("local_desc") or machine,
-                 "peer": remote.get("remote_desc") or remote.get("host", ""),
+        machine = _text(_object(metadata.get("machine")).get("hostname"), 200)
+        where = {"kind": "node-cloud", "node": _text(remote.get("local_desc"), 200) or machine,
+                 "peer": _text(remote.get("remote_desc"), 200) or _text(remote.get("host"), 200),
                  "direction": "node-to-peer" if remote.get("sender") == "local" else "peer-to-node", "link": "", "preset": ""}
     else:
         simulated = bool(metadata.get("simulated"))
@@ -150,13 +175,19 @@ def _without_seed(options: list[str]) -> list[str]:
     return options
 
 
+def _emulator_options(metadata: dict) -> list[str]:
+    """The emulator's options (a list of strings in metadata.json; what is not a string is left out)."""
+    given = metadata.get("emulator_options")
+    return [_text(o, 10_000) for o in given if isinstance(o, str)] if isinstance(given, list) else []
+
+
 def _title(data: DataDir, where: dict[str, str], flows: int) -> str:
     schemes = ", ".join(display_name(data, label) for label in data.looks)
     per_run = f"{flows} flow{'s' if flows != 1 else ''}"
     if where["kind"] in ("node-cloud", "cloud-cloud"):
         ends = (where["node"], where["peer"]) if where["direction"] == "node-to-peer" else (where["peer"], where["node"])
         return f"{ends[0]} → {ends[1]}: {schemes} ({per_run})"
-    options = " ".join(_without_seed([str(o) for o in data.metadata.get("emulator_options", [])]))
+    options = " ".join(_without_seed(_emulator_options(data.metadata)))
     default = "12 Mbit/s each way, no delay" if data.layout == "harness" else "the original Pantheon's layout"
     path = where["preset"] or options or default
     return f"{where['kind'].capitalize()}, {path}: {schemes} ({per_run})"
@@ -164,20 +195,28 @@ def _title(data: DataDir, where: dict[str, str], flows: int) -> str:
 
 def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpacked: Unpacked, told: Description) -> Result:
     metadata = data.metadata
+    try:
+        metadata_json = json.dumps(metadata, allow_nan=False)
+    except ValueError:
+        raise Refused("metadata.json holds NaN or Infinity, which JSON has no numbers for") from None
+    if long := next((label for label in data.looks if len(label) > MAX_SCHEME_CHARS), None):
+        raise Refused(f"the scheme {long[:80]!r}... has a name longer than {MAX_SCHEME_CHARS} characters")
     where = _where(data, told)
     flows = max([len(s.flows) for s in data.runs] + [len(m.flows) for m in derived.values()] + [1])
     started = _started(metadata)
-    remote: dict = metadata["remote"] if isinstance(metadata.get("remote"), dict) else {}
+    remote = _object(metadata.get("remote"))
     bounds = [m.delay_bound_ms for m in derived.values() if m.delay_bound_ms is not None]
     title = told.title.strip() if told.title and told.title.strip() else _title(data, where, flows)
-    known: dict = metadata["schemes"] if isinstance(metadata.get("schemes"), dict) else {}
-    schemes = [ResultScheme(scheme=label, position=i, display=display_name(data, label),
-                            version=str((known.get(label) or {}).get("versions") or (known.get(label) or {}).get("version") or ""))
+    known = _object(metadata.get("schemes"))
+    schemes = [ResultScheme(scheme=label, position=i, display=_text(display_name(data, label), 200) or label,
+                            version=_text(str(_object(known.get(label)).get("versions")
+                                              or _object(known.get(label)).get("version") or ""), 500))
                for i, label in enumerate(data.looks)]
     runs = []
     for i, source in enumerate(data.runs):
         m = derived[(source.label, source.number)]
-        runs.append(Run(position=i, scheme=source.label, number=source.number, valid=m.valid, flags="\n".join(m.flags),
+        runs.append(Run(position=i, scheme=source.label, number=source.number, valid=m.valid,
+                        flags="\n".join(m.flags).replace("\x00", ""),
                         capacity_mbps=m.capacity_mbps, utilization=m.utilization, jain_index=m.jain_index, power=m.power,
                         delay_bound_ms=m.delay_bound_ms,
                         flows=[Flow(position=j, **{k: v for k, v in asdict(f).items() if k in FLOW_COLUMNS})
@@ -185,17 +224,17 @@ def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpa
     setup = [(what, value) for what, value in data.setup if what != "Data"]
     description = (told.description or "").strip()
     search = " ".join([title, description, *where.values(), *(f"{s.scheme} {s.display}" for s in schemes),
-                       *(value for _, value in setup)]).lower()
+                       *(str(value) for _, value in setup)]).lower().replace("\x00", "")
     result = Result(
-        manifest_sha256=unpacked.manifest_sha256, title=title[:500], description=description, kind=where["kind"],
-        preset=where["preset"], emulator_options=" ".join(metadata.get("emulator_options", [])),
+        manifest_sha256=unpacked.manifest_sha256, title=_text(title, 500), description=description, kind=where["kind"],
+        preset=where["preset"], emulator_options=" ".join(_emulator_options(metadata)),
         node=where["node"][:200], peer=where["peer"][:200], direction=where["direction"], link=where["link"][:50],
         flows=flows, started_at=started, year=started.year, month=started.month, uploaded_at=now_utc(),
-        layout=data.layout, pantheon_version=str(metadata.get("pantheon_version", "")),
-        git_commit=str(metadata.get("git_commit", "")), remote_pantheon_version=str(remote.get("remote_pantheon_version", "")),
-        remote_git_commit=str(remote.get("remote_git_commit", "")),
+        layout=data.layout, pantheon_version=_text(metadata.get("pantheon_version"), 50),
+        git_commit=_text(metadata.get("git_commit"), 64), remote_pantheon_version=_text(remote.get("remote_pantheon_version"), 50),
+        remote_git_commit=_text(remote.get("remote_git_commit"), 64),
         delay_bound_min_ms=min(bounds) if bounds else None, delay_bound_max_ms=max(bounds) if bounds else None,
-        setup_json=json.dumps(setup), metadata_json=json.dumps(metadata), search_text=search,
+        setup_json=json.dumps(setup), metadata_json=metadata_json, search_text=search,
         schemes=schemes, runs=runs,
         files=[File(path=name, sha256=digest, size_bytes=size) for name, (digest, size) in sorted(unpacked.files.items())],
     )
