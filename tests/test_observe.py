@@ -241,4 +241,8 @@ def test_a_schedule_that_is_not_text_or_a_state_that_is_a_file_is_refused_before
     done = observe(str(write_schedule(tmp_path / "s.toml", ["nepal-wifi"], ["copa"])), "--once",
                    "--state", str(tmp_path / "state-file"), env=env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "--state" in done.stderr, done.stderr
+    for url in ("notaurl", "http://[::1", "http://127.0.0.1:99999/"):
+        done = observe(str(tmp_path / "s.toml"), "--once", "--archive", url, "--state", str(tmp_path / "state"), env=env)
+        [line] = done.stderr.splitlines()
+        assert done.returncode == 2 and line.startswith(f"pantheon: --archive {url!r} is not an archive's URL"), line
     assert not (tmp_path / "state").exists()

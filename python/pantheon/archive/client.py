@@ -80,14 +80,14 @@ def pack(root: Path, out) -> None:
 
 
 class ArchiveUrlError(PantheonError):
-    """A --to that cannot be an archive's URL."""
+    """An archive's address (upload's --to, observe's --archive) that cannot be one."""
 
 
-def archive_url(url: str) -> tuple[str, str, int | None, str]:
+def archive_url(url: str, option: str = "--to") -> tuple[str, str, int | None, str]:
     """(scheme, host, port or None, path without its trailing slash) of an archive's URL; an
     ArchiveUrlError in one line where it has no http(s) scheme or host, a bracket left open, or a
     port that is no TCP port (urlsplit raises ValueError for the last two)."""
-    wrong = f"--to {url!r} is not an archive's URL (http://HOST:PORT/ or https://HOST/)"
+    wrong = f"{option} {url!r} is not an archive's URL (http://HOST:PORT/ or https://HOST/)"
     try:
         parts = urlsplit(url)
         port = parts.port

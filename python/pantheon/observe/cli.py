@@ -55,9 +55,12 @@ def run(args: argparse.Namespace) -> int:
         raise PantheonError("observe: give a schedule (SCHEDULE.toml) or --status")
     if not 0 <= args.retries <= 100:
         raise PantheonError(f"--retries {args.retries}: give 0 to 100")
+    from pantheon.archive.client import archive_url
     from pantheon.observe import schedule
     from pantheon.observe.round import Uploader, observe
 
+    if args.archive:
+        archive_url(args.archive, "--archive")  # before a round, not as each of its results waits for upload
     plan = schedule.load(args.schedule)
     files.writable_dir(args.state, "--state")
     state_dir = args.state.resolve()
