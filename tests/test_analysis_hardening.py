@@ -96,6 +96,24 @@ def test_every_scheme_name_is_by_its_dot_or_joined_to_it_and_none_overlap(scheme
     assert not overlaps
 
 
+@pytest.mark.parametrize("schemes", [1, 21])
+def test_the_runs_legend_and_title_leave_the_data_area_and_each_other_clear(schemes):
+    """Issue 39 §1: 21 schemes' legend, inside the axes, covered the title ("Ea h run") and the
+    points; now it stands beside them, and the figure holds it whole."""
+    points, looks = crowded_points(schemes)
+    fig = plots.runs_figure(points, looks)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    data_area = ax.get_window_extent(renderer)
+    [legend] = fig.legends
+    legend_box, title_box = legend.get_window_extent(renderer), ax.title.get_window_extent(renderer)
+    assert len(legend.get_texts()) == schemes
+    assert not legend_box.overlaps(data_area) and not title_box.overlaps(data_area)
+    assert not legend_box.overlaps(title_box)
+    assert fig.bbox.contains(legend_box.x0, legend_box.y0) and fig.bbox.contains(legend_box.x1, legend_box.y1)
+
+
 def late_flows_dir(root, flows: int, late_s: float):
     """A 10 s run of `flows` flows planned from 0 s, whose first packets left late_s late, each
     delivering until 10 s; the machine has 2 CPUs."""

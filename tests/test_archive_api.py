@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gzip
 import io
+import re
 import json
 import os
 import shutil
@@ -294,6 +295,9 @@ def test_pages_carry_the_hooks(archive, uploaded):
     assert status == 200 and summary.count(b'class="score n" data-score=') >= 3
     for path in ("schemes/copa", f"compare?ids={','.join(map(str, uploaded.values()))}", "faq"):
         assert archive.get(path)[0] == 200, path
+    # A count agrees with its noun (issue 39 §1: "(1 runs)").
+    compared = archive.get(f"compare?ids={','.join(map(str, uploaded.values()))}")[1].decode()
+    assert re.search(r"\((1 valid run|[02-9]\d* valid runs)\)", compared) and not re.search(r"\b1 valid runs\b", compared + summary.decode())
     assert archive.get("results/999")[0] == 404 and archive.get("api/export.xlsx")[0] == 404
     summary_api = archive.json("api/summary")
     row = next(e for e in summary_api["experiments"] if e["id"] == uploaded["two-schemes"])

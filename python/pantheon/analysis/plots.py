@@ -12,6 +12,7 @@ PDF page stays small and quick to draw. Everything uses matplotlib's Agg backend
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,10 @@ LEADER_SAMPLES = 24
 """Points along a leader line checked against the labels it might cross."""
 BESIDE_DEG = (0, 180, 30, -30, 150, -150, 90, -90)
 """Directions tried first, right of the dot first, as a reader scans."""
+LEGEND_ROWS = 14
+"""Most schemes in one column of the runs' legend: the axes' height of 8-point lines."""
+LEGEND_COLUMN_IN = 1.6
+"""Width a legend column adds to the figure, inches: a display name of ~20 characters at 8 points."""
 LOG_DELAY_RANGE = 4.0
 """Log delay axis when the largest delay is at least this many times the smallest."""
 STYLE: dict[str, Any] = {
@@ -247,17 +252,21 @@ def _label_means(fig: Figure, ax, named_dots: list[tuple[str, float, float, str]
 
 
 def runs_figure(points: list[RunPoint], looks: dict, missing: Sequence[str] = ()) -> Figure:
-    """One marker per valid run, coloured by scheme; the schemes without one named below."""
-    fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    """One marker per valid run, coloured by scheme, the legend beside the axes (matplotlib's
+    constrained layout makes room for it: inside, 21 schemes' legend covered the title and the
+    points); the schemes without a run named below."""
+    labels = list(dict.fromkeys(p.label for p in points))
+    columns = max(1, math.ceil(len(labels) / LEGEND_ROWS))
+    fig, ax = plt.subplots(figsize=(5.6 + LEGEND_COLUMN_IN * columns, 4.2), layout="constrained")
     _delay_axis(ax, [p.delay_p95_ms for p in points])
-    for label in dict.fromkeys(p.label for p in points):
+    for label in labels:
         mine = [p for p in points if p.label == label]
         ax.scatter([p.delay_p95_ms for p in mine], [p.throughput_mbps for p in mine], s=36, color=looks[label].color,
                    edgecolor="white", linewidth=0.6, zorder=3, label=looks[label].display)
     ax.margins(x=0.12, y=0.2)
     ax.set_title(f"Each run ({len(points)} valid)", loc="left")
     if points:
-        ax.legend(loc="lower left", scatterpoints=1)
+        fig.legend(loc="outside right upper", ncols=columns, scatterpoints=1, fontsize=8, frameon=False)
     _not_shown(ax, missing)
     return fig
 

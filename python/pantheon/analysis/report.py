@@ -28,6 +28,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from pantheon import __version__, files  # noqa: E402
 from pantheon.analysis.metrics import FlowMetrics, RunMetrics, bound_text  # noqa: E402
+from pantheon.wording import counted  # noqa: E402
 
 SCHEME_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)", "Loss\n(%)")
 RUN_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "Sending rate\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)",
@@ -136,8 +137,7 @@ def run_rows(run: RunMetrics, display) -> list[list[str]]:
 def _title(analysis) -> tuple[str, str]:
     labels = list(analysis.summaries)
     valid = sum(r.metrics.valid for r in analysis.runs)
-    plural = lambda n, word: f"{n} {word}" + ("s" if n != 1 else "")  # noqa: E731
-    sub = (f"{analysis.data.path.resolve().name} · {plural(len(analysis.runs), 'run')} of {plural(len(labels), 'scheme')}, "
+    sub = (f"{analysis.data.path.resolve().name} · {counted(len(analysis.runs), 'run')} of {counted(len(labels), 'scheme')}, "
            f"{valid} valid · pantheon analyze {__version__}")
     if analysis.data.metadata.get("simulated"):
         sub += f" · simulated by pantheon-sim {analysis.data.metadata.get('simulator', {}).get('version', '')}".rstrip()
@@ -367,7 +367,7 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
     pages.heading("Schemes")
     for label, summary in analysis.summaries.items():
         look = looks[label]
-        pages.heading(f"{look.display}  ({summary['valid_runs']} valid of {summary['runs']} runs)", size=10, color=look.color,
+        pages.heading(f"{look.display}  ({summary['valid_runs']} of {summary['runs']} runs valid)", size=10, color=look.color,
                       keep_with=0.08)
         if summary["valid_runs"]:
             pages.table(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary), [0.2, 0.2, 0.2, 0.2, 0.2])

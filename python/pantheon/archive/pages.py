@@ -19,6 +19,7 @@ from starlette.templating import Jinja2Templates
 from pantheon.archive import views
 from pantheon.archive.api import base_url
 from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find, result_id
+from pantheon.wording import counted
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 MAX_COMPARED = 8
@@ -30,6 +31,7 @@ def _number(value: float | None, digits: int = 2) -> str:
 
 
 templates.env.filters["num"] = _number
+templates.env.filters["counted"] = counted
 
 
 def rank_colour(rank: int, count: int) -> str:
