@@ -171,6 +171,15 @@ def test_uploads_need_a_valid_token(archive, data_dirs, uploaded, monkeypatch):
     assert refused.returncode == 1 and "refused the token" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
 
+    # Issue 39 §2: where the loopback archive's own token is, and --token-file to give it.
+    with pytest.raises(client.UploadError, match="FILES/local-token .* give it with --token-file"):
+        client.upload(data_dirs["two-schemes"], archive.url, None)
+    again = pantheon("archive", "upload", str(data_dirs["two-schemes"]), "--to", archive.url, "--token-file", str(local),
+                     env={"PANTHEON_ARCHIVE_TOKEN": ""})
+    assert again.returncode == 0 and "already in the archive" in again.stdout, again.stderr
+    assert_one_line_exit_2(pantheon("archive", "upload", str(data_dirs["two-schemes"]), "--to", archive.url,
+                                    "--token-file", str(local.parent / "no-such-token")), "cannot read the token")
+
 
 def _symlink() -> Member:
     info = tarfile.TarInfo("perf.json")

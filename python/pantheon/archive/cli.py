@@ -84,7 +84,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="example:\n  pantheon archive upload data/nepal --to http://127.0.0.1:8080/")
     upload.add_argument("data_dirs", type=Path, nargs="+", metavar="DATA_DIR", help="one or more data dirs, each analysed")
     upload.add_argument("--to", required=True, metavar="URL", help="the archive, e.g. http://127.0.0.1:8080/")
-    upload.add_argument("--token", help=f"upload token (default: ${TOKEN_VARIABLE}, or for a loopback URL {LOCAL_TOKEN})")
+    upload.add_argument("--token", help=f"upload token (default: --token-file, ${TOKEN_VARIABLE}, or for a loopback URL "
+                        f"{LOCAL_TOKEN}, the token archive serve --files {LOCAL_TOKEN.parent} made)")
+    upload.add_argument("--token-file", type=Path, metavar="FILE",
+                        help="a file holding the upload token (an archive serve's FILES/local-token, or your own)")
     upload.add_argument("--title", help="the result's title (default: made from the path and the schemes)")
     upload.add_argument("--description", help="a paragraph on the experiment, shown on its page")
     upload.add_argument("--kind", choices=["emulation", "simulation", "node-cloud", "cloud-cloud"],
@@ -165,10 +168,11 @@ def _upload(args: argparse.Namespace) -> int:
 
     told = {name: getattr(args, name) for name in ("title", "description", "kind", "node", "peer", "link")}
     client.archive_url(args.to)  # a URL that cannot be an archive's is the user's mistake once, not once a data dir
+    token = args.token or (client.token_from_file(args.token_file) if args.token_file else None)
     refused = 0
     for data_dir in args.data_dirs:
         try:
-            answer = client.upload(data_dir, args.to, args.token, told)
+            answer = client.upload(data_dir, args.to, token, told)
         except client.UploadError as e:
             print(f"pantheon: {e}", file=sys.stderr)
             refused += 1

@@ -98,6 +98,18 @@ def archive_url(url: str, option: str = "--to") -> tuple[str, str, int | None, s
     return parts.scheme, parts.hostname, port, parts.path.rstrip("/")
 
 
+def token_from_file(path: Path, option: str = "--token-file") -> str:
+    """The upload token a file holds (a token file of `archive serve`'s, or one a person wrote);
+    a PantheonError in one line when it cannot be read or holds none."""
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise PantheonError(f"{option} {path}: cannot read the token ({getattr(e, 'strerror', None) or e})") from None
+    if not token:
+        raise PantheonError(f"{option} {path} holds no token")
+    return token
+
+
 def _local_token(url: str) -> str | None:
     """The token a server on this machine made for its user (LOCAL_TOKEN), for a loopback URL."""
     if archive_url(url)[1] not in LOOPBACK_HOSTS or not LOCAL_TOKEN.is_file():
@@ -141,7 +153,10 @@ def upload(data_dir: Path, url: str, token: str | None, description: dict[str, s
     """Uploads a data dir; the server's answer {"id", "url", "created"}."""
     token = token or os.environ.get(TOKEN_VARIABLE) or _local_token(url)
     if not token:
-        raise UploadError(f"no token: give --token TOKEN or set {TOKEN_VARIABLE} (pantheon archive token create NAME makes one)")
+        local = (f"; an archive served here makes one for its user in its --files directory, FILES/local-token (none "
+                 f"at {LOCAL_TOKEN.resolve()}): give it with --token-file") if archive_url(url)[1] in LOOPBACK_HOSTS else ""
+        raise UploadError(f"no token: give --token TOKEN or --token-file FILE, or set {TOKEN_VARIABLE} "
+                          f"(pantheon archive token create NAME makes one){local}")
     if not data_dir.is_dir():
         raise UploadError(f"{data_dir} is not a directory (give a data dir of pantheon test, pantheon sim or pantheon demo)")
     if not (data_dir / "perf.json").is_file():

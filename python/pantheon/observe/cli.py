@@ -36,17 +36,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _token(args: argparse.Namespace) -> str | None:
-    if args.token:
-        return args.token
-    if args.token_file:
-        try:
-            return args.token_file.read_text().strip() or None
-        except OSError as e:
-            raise PantheonError(f"--token-file {args.token_file}: {e.strerror}") from None
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     if args.status:
         print(status_text(Journal(args.state).read()))
@@ -55,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         raise PantheonError("observe: give a schedule (SCHEDULE.toml) or --status")
     if not 0 <= args.retries <= 100:
         raise PantheonError(f"--retries {args.retries}: give 0 to 100")
-    from pantheon.archive.client import archive_url
+    from pantheon.archive.client import archive_url, token_from_file
     from pantheon.observe import schedule
     from pantheon.observe.round import Uploader, observe
 
@@ -65,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
     files.writable_dir(args.state, "--state")
     state_dir = args.state.resolve()
     uploader = Uploader(Journal(state_dir, on_change=lambda state: write_page(state_dir, state)), args.archive,
-                        _token(args))
+                        args.token or (token_from_file(args.token_file) if args.token_file else None))
     return observe(plan, state_dir, args.once, args.retries, args.scheduler, uploader)
