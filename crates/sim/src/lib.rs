@@ -9,6 +9,7 @@
 //!
 //! - [`scenario`]: the run (path, flows, runtime) and its validation;
 //! - [`simulation`]: the event loop; [`host`]: the hosts' wake-up latencies around it;
+//!   [`link_clock`]: where the link's schedule stands when the run begins;
 //! - [`observer`]: what the simulation reports; [`records`] (records.parquet, and from it
 //!   [`merged_logs`]: datalink.log, acklink.log), [`logs`] (the tunnel's and emulator's own text
 //!   logs, on request) and [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
@@ -20,6 +21,7 @@
 pub mod batch;
 pub mod gym;
 pub mod host;
+pub mod link_clock;
 pub mod logs;
 pub mod merged_logs;
 pub mod metrics;

@@ -8,6 +8,8 @@
 
 use pantheon_cli::path_options::PathPair;
 
+use crate::link_clock::link_phase_us;
+
 /// One flow: which controller, and when its sender runs (`start_us` ≤ t < `end_us`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowPlan {
@@ -22,6 +24,9 @@ pub struct Scenario {
     pub flows: Vec<FlowPlan>,
     pub runtime_us: u64,
     pub paths: PathPair,
+    /// How far the link's clock runs ahead of the run's, µs (link_clock.rs): drawn from the
+    /// paths' seed unless given.
+    pub link_phase_us: u64,
 }
 
 /// Longest run: one day of simulated time (Pantheon's runs last 30 s; a longer one is a typo,
@@ -134,7 +139,14 @@ impl Scenario {
         if flows.len() > MAX_FLOWS {
             return Err(format!("{} flows, more than the {MAX_FLOWS} a run may have", flows.len()));
         }
-        Ok(Scenario { flows, runtime_us, paths })
+        let link_phase_us = link_phase_us(paths.seed);
+        Ok(Scenario { flows, runtime_us, paths, link_phase_us })
+    }
+
+    /// The same run with the link's clock `phase_us` ahead of the run's: 0 for a replay of an
+    /// emulated run whose flow's start is known on the link's clock.
+    pub fn with_link_phase_us(self, phase_us: u64) -> Scenario {
+        Scenario { link_phase_us: phase_us, ..self }
     }
 }
 

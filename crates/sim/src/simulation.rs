@@ -54,6 +54,7 @@ use pantheon_link::stalls::Stalls;
 use pantheon_link::{Event, Path};
 
 use crate::host::{machine_stalls, HostLatency};
+use crate::link_clock::PhasedPath;
 use crate::observer::{Direction, Observer};
 use crate::scenario::Scenario;
 
@@ -127,8 +128,9 @@ pub struct Totals {
 /// between instants (the gym steers a window every decision interval, gym.rs); `run` moves it to
 /// its end in one go.
 pub struct Simulation<O: Observer> {
-    uplink: Path<Packet>,
-    downlink: Path<Packet>,
+    /// The two directions, on the link's clock (link_clock.rs).
+    uplink: PhasedPath<Packet>,
+    downlink: PhasedPath<Packet>,
     flows: Vec<FlowState>,
     observer: O,
     runtime_us: u64,
@@ -174,6 +176,7 @@ impl<O: Observer> Simulation<O> {
         assert_eq!(controllers.len(), scenario.flows.len(), "one controller per flow");
         let recording = observer.records_link();
         let paths = &scenario.paths;
+        let phase_us = scenario.link_phase_us;
         let flows = scenario
             .flows
             .iter()
@@ -190,8 +193,8 @@ impl<O: Observer> Simulation<O> {
             })
             .collect();
         Simulation {
-            uplink: Path::new(&paths.uplink, paths.uplink_seed(), recording),
-            downlink: Path::new(&paths.downlink, paths.downlink_seed(), recording),
+            uplink: PhasedPath::new(Path::new(&paths.uplink, paths.uplink_seed(), recording), phase_us),
+            downlink: PhasedPath::new(Path::new(&paths.downlink, paths.downlink_seed(), recording), phase_us),
             flows,
             observer,
             runtime_us: scenario.runtime_us,

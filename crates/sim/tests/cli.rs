@@ -136,21 +136,37 @@ fn logs_are_the_tunnels_and_the_emulators_formats() {
     let header = std::fs::read_to_string(dir.join("flow0.sender.ingress.log")).unwrap();
     assert!(header.contains("# base: t_us 0 is 0000000000000000 us since the Unix epoch"));
     // IW10: ten 1464-byte datagrams at time 0, uids 0..9. They reach the link after 20 ms and
-    // leave at its opportunities, one per 1500 bytes at 12 Mbit/s: 20 000, 21 000, ... µs.
+    // leave at its opportunities, one per 1500 bytes at 12 Mbit/s: every 1000 µs of the link's
+    // clock, which in this run (seed 0) is 992 µs ahead of the run's (link_clock.rs), so at
+    // 20 008, 21 008, ... µs of the run's.
+    assert_eq!(pantheon_sim::link_clock::link_phase_us(0), 992);
     let sent = body(&dir.join("flow0.sender.ingress.log"));
     assert_eq!(sent[..2], ["0 0 1464", "0 1 1464"]);
     let received = body(&dir.join("flow0.receiver.egress.log"));
-    assert_eq!(received[..2], ["20000 0 1464", "21000 1 1464"]);
+    assert_eq!(received[..2], ["20008 0 1464", "21008 1 1464"]);
     // Each is acknowledged (60 bytes) a host's wake-up later (at least 15 µs, host.rs)...
     let acks = body(&dir.join("flow0.receiver.ingress.log"));
     let ack_sent_us: u64 = acks[0].strip_suffix(" 0 60").unwrap().parse().unwrap();
-    assert!((20_015..21_000).contains(&ack_sent_us), "{}", acks[0]);
-    // ... so, 20 ms later, it just misses the downlink's opportunity at 40 000 µs and takes the
+    assert!((20_023..21_008).contains(&ack_sent_us), "{}", acks[0]);
+    // ... so, 20 ms later, it just misses the downlink's opportunity at 40 008 µs and takes the
     // next (96 bytes on the path).
     let acked = body(&dir.join("flow0.sender.egress.log"));
-    assert_eq!(acked[0], "41000 0 60");
+    assert_eq!(acked[0], "41008 0 60");
     let uplink = body(&dir.join("uplink.log"));
     assert_eq!(uplink[0], "0 + 0 1500");
-    assert!(uplink.contains(&"20000 - 0 1500 20000 0".to_string()), "departure line with delay and lateness");
-    assert!(uplink.contains(&"1000 # 1500".to_string()), "idle opportunities are logged");
+    assert!(uplink.contains(&"20008 - 0 1500 20008 0".to_string()), "departure line with delay and lateness");
+    assert!(uplink.contains(&"1008 # 1500".to_string()), "idle opportunities are logged");
+}
+
+#[test]
+fn a_link_phase_of_zero_puts_the_flows_start_on_the_links_clock() {
+    // A replay's setting: the first datagram, sent at 0, leaves the delay line at 20 000 µs, an
+    // opportunity of the link's own clock, and goes at once; the second waits for 21 000.
+    let scratch = Scratch::new("phase-zero");
+    let dir = scratch.join("run");
+    run_ok(&dir, &[PATH, &["--flow", "cubic", "--link-phase-us", "0"]].concat());
+    let received = body(&dir.join("flow0.receiver.egress.log"));
+    assert_eq!(received[..2], ["20000 0 1464", "21000 1 1464"]);
+    let out = sim(&["run", "--out", dir.to_str().unwrap(), "--flow", "cubic", "--link-phase-us", "1000"]);
+    assert_eq!(out.status.code(), Some(2));
 }

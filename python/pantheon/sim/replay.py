@@ -77,7 +77,9 @@ def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
 
 def run(replay: Replay, out_dir: Path) -> dict:
     """Runs the replay into `out_dir`; its flow's metrics (docs/sim.md, FLOW_METRICS)."""
-    argv = simulator.run_command(out_dir, [replay.flow], replay.path_options, replay.runtime_s, replay.seed)
+    # Phase 0: the flow's start is read off the link's own log, so it is on the link's clock already.
+    argv = simulator.run_command(out_dir, [replay.flow], replay.path_options, replay.runtime_s, replay.seed,
+                                 link_phase_us=0)
     done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=simulator.die_with_parent)  # noqa: PLW1509
     if done.returncode != 0:
         raise simulator.SimError(simulator.message(done.stderr) or f"{simulator.PROGRAM} exited {done.returncode}")

@@ -51,12 +51,15 @@ class FlowArg:
 
 
 def run_command(out_dir: Path, flows: Sequence[FlowArg], path_options: Sequence[str], runtime_s: float,
-                seed: int, text_logs: bool = False) -> list[str]:
+                seed: int, text_logs: bool = False, link_phase_us: int | None = None) -> list[str]:
     """`pantheon-sim run`: records.parquet, datalink.log and acklink.log in out_dir, and with
-    text_logs the tunnel's and the emulator's own logs too."""
+    text_logs the tunnel's and the emulator's own logs too. `link_phase_us`: how far the link's
+    delivery schedule runs ahead of the flows' clock (default: drawn from the seed, as an emulated
+    run's flows start at an arbitrary microsecond of its link's clock)."""
     flow_args = [arg for f in flows for arg in ("--flow", f.argument())]
+    phase = ["--link-phase-us", str(link_phase_us)] if link_phase_us is not None else []
     return [str(binary(PROGRAM)), "run", "--out", str(out_dir), "--seed", str(seed), "--runtime-s", repr(float(runtime_s)),
-            *(["--text-logs"] if text_logs else []), *flow_args, *path_options]
+            *(["--text-logs"] if text_logs else []), *phase, *flow_args, *path_options]
 
 
 def message(stderr: str) -> str:
