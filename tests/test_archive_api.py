@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 import gzip
 import io
-import re
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
