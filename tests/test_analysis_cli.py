@@ -65,7 +65,8 @@ def analyze(*args):
 def test_analyze_writes_every_output_with_hand_worked_numbers(data_dir):
     done = analyze(data_dir)
     assert done.returncode == 0, done.stderr
-    assert "TCP Cubic: 0.81 Mbit/s, 95th percentile delay 20.0 ms, loss 10.00 % (1 of 2 runs valid)" in done.stdout
+    # score ln(0.809 Mbit/s / 20 ms)
+    assert "TCP Cubic: score -3.21: 0.81 Mbit/s, 95th percentile delay 20.0 ms, loss 10.00 % (1 of 2 runs valid)" in done.stdout
     assert "TCP BBR: no valid run (0 of 1 runs valid)" in done.stdout
     for name in ("perf.json", "perf.csv", "perf.parquet", "summary_runs.png", "summary_means.png", "report.html", "report.pdf"):
         assert (data_dir / name).stat().st_size > 0, name
@@ -100,7 +101,7 @@ def test_analyze_writes_every_output_with_hand_worked_numbers(data_dir):
 
     page = (data_dir / "report.html").read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)  # nothing fetched: opens offline
-    assert page.count('src="data:image/png;base64,') == 2 + 2 * 3
+    assert page.count('src="data:image/png;base64,') == 2 + 3 + 2 * 3  # summary, side by side, per run
     assert "TCP Cubic" in page and "short: data moved for 0.5 s of 1 s" in page
     pdf = (data_dir / "report.pdf").read_bytes()
     assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type /Page\b", pdf)) >= 1 + 3  # summary + one per run

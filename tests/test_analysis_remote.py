@@ -55,7 +55,7 @@ def test_a_remote_data_dir_says_where_the_path_ran_and_bounds_every_delay(remote
     assert ("Real path, data flowing Colombia cellular (198.51.100.7) → Stanford wired (10.0.0.1) (the remote host sent); "
             "tunnel server on the local host") in out
     # Only run 1 is valid: run 2's clock stepped.
-    assert "TCP Cubic: 0.81 Mbit/s, 95th percentile delay 20.0 ms ± 0.22 ms (clock), loss 10.00 % (1 of 2 runs valid)" in out
+    assert "TCP Cubic: score -3.21: 0.81 Mbit/s, 95th percentile delay 20.0 ms ± 0.22 ms (clock), loss 10.00 % (1 of 2 runs valid)" in out
 
     perf = json.loads((remote_dir / "perf.json").read_text())
     runs = perf["schemes"]["cubic"]["runs"]

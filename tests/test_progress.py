@@ -95,5 +95,6 @@ def test_sim_on_a_terminal_and_in_a_pipe(tmp_path: Path) -> None:
                            text=True, timeout=60)
     assert piped.returncode == 0, piped.stderr
     lines = piped.stderr.splitlines()
-    assert lines[0].startswith("[1/2] copa run 1/1 ok") and lines[1].startswith("[2/2] cubic-user run 1/1 ok"), lines
+    assert lines[0].startswith("pantheon: path: "), lines  # what it simulates, first (issue 39 §1)
+    assert lines[1].startswith("[1/2] copa run 1/1 ok") and lines[2].startswith("[2/2] cubic-user run 1/1 ok"), lines
     assert "\r" not in piped.stderr and "%|" not in piped.stderr

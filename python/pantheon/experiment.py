@@ -105,6 +105,50 @@ def add_path_options(parser: argparse.ArgumentParser, *, host: bool = False) -> 
         path.add_argument(flag, action=_PathOption, dest="path_options", default=[], metavar=metavar, help=text)
 
 
+def _direction(values: dict[str, str], d: str) -> tuple[str, str]:
+    """A direction's delivery, and its DropTail limit ("" for an infinite queue), in words."""
+    if trace := values.get(f"--{d}-trace"):
+        rate = f"trace {Path(trace).name}"
+    elif poisson := values.get(f"--{d}-poisson"):
+        rate = f"Poisson {poisson} Mbit/s"
+    else:
+        given = values.get(f"--{d}-rate", "12")
+        rate = "unlimited rate" if given == "unlimited" else f"{given} Mbit/s"
+    if packets := values.get(f"--{d}-queue-packets"):
+        queue = f"{packets} packets"
+    elif queue_bytes := values.get(f"--{d}-queue-bytes"):
+        queue = f"{queue_bytes} bytes"
+    else:
+        queue = ""
+    if loss := values.get(f"--{d}-loss"):
+        rate += f", loss {loss}"
+    if policer := values.get(f"--{d}-policer"):
+        rate += f", policer {policer} (Mbit/s, bytes)"
+    return rate, queue
+
+
+def describe_path(options: list[str], emulator: str | None = None) -> str:
+    """The emulated path in one line, from its options (`--flag value` pairs, a preset's merged
+    with the user's: expanded_path_options): what `test local` and `sim` print as they start, e.g.
+    "12 Mbit/s each way, 0 ms, infinite queues (the default; ...)"."""
+    values = dict(zip(options[0::2], options[1::2]))
+    up, down = _direction(values, "uplink"), _direction(values, "downlink")
+    rates = f"{up[0]} each way" if up[0] == down[0] else f"uplink {up[0]}, downlink {down[0]}"
+    if up[1] == down[1]:
+        queues = f"DropTail queues of {up[1]}" if up[1] else "infinite queues"
+    else:
+        queues = ", ".join(f"{d} queue {f'DropTail {limit}' if limit else 'infinite'}"
+                           for d, limit in (("uplink", up[1]), ("downlink", down[1])))
+    line = f"{rates}, {values.get('--delay', '0')} ms, {queues}"
+    if values.get("--timing") == "mahimahi":
+        line += ", Mahimahi's millisecond timing"
+    if emulator:
+        return f"{emulator}: {line}"
+    if not options:
+        return f"{line} (the default; --emulator NAME or the path options to change it)"
+    return line
+
+
 @dataclass(frozen=True)
 class Selection:
     plans: list[plans.Plan]

@@ -71,20 +71,26 @@ def campaign_line(data_dir: Path, runs: int, failed: int) -> str:
 
 
 def summary_text(analysis) -> str:
-    """A few lines for the terminal: per scheme, mean throughput, delay and loss of its valid runs."""
+    """A few lines for the terminal, in the report's ranking order (best score first): per scheme,
+    its score and the mean throughput, delay and loss of its valid runs; the schemes without a
+    valid run last, each with why."""
     from pantheon.analysis.analyze import display_name, no_valid_run
     from pantheon.analysis.metrics import bound_text
 
     why = no_valid_run(analysis.runs)
     lines = [f"Real path, data flowing {value}" for what, value in analysis.data.setup if what == "Data flow"]
-    for label, s in analysis.summaries.items():
+    order = [r.label for r in analysis.ranking] or list(analysis.summaries)
+    scores = {r.label: r.score for r in analysis.ranking}
+    for label in order:
+        s = analysis.summaries[label]
         tput, delay, loss = (s["all"][k]["mean"] for k in ("throughput_mbps", "delay_p95_ms", "loss_rate"))
         clock = f" ± {bound_text(s['delay_bound_ms'])} ms (clock)" if s.get("delay_bound_ms") is not None else ""
         if label in why:
             lines.append(f"{display_name(analysis.data, label)}: no valid run ({s['valid_runs']} of {s['runs']} runs valid); "
                          f"run {_first_run(analysis, label)}: {why[label]}")
             continue
-        lines.append(f"{display_name(analysis.data, label)}: {tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms{clock}, "
-                     f"loss {100 * loss:.2f} % ({s['valid_runs']} of {s['runs']} runs valid)")
+        score = f"score {scores[label]:.2f}: " if scores.get(label) is not None else "no score: "
+        lines.append(f"{display_name(analysis.data, label)}: {score}{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms"
+                     f"{clock}, loss {100 * loss:.2f} % ({s['valid_runs']} of {s['runs']} runs valid)")
     lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {analysis.out}")
     return "\n".join(lines)

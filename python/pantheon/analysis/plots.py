@@ -6,6 +6,8 @@ The delay axis of the summary plots is inverted, so that better (more throughput
 up and to the right, and logarithmic when the delays span a wide range. A scheme's ellipse is the
 1-σ contour of the bivariate normal fitted to its runs (mean and sample covariance), computed in
 the coordinates of the plot (log10 of the delay on a log axis), so it looks like what it means.
+And, as Flent draws them, the schemes side by side: the CDF of their packets' one-way delays, box
+plots of their runs' throughput and delay, their throughput over time on shared axes.
 
 Dense scatters (a 30 s run at 100 Mbit/s delivers ~250 000 packets) are rasterized, so a PNG or a
 PDF page stays small and quick to draw. Everything uses matplotlib's Agg backend (no display).
@@ -308,6 +310,100 @@ def means_figure(points: list[RunPoint], looks: dict, missing: Sequence[str] = (
     ax.margins(x=0.12, y=0.2)
     _label_means(fig, ax, means)
     ax.set_title("Mean of the runs and 1-σ ellipse, per scheme", loc="left")
+    _not_shown(ax, missing)
+    return fig
+
+
+CDF_POINTS = 1000
+"""Points of a scheme's delay CDF line, evenly spaced in probability: a smooth line, drawn in no time."""
+CDF_LOW = 0.01
+"""On a log delay axis, the axis starts at the smallest of the schemes' delays at this fraction."""
+
+
+def cdf_points(values: np.ndarray, weights: np.ndarray, points: int = CDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted empirical CDF of the values at `points` + 1 probabilities from 0 to 1: x, the
+    smallest value whose cumulative weight reaches each probability (nearest rank), and the
+    probabilities. Each value stands for `weight` packets (a regular sample's stride)."""
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    probabilities = np.linspace(0.0, 1.0, points + 1)
+    index = np.minimum(np.searchsorted(cumulative, probabilities * cumulative[-1], side="left"), values.size - 1)
+    return values[order][index], probabilities
+
+
+def delay_cdf_figure(delays: dict[str, tuple[np.ndarray, np.ndarray]], looks: dict, missing: Sequence[str] = ()) -> Figure:
+    """One line per scheme: the CDF of the one-way delays of its valid runs' packets pooled
+    (`delays`: label -> (delays in ms, the weight of each)); a log delay axis when wide."""
+    fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    lines = {label: cdf_points(values, weights) for label, (values, weights) in delays.items() if values.size}
+    # the range from the schemes' 1st percentiles: a few early packets' near-zero delays would
+    # otherwise stretch a log axis over decades of nothing
+    low = min((float(x[np.searchsorted(p, CDF_LOW)]) for x, p in lines.values()), default=0.0)
+    high = max((float(x[-1]) for x, _ in lines.values()), default=0.0)
+    for label, (x, p) in lines.items():
+        ax.plot(x, p, color=looks[label].color, linewidth=1.6, label=looks[label].display)
+    if low > 0 and high / low >= LOG_DELAY_RANGE:
+        ax.set_xscale("log")
+        ax.set_xlim(low / 1.2, high * 1.2)
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("One-way delay (ms)")
+    ax.set_ylabel("Fraction of packets")
+    ax.set_title("Per-packet one-way delay, CDF per scheme", loc="left")
+    if lines:
+        ax.legend(loc="best", fontsize=8)
+    _not_shown(ax, missing)
+    return fig
+
+
+def boxes_figure(runs: dict[str, list[tuple[float, float]]], looks: dict, missing: Sequence[str] = ()) -> Figure:
+    """Side by side, one box per scheme: its valid runs' throughput (left) and 95th-percentile
+    one-way delay (right); `runs`: label -> [(throughput Mbit/s, p95 delay ms)] per run. Boxes
+    are the quartiles, whiskers reach 1.5 IQR, and every run is a dot."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    labels = list(runs)
+    for ax, column, name in ((axes[0], 0, "Throughput (Mbit/s)"), (axes[1], 1, "95th percentile one-way delay (ms)")):
+        data = [[run[column] for run in runs[label]] for label in labels]
+        if labels:
+            drawn = ax.boxplot(data, patch_artist=True, tick_labels=[looks[label].display for label in labels],
+                               widths=0.6, showfliers=False, medianprops={"color": "#222222"})
+            for box, label in zip(drawn["boxes"], labels):
+                box.set(facecolor=looks[label].color, alpha=0.35, edgecolor=looks[label].color)
+            for i, (values, label) in enumerate(zip(data, labels), 1):
+                ax.scatter(np.full(len(values), i), values, s=14, color=looks[label].color, zorder=3, edgecolor="white",
+                           linewidth=0.5)
+            ax.tick_params(axis="x", labelrotation=30 if len(labels) > 3 else 0, labelsize=8)
+        ax.set_ylabel(name)
+        ax.set_ylim(0, 1.08 * max((v for values in data for v in values), default=1.0))
+        ax.grid(axis="x", visible=False)
+    axes[0].set_title("Each scheme's valid runs", loc="left")
+    fig.tight_layout()
+    if missing:  # below the rotated names, which _not_shown's place under the axes would cover
+        fig.text(0.01, 0.0, "Not shown: " + "; ".join(missing), ha="left", va="top", fontsize=8, color="#a32020", wrap=True)
+    return fig
+
+
+def overlay_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], looks: dict, missing: Sequence[str] = ()) -> Figure:
+    """The schemes' throughput over time on shared axes, one line per scheme: its first valid
+    run's all-flows throughput in the bins of the runs' own plots (`series`: label -> (bin start
+    s, Mbit/s))."""
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    top = 0.0
+    for label, (start_s, mbps) in series.items():
+        if not start_s.size:
+            continue
+        width_s = float(start_s[1] - start_s[0]) if start_s.size > 1 else 0.0
+        ax.step(np.append(start_s, start_s[-1] + width_s), np.append(mbps, mbps[-1:]), where="post",
+                color=looks[label].color, linewidth=1.4, label=looks[label].display)
+        top = max(top, float(mbps.max()))
+    ax.set_ylim(0, 1.08 * top or 1.0)
+    ax.set_xlabel("Time (s)")
+    ax.set_ylabel("Throughput (Mbit/s)")
+    ax.set_title("Throughput over time: each scheme's first valid run", loc="left")
+    if series:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     _not_shown(ax, missing)
     return fig
 

@@ -3,10 +3,14 @@ report.html, one self-contained page (styles inline, figures embedded as base64 
 fetched, so it opens offline and can be mailed), and report.pdf, A4 pages drawn with matplotlib
 (no browser needed).
 
-Contents, in the order of the original Pantheon's report (Yan et al., ATC 2018, §3.2): the setup
-(path — emulated, or real between two hosts and which way the data flowed — schemes and versions,
-runs, flows, machine), the two summary plots (each run; scheme means
-with 1-σ ellipses), a table per scheme over its valid runs (per flow: mean ± sample standard
+Contents: first the ranking, every scheme in one table, best score first (ranking.py: the archive's
+score, ln(mean throughput / mean p95 delay), each mean with its Student-t 95% confidence interval),
+with a note beside the loss where the emulated path's queue was infinite (packets still queued at
+the end count as lost). Then, in the order of the original Pantheon's report (Yan et al., ATC 2018,
+§3.2): the setup (path — emulated, or real between two hosts and which way the data flowed —
+schemes and versions, runs, flows, machine), the two summary plots (each run; scheme means with
+1-σ ellipses), the schemes side by side as Flent draws them (the CDF of their packets' delays, box
+plots of their runs, their throughput over time), a table per scheme over its valid runs (per flow: mean ± sample standard
 deviation of throughput, 95th-percentile and mean one-way delay, loss), then each run: its
 numbers, flags and warnings, and its throughput and delay plots. Over a real path every one-way
 delay is printed with its clock bound (how far the two hosts' clocks may be off once measured:
@@ -28,8 +32,26 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from pantheon import __version__, files  # noqa: E402
 from pantheon.analysis.metrics import FlowMetrics, RunMetrics, bound_text  # noqa: E402
+from pantheon.analysis.ranking import Ranked  # noqa: E402
 from pantheon.wording import counted  # noqa: E402
 
+RANKING_COLUMNS = ("Scheme", "Score", "Throughput\n(Mbit/s)", "95% CI", "95th pct. delay\n(ms)", "95% CI", "Loss\n(%)",
+                   "95% CI", "Runs\n(valid of all)")
+RANKING_WIDTHS = [0.19, 0.07, 0.11, 0.13, 0.11, 0.12, 0.07, 0.11, 0.09]
+"""Fractions of the PDF's text width."""
+RANKING_NOTE = ("Score: ln(mean throughput in Mbit/s / mean 95th-percentile one-way delay in ms) over the scheme's valid runs, "
+                "higher is better (the archive's). Each mean with its 95% confidence interval (Student's t, n − 1 degrees "
+                "of freedom; – with fewer than two valid runs).")
+INFINITE_QUEUE_NOTE = ("Loss: the emulated path's queue is infinite (no --uplink-queue-bytes or --uplink-queue-packets) and "
+                       "drops nothing; packets still queued when a run ended count as lost.")
+FIGURE_CAPTIONS = {
+    "runs": "Each valid run: average throughput against 95th-percentile one-way delay.",
+    "means": "Per scheme: mean of its valid runs and the 1-σ ellipse of their spread.",
+    "cdf": "Per scheme: the CDF of the one-way delays of its valid runs' packets, pooled.",
+    "boxes": "Per scheme: its valid runs' throughput and 95th-percentile delay (quartiles, whiskers to 1.5 IQR, "
+             "each run a dot).",
+    "overlay": "Throughput over time of each scheme's first valid run, in the bins of the runs' plots.",
+}
 SCHEME_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)", "Loss\n(%)")
 RUN_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "Sending rate\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)",
                "Median delay\n(ms)", "Loss\n(%)", "Delivered\n(packets)")
@@ -108,6 +130,56 @@ def _summary_line(summary: dict) -> str:
     return " · ".join(parts)
 
 
+def _ci(stat: dict, digits: int = 2, scale: float = 1.0) -> str:
+    if stat["ci_low"] is None:
+        return "–"
+    return f"{stat['ci_low'] * scale:.{digits}f}–{stat['ci_high'] * scale:.{digits}f}"
+
+
+def ranking_rows(ranking: list[Ranked], display) -> list[list[str]]:
+    """One row per scheme in the ranking's order, the ranked ones numbered."""
+    rows = []
+    for i, r in enumerate(ranking, 1):
+        name = f"{i}. {display(r.label)}" if r.score is not None else display(r.label)
+        rows.append([name, _num(r.score), _num(r.throughput_mbps["mean"]), _ci(r.throughput_mbps),
+                     _num(r.delay_p95_ms["mean"], 1), _ci(r.delay_p95_ms, 1), _num(r.loss_rate["mean"], 2, 100),
+                     _ci(r.loss_rate, 2, 100), f"{r.valid_runs} of {r.runs}"])
+    return rows
+
+
+def unranked_line(analysis, display) -> str:
+    """The schemes without a valid run, each with why (the first flag of its first run)."""
+    from pantheon.analysis.analyze import no_valid_run
+
+    why = no_valid_run(analysis.runs)
+    return "; ".join(f"{display(label)}: no valid run ({reason})" for label, reason in why.items())
+
+
+def infinite_queue(analysis) -> bool:
+    """Whether the data flowed through an emulated queue without a limit: an emulated or simulated
+    path (metadata's emulator_options; none is the default path) whose uplink, the data's way, has
+    no DropTail limit. Unknown (the original Pantheon's data dirs, a real path) is False."""
+    meta = analysis.data.metadata
+    if analysis.data.layout != "harness" or "remote" in meta:
+        return False
+    options = meta.get("emulator_options") or []
+    return not any(o.startswith(("--uplink-queue-bytes", "--uplink-queue-packets")) for o in options)
+
+
+def _ranking_bound(analysis) -> float | None:
+    bounds = [s["delay_bound_ms"] for s in analysis.summaries.values() if s.get("delay_bound_ms") is not None]
+    return max(bounds) if bounds else None
+
+
+def _ranking_notes(analysis, display) -> list[str]:
+    notes = [RANKING_NOTE]
+    if infinite_queue(analysis):
+        notes.append(INFINITE_QUEUE_NOTE)
+    if line := unranked_line(analysis, display):
+        notes.append(f"Not ranked: {line}.")
+    return notes
+
+
 def scheme_rows(summary: dict) -> list[list[str]]:
     def row(name: str, s: dict) -> list[str]:
         return [name, _mean_sd(s["throughput_mbps"]), _mean_sd(s["delay_p95_ms"], 1), _mean_sd(s["delay_mean_ms"], 1),
@@ -144,6 +216,11 @@ def _title(analysis) -> tuple[str, str]:
     if "remote" in analysis.data.metadata:
         sub += " · a real path between two hosts"
     return "Pantheon report", sub
+
+
+def _scheme_order(analysis) -> list[str]:
+    """The ranking's order, where there is one."""
+    return [r.label for r in analysis.ranking] or list(analysis.summaries)
 
 
 def _definitions(analysis) -> tuple[str, ...]:
@@ -200,20 +277,28 @@ def table_html(header: tuple[str, ...], rows: list[list[str]]) -> str:
 def html_report(analysis, display) -> str:
     title, sub = _title(analysis)
     looks = analysis.data.looks
-    parts = [f"<header><h1>{title}</h1><p class=sub>{html.escape(sub)}</p></header>", "<h2>Setup</h2><table class=setup>"]
+    parts = [f"<header><h1>{title}</h1><p class=sub>{html.escape(sub)}</p></header>", "<h2>Ranking</h2>",
+             table_html(with_clock(RANKING_COLUMNS, _ranking_bound(analysis), run=False),
+                        ranking_rows(analysis.ranking, display)),
+             *(f"<p class=line>{html.escape(note)}</p>" for note in _ranking_notes(analysis, display)),
+             "<h2>Setup</h2><table class=setup>"]
     for what, value in analysis.data.setup:
         shown = f"<code>{html.escape(value)}</code>" if what == "Emulator options" else html.escape(value)
         parts.append(f"<tr><th>{html.escape(what)}</th><td>{shown}</td></tr>")
     parts.append("</table>")
-    if analysis.figures:
-        parts.append("<h2>Throughput and delay</h2><div class=figs>")
-        captions = {"runs": "Each valid run: average throughput against 95th-percentile one-way delay.",
-                    "means": "Per scheme: mean of its valid runs and the 1-σ ellipse of their spread."}
-        for key, path in analysis.figures.items():
-            parts.append(f"<figure>{image_html(path, captions[key])}<figcaption class=line>{captions[key]}</figcaption></figure>")
+    for heading, keys in (("Throughput and delay", ("runs", "means")), ("Schemes side by side", ("cdf", "boxes", "overlay"))):
+        if not any(key in analysis.figures for key in keys):
+            continue
+        parts.append(f"<h2>{heading}</h2><div class=figs>")
+        for key in (key for key in keys if key in analysis.figures):
+            caption = FIGURE_CAPTIONS[key]
+            wide = " style='flex-basis: 100%'" if key in ("boxes", "overlay") else ""
+            parts.append(f"<figure{wide}>{image_html(analysis.figures[key], caption)}"
+                         f"<figcaption class=line>{caption}</figcaption></figure>")
         parts.append("</div>")
     parts.append("<h2>Schemes</h2>")
-    for label, summary in analysis.summaries.items():
+    for label in _scheme_order(analysis):
+        summary = analysis.summaries[label]
         look = looks[label]
         parts.append(f'<h3><span class=swatch style="background:{look.color}"></span>{html.escape(look.display)}'
                      f' <span class=muted>{summary["valid_runs"]} valid of {summary["runs"]} runs</span></h3>')
@@ -351,6 +436,12 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
     looks = analysis.data.looks
     pages.text(title, size=20, weight="bold")
     pages.text(sub, size=9, color="#666666", gap=0.012)
+    pages.heading("Ranking")
+    pages.table(with_clock(RANKING_COLUMNS, _ranking_bound(analysis), run=False), ranking_rows(analysis.ranking, display),
+                RANKING_WIDTHS, size=7.5)
+    for note in _ranking_notes(analysis, display):
+        pages.text(note, size=8, color="#444444", gap=0.003, wrap=125)
+    pages.y -= 0.006
     pages.heading("Setup")
     for what, value in analysis.data.setup:
         y = pages.y
@@ -364,8 +455,14 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
         height = pages.image(analysis.figures["runs"], width=half, advance=False)
         pages.image(analysis.figures["means"], width=half, x=LEFT + half + 0.02, advance=False)
         pages.y -= height + 0.012
+    if "cdf" in analysis.figures:
+        pages.heading("Schemes side by side", keep_with=0.3)
+        pages.image(analysis.figures["cdf"], width=(RIGHT - LEFT) * 0.6)
+        pages.image(analysis.figures["boxes"])
+        pages.image(analysis.figures["overlay"])
     pages.heading("Schemes")
-    for label, summary in analysis.summaries.items():
+    for label in _scheme_order(analysis):
+        summary = analysis.summaries[label]
         look = looks[label]
         pages.heading(f"{look.display}  ({summary['valid_runs']} of {summary['runs']} runs valid)", size=10, color=look.color,
                       keep_with=0.08)

@@ -24,7 +24,7 @@ from pantheon import schemes
 from pantheon.analysis.cli import after_campaign
 from pantheon.binaries import binary
 from pantheon.errors import PantheonError
-from pantheon.experiment import Experiment
+from pantheon.experiment import Experiment, describe_path
 from pantheon.harness import leftovers, tunnel
 from pantheon.harness.campaign import run_campaign
 from pantheon.harness.run import SCHEME_PORT, Processes, Run, SessionKeys, launcher, side_name, wait_for_connect_line
@@ -128,6 +128,8 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
     require_root("pantheon test local")
     emulator_options = experiment.expanded_path_options()
     check_emulator_options([*emulator_options, "--seed", str(experiment.seed)])
+    if not experiment.quiet:
+        print(f"pantheon: path: {describe_path(emulator_options, experiment.emulator)}", file=sys.stderr)
     known = schemes.registry()
 
     def expected_skip(name: str) -> bool:

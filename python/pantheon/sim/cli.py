@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     refuse_taken(data_dir, trials)
     path_options = asked.expanded_path_options()
     simulator.check_path_options(path_options, asked.seed)
+    if not asked.quiet:
+        print(f"pantheon: path: {experiment.describe_path(path_options, asked.emulator)}", file=sys.stderr)
 
     used = sorted({s for p in selection.plans for s in p.schemes})
     arguments = asked.arguments(command="sim", jobs=args.jobs, no_analyze=args.no_analyze)
