@@ -2,8 +2,12 @@
 results, a result, the summary of results, a scheme over time, compare, FAQ. Each page reads what
 the API returns (views.py), so a page shows nothing the API cannot give a program.
 
-The summary table colours each experiment's row from best score (green) to worst (red) by rank
-within the row, as the original archive did; the score's numbers are in each cell's title (hover).
+The summary table has one row per path (and flows per run), so that schemes run on the same path
+compare in one row even when each was uploaded as a result of its own; it colours each row from
+best score (green) to worst (red) by rank within the row, as the original archive did, and each cell
+shows the score with the two means it comes from. The compare and result pages draw throughput
+against p95 delay, one colour per scheme, as an inline SVG made here (throughput_delay_chart).
+The stylesheet, static/archive.css, is inlined into every page (no build step, no second request).
 """
 from __future__ import annotations
 
@@ -30,8 +34,24 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
+def _percent(fraction: float | None, digits: int = 2) -> str:
+    """A fraction (the analysis's loss_rate) as a percentage, "0.48 %"."""
+    return "–" if fraction is None or not math.isfinite(fraction) else f"{100 * fraction:.{digits}f} %"
+
+
 templates.env.filters["num"] = _number
+templates.env.filters["percent"] = _percent
 templates.env.filters["counted"] = counted
+templates.env.globals["stylesheet"] = (Path(__file__).parent / "static" / "archive.css").read_text()
+
+SCHEME_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                  "#7f7f7f", "#bcbd22")
+"""One colour per scheme on a page, in the order the schemes first appear (matplotlib's tab10);
+past ten they repeat."""
+MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "cross", "star")
+"""One marker per compared result (MAX_COMPARED of them)."""
+CHART = {"width": 520, "height": 330, "left": 20, "right": 64, "top": 15, "bottom": 50}
+"""The throughput–delay chart's size and margins in SVG units (it scales to the page's width)."""
 
 
 def rank_colour(rank: int, count: int) -> str:
@@ -41,8 +61,8 @@ def rank_colour(rank: int, count: int) -> str:
 
 
 def colour_rows(summary: dict) -> None:
-    """Adds a colour to every scored cell, by the cell's rank within its experiment."""
-    for experiment in summary["experiments"]:
+    """Adds a colour to every scored cell, by the cell's rank within its row (a path of the summary)."""
+    for experiment in summary["paths"]:
         scored = sorted((c for c in experiment["cells"].values() if c["score"] is not None), key=lambda c: -c["score"])
         for rank, cell in enumerate(scored):
             cell["colour"] = rank_colour(rank, len(scored))
@@ -83,7 +103,10 @@ async def result_page(request: Request) -> Response:
     result = await run_in_threadpool(load)
     if result is None:
         return _not_found(request, f"There is no result {text[:20]} in this archive.")
-    return _page(request, "result.html", {"title": result["title"], "r": result})
+    ranking = views.ranked(result["stats"])
+    colours = scheme_colours([result])
+    return _page(request, "result.html", {"title": result["name"], "r": result, "ranking": ranking, "colours": colours,
+                                          "chart": throughput_delay_chart([result], colours)})
 
 
 async def summary_page(request: Request) -> Response:
@@ -93,6 +116,81 @@ async def summary_page(request: Request) -> Response:
     summary = await run_in_threadpool(load)
     colour_rows(summary)
     return _page(request, "summary.html", {"title": "Summary of results", "s": summary})
+
+
+def nice_ticks(high: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 to at least `high` (steps of 1, 2 or 5 × 10^k), about `count` of them."""
+    if not math.isfinite(high) or high <= 0:
+        return [0.0, 1.0]
+    raw = high / count
+    power_of_ten = 10 ** math.floor(math.log10(raw))
+    step = next(m * power_of_ten for m in (1, 2, 5, 10) if m * power_of_ten >= raw)
+    return [i * step for i in range(math.ceil(high / step - 1e-9) + 1)]
+
+
+def _tick_label(value: float) -> str:
+    return f"{value:g}"
+
+
+def scheme_colours(results: list[dict]) -> dict[str, dict]:
+    """Each scheme of the results, in the order they first appear: its display name and colour."""
+    shown: dict[str, dict] = {}
+    for r in results:
+        for s in r["stats"]:
+            if s["scheme"] not in shown:
+                shown[s["scheme"]] = {"display": s["display"], "colour": SCHEME_COLOURS[len(shown) % len(SCHEME_COLOURS)]}
+    return shown
+
+
+def _marker(shape: str, x: float, y: float) -> str:
+    """An SVG path of a marker about 10 units across centred on (x, y)."""
+    r = 5.0
+    shapes = {
+        "square": [(-r, -r), (r, -r), (r, r), (-r, r)],
+        "triangle": [(0, -r * 1.2), (r * 1.1, r * .9), (-r * 1.1, r * .9)],
+        "diamond": [(0, -r * 1.3), (r * 1.1, 0), (0, r * 1.3), (-r * 1.1, 0)],
+        "down": [(0, r * 1.2), (r * 1.1, -r * .9), (-r * 1.1, -r * .9)],
+        "plus": [(-r, -2), (-2, -2), (-2, -r), (2, -r), (2, -2), (r, -2), (r, 2), (2, 2), (2, r), (-2, r), (-2, 2), (-r, 2)],
+        "cross": [(-r, -r + 2), (-r + 2, -r), (0, -2), (r - 2, -r), (r, -r + 2), (2, 0), (r, r - 2), (r - 2, r), (0, 2),
+                  (-r + 2, r), (-r, r - 2), (-2, 0)],
+        "star": [(r * math.sin(a * math.pi / 5) * (1 if a % 2 == 0 else .45),
+                  -r * 1.2 * math.cos(a * math.pi / 5) * (1 if a % 2 == 0 else .45)) for a in range(10)],
+    }
+    if shape not in shapes:
+        return f"M{x - r:.1f},{y:.1f}a{r},{r} 0 1,0 {2 * r},0a{r},{r} 0 1,0 {-2 * r},0Z"
+    return "M" + "L".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in shapes[shape]) + "Z"
+
+
+def throughput_delay_chart(results: list[dict], colours: dict[str, dict]) -> dict | None:
+    """Every scheme of every result at its mean p95 delay (x, ms) and mean throughput (y, Mbit/s) on
+    shared axes from 0: the scheme's colour, the result's marker. The delay axis runs right to left,
+    as in Pantheon's own plots (summary_means.png), so that better is up and to the right. As
+    coordinates for the template's inline SVG; None when no scheme has both means."""
+    points = [(i, s) for i, r in enumerate(results) for s in r["stats"]
+              if s["throughput_mbps"]["mean"] is not None and s["delay_p95_ms"]["mean"] is not None]
+    if not points:
+        return None
+    x_ticks = nice_ticks(max(s["delay_p95_ms"]["mean"] for _, s in points))
+    y_ticks = nice_ticks(max(s["throughput_mbps"]["mean"] for _, s in points))
+    c = CHART
+    plot_w, plot_h = c["width"] - c["left"] - c["right"], c["height"] - c["top"] - c["bottom"]
+
+    def x(ms: float) -> float:
+        return c["left"] + plot_w * (1 - ms / x_ticks[-1])
+
+    def y(mbps: float) -> float:
+        return c["top"] + plot_h * (1 - mbps / y_ticks[-1])
+    return {
+        **c, "x0": c["left"], "x1": c["left"] + plot_w, "y0": c["top"] + plot_h, "y1": c["top"],
+        "x_ticks": [{"at": x(t), "label": _tick_label(t)} for t in x_ticks],
+        "y_ticks": [{"at": y(t), "label": _tick_label(t)} for t in y_ticks],
+        "points": [{"path": _marker(MARKERS[i % len(MARKERS)], x(s["delay_p95_ms"]["mean"]), y(s["throughput_mbps"]["mean"])),
+                    "colour": colours[s["scheme"]]["colour"], "scheme": s["scheme"],
+                    "title": f"{s['display']} in {results[i]['name']}: {s['throughput_mbps']['mean']:.2f} Mbit/s, "
+                             f"{s['delay_p95_ms']['mean']:.2f} ms p95"} for i, s in points],
+        "markers": [{"path": _marker(MARKERS[i % len(MARKERS)], 8, 8), "name": r["name"], "id": r["id"]}
+                    for i, r in enumerate(results)],
+    }
 
 
 def _score_svg(points: list[dict]) -> dict | None:
@@ -106,7 +204,7 @@ def _score_svg(points: list[dict]) -> dict | None:
     span_s, span = (t1 - t0).total_seconds() or 1.0, (high - low) or 1.0
     return {"low": low, "high": high, "first": t0.date().isoformat(), "last": t1.date().isoformat(),
             "dots": [{"x": 40 + 540 * (t - t0).total_seconds() / span_s, "y": 180 - 160 * (s - low) / span, "score": s,
-                      "id": p["id"], "title": p["title"]} for t, s, p in dated]}
+                      "id": p["id"], "name": p["name"]} for t, s, p in dated]}
 
 
 async def scheme_page(request: Request) -> Response:
@@ -137,9 +235,10 @@ async def compare_page(request: Request) -> Response:
         with request.app.state.sessions() as session:
             return [views.detail(found, "") for i in ids if (found := views.loaded(session, i))]
     results = await run_in_threadpool(load)
-    schemes = list(dict.fromkeys(s["scheme"] for r in results for s in r["stats"]))
-    table = {scheme: [next((s for s in r["stats"] if s["scheme"] == scheme), None) for r in results] for scheme in schemes}
-    return _page(request, "compare.html", {"title": "Compare results", "results": results, "table": table})
+    colours = scheme_colours(results)
+    table = {scheme: [next((s for s in r["stats"] if s["scheme"] == scheme), None) for r in results] for scheme in colours}
+    return _page(request, "compare.html", {"title": "Compare results", "results": results, "table": table,
+                                           "colours": colours, "chart": throughput_delay_chart(results, colours)})
 
 
 async def faq_page(request: Request) -> Response:

@@ -33,7 +33,7 @@ from pantheon.archive.models import File, Flow, Result, ResultScheme, Run
 from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.store import Store
 from pantheon.archive.tokens import now_utc
-from pantheon.archive.views import FLOW_COLUMNS, aggregates
+from pantheon.archive.views import FLOW_COLUMNS, aggregates, path_options
 from pantheon.errors import PantheonError
 
 PERF_RELATIVE_TOLERANCE = 1e-6
@@ -167,14 +167,6 @@ def _where(data: DataDir, told: Description) -> dict[str, str]:
     return where
 
 
-def _without_seed(options: list[str]) -> list[str]:
-    """Emulator options less "--seed N", which says nothing of the path."""
-    if "--seed" in options:
-        i = options.index("--seed")
-        return options[:i] + options[i + 2:]
-    return options
-
-
 def _emulator_options(metadata: dict) -> list[str]:
     """The emulator's options (a list of strings in metadata.json; what is not a string is left out)."""
     given = metadata.get("emulator_options")
@@ -187,7 +179,7 @@ def _title(data: DataDir, where: dict[str, str], flows: int) -> str:
     if where["kind"] in ("node-cloud", "cloud-cloud"):
         ends = (where["node"], where["peer"]) if where["direction"] == "node-to-peer" else (where["peer"], where["node"])
         return f"{ends[0]} → {ends[1]}: {schemes} ({per_run})"
-    options = " ".join(_without_seed(_emulator_options(data.metadata)))
+    options = path_options(" ".join(_emulator_options(data.metadata)))
     default = "12 Mbit/s each way, no delay" if data.layout == "harness" else "the original Pantheon's layout"
     path = where["preset"] or options or default
     return f"{where['kind'].capitalize()}, {path}: {schemes} ({per_run})"

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, selectinload
 from pantheon.analysis.metrics import power
 from pantheon.archive.models import Flow, Result, ResultScheme, Run
 from pantheon.archive.stats import describe
+from pantheon.wording import counted
 
 STATISTICS = ("throughput_mbps", "delay_p95_ms", "loss_rate")
 """The all-flows metrics the result page describes per scheme (mean, sd, 95% CI)."""
@@ -30,9 +31,45 @@ def file_url(base: str, result_id: int, path: str) -> str:
     return f"{result_url(base, result_id)}/files/{quote(path)}"
 
 
+SHORT_OPTIONS_CHARS = 40
+"""Emulator options longer than this are cut in a result's name (the page gives them whole)."""
+NAMED_SCHEMES = 3
+"""Schemes a result's name lists before "+N more"."""
+
+
+def path_options(options: str) -> str:
+    """The emulator options less "--seed N", which says nothing of the path (two results that differ
+    only in their seed ran on the same path)."""
+    words = options.split()
+    if "--seed" in words:
+        i = words.index("--seed")
+        words = words[:i] + words[i + 2:]
+    return " ".join(words)
+
+
+def path_name(result: Result) -> str:
+    """On which path, in a few words: a real path's two ends, an emulator preset, or the emulator's
+    options (cut at SHORT_OPTIONS_CHARS)."""
+    if result.node or result.peer:
+        ends = (result.node, result.peer) if result.direction != "peer-to-node" else (result.peer, result.node)
+        return " → ".join(end or "?" for end in ends)
+    options = path_options(result.emulator_options)
+    if len(options) > SHORT_OPTIONS_CHARS:
+        options = options[:SHORT_OPTIONS_CHARS - 1].rstrip() + "…"
+    return result.preset or options or "the default path"
+
+
+def name(result: Result) -> str:
+    """A result's short name, for titles and links: what ran, on which path, how many flows
+    ("Copa, Cubic on nepal-wifi, 1 flow"); the uploaded title and the full command are on its page."""
+    shown = [s.display or s.scheme for s in result.schemes]
+    schemes = ", ".join(shown[:NAMED_SCHEMES]) + (f" +{len(shown) - NAMED_SCHEMES} more" if len(shown) > NAMED_SCHEMES else "")
+    return f"{schemes or 'No scheme'} on {path_name(result)}, {counted(result.flows, 'flow')}"
+
+
 def listing(result: Result, base: str) -> dict:
     """A result as /api/results lists it."""
-    return {"id": result.id, "url": result_url(base, result.id), "title": result.title,
+    return {"id": result.id, "url": result_url(base, result.id), "name": name(result), "title": result.title,
             "date": result.started_at.isoformat(timespec="seconds") + "Z", "schemes": [s.scheme for s in result.schemes],
             "flows": result.flows, "preset": result.preset, "kind": result.kind, "node": result.node,
             "peer": result.peer, "direction": result.direction, "link": result.link}
@@ -54,6 +91,13 @@ def scheme_stats(result: Result) -> list[dict]:
         row["score"] = power(row["throughput_mbps"]["mean"], row["delay_p95_ms"]["mean"])
         rows.append(row)
     return rows
+
+
+def ranked(stats: list[dict]) -> list[dict]:
+    """scheme_stats' rows best first, in the order of the report's ranking (analysis/ranking.py's
+    rank): best score first, then the schemes with valid runs but no score, then those without a
+    valid run, each group in upload order."""
+    return sorted(stats, key=lambda row: (row["valid_runs"] == 0, row["score"] is None, -(row["score"] or 0.0)))
 
 
 def files(result: Result, base: str) -> list[dict]:
@@ -143,19 +187,39 @@ def cell(s: ResultScheme) -> dict:
             "throughput_mbps": s.throughput_mbps_mean, "delay_p95_ms": s.delay_p95_ms_mean, "loss_rate": s.loss_rate_mean}
 
 
+def path_key(result: Result) -> tuple:
+    """What makes two results' paths the same for the summary: the kind, the preset or the emulator's
+    options (less the seed), a real path's ends, direction and link, and the flows per run."""
+    return (result.kind, result.preset, path_options(result.emulator_options), result.node, result.peer,
+            result.direction, result.link, result.flows)
+
+
 def summary(session: Session, base: str) -> dict:
     """Experiments × schemes, each cell the score ln(mean throughput / mean p95 delay) over the
-    scheme's valid runs in that experiment, with the two means; newest experiment first."""
+    scheme's valid runs in that experiment, with the two means; newest experiment first.
+
+    `paths` is the same grouped by path (path_key): one row per path and number of flows, each
+    scheme's cell from the newest result that ran it there, so that schemes uploaded one result
+    each (as the observatory does) compare in one row; newest path first."""
     query = select(Result).options(selectinload(Result.schemes)).order_by(Result.started_at.desc(), Result.id.desc())
     experiments = []
     schemes: dict[str, str] = {}
+    paths: dict[tuple, dict] = {}
     for result in session.scalars(query):
         for s in result.schemes:
             schemes.setdefault(s.scheme, s.display)
-        experiments.append({"id": result.id, "url": result_url(base, result.id), "title": result.title,
+        cells = {s.scheme: {**cell(s), "result_id": result.id} for s in result.schemes}
+        experiments.append({"id": result.id, "url": result_url(base, result.id), "name": name(result), "title": result.title,
                             "date": result.started_at.isoformat(timespec="seconds") + "Z", "kind": result.kind,
-                            "cells": {s.scheme: cell(s) for s in result.schemes}})
-    return {"schemes": [{"scheme": k, "display": v} for k, v in sorted(schemes.items())], "experiments": experiments}
+                            "cells": cells})
+        row = paths.setdefault(path_key(result), {
+            "path": path_name(result), "kind": result.kind, "flows": result.flows, "results": [], "cells": {}})
+        row["results"].append({"id": result.id, "url": result_url(base, result.id),
+                               "date": result.started_at.isoformat(timespec="seconds") + "Z"})
+        for scheme, c in cells.items():
+            row["cells"].setdefault(scheme, c)
+    return {"schemes": [{"scheme": k, "display": v} for k, v in sorted(schemes.items())], "experiments": experiments,
+            "paths": list(paths.values())}
 
 
 def scheme_history(session: Session, base: str, scheme: str) -> dict:
