@@ -84,8 +84,9 @@ class Mode(Protocol):
 
 def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, data_dir: Path,
                  run_times: int, random_order: bool, seed: int, quiet: bool, arguments: dict,
-                 skipped: dict[str, str] | None = None, progress: Progress | None = None) -> int:
+                 skipped: dict[str, str] | None = None, progress: Progress | None = None, path: str | None = None) -> int:
     """Runs every trial; returns the number of failed runs. Raises Interrupted on Ctrl-C or SIGTERM.
+    `path`: what the emulated path is, in words, said once the campaign is sure to start.
     A full disk ends the campaign after the run it cut short (a failed run, files.cut_short), with
     a line saying so: the caller's analysis then reads the finished runs. `progress`: a bar shared
     with the caller's other runs (`schemes check`), else the campaign's own."""
@@ -98,6 +99,8 @@ def run_campaign(*, plans: list[Plan], schemes: dict[str, Scheme], mode: Mode, d
     used = sorted({s for p in plans for s in p.schemes})
     write_metadata(data_dir, {**metadata(arguments, [], [schemes[s] for s in used], trials, skipped or {}, head_start_s=HEAD_START_S),
                               **mode.metadata(seed)})
+    if path and not quiet:  # after every check: a user's mistake stays one line
+        print(f"pantheon: path: {path}", file=sys.stderr)
     own_progress = progress is None
     progress = progress or Progress(len(trials), quiet=quiet)
     failed = 0

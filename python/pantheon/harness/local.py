@@ -128,8 +128,6 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
     require_root("pantheon test local")
     emulator_options = experiment.expanded_path_options()
     check_emulator_options([*emulator_options, "--seed", str(experiment.seed)])
-    if not experiment.quiet:
-        print(f"pantheon: path: {describe_path(emulator_options, experiment.emulator)}", file=sys.stderr)
     known = schemes.registry()
 
     def expected_skip(name: str) -> bool:
@@ -140,7 +138,8 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
     used = {name: known.schemes[name] for plan in selection.plans for name in plan.schemes}
     failed = run_campaign(plans=selection.plans, schemes=used, mode=Emulated(emulator_options),
                           data_dir=experiment.data_dir, run_times=experiment.run_times, random_order=random_order,
-                          seed=experiment.seed, quiet=experiment.quiet, arguments=arguments, skipped=selection.skipped)
+                          seed=experiment.seed, quiet=experiment.quiet, arguments=arguments, skipped=selection.skipped,
+                          path=describe_path(emulator_options, experiment.emulator))
     if analyze:
         after_campaign(experiment.data_dir, experiment.quiet)
     if selection.not_run:

@@ -59,8 +59,6 @@ def run(args: argparse.Namespace) -> int:
     refuse_taken(data_dir, trials)
     path_options = asked.expanded_path_options()
     simulator.check_path_options(path_options, asked.seed)
-    if not asked.quiet:
-        print(f"pantheon: path: {experiment.describe_path(path_options, asked.emulator)}", file=sys.stderr)
 
     used = sorted({s for p in selection.plans for s in p.schemes})
     arguments = asked.arguments(command="sim", jobs=args.jobs, no_analyze=args.no_analyze)
@@ -71,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     meta.update(simulated=True, simulator={"program": simulator.PROGRAM, **simulator.version(),
                                            "cc": {s: cc[s] for s in used}, "jobs": args.jobs})
     write_metadata(data_dir, meta)
+    if not asked.quiet:  # once nothing can stop the campaign: a user's mistake stays one line
+        print(f"pantheon: path: {experiment.describe_path(path_options, asked.emulator)}", file=sys.stderr)
 
     runs = [campaign.SimRun(t, t.run_dir(data_dir), cc, path_options,
                             experiment.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
