@@ -33,7 +33,7 @@ def write_run(run_dir, *, packets: int, lost_at_end: int, delay_ms: int, ok: boo
     lines += [(r, f"{r / 1000:.3f} - 1000 {delay_ms:.3f} 1") for r in recv if r is not None]
     (run_dir / "datalink.log").write_text("# init timestamp: 0.000\n" + "".join(f"{line}\n" for _, line in sorted(lines)))
     (run_dir / "run.json").write_text(json.dumps({
-        "ok": ok, "failures": [] if ok else ["flow 0 (bbr): sender exited early (status 1)"],
+        "ok": ok, "failures": [] if ok else [f"flow 0 ({run_dir.parent.name}): sender exited early (status 1)"],
         "label": run_dir.parent.name, "repetition": int(run_dir.name[3:]), "runtime_s": 1.0, "t0_epoch_s": 1e9,
         "flows": [{"scheme": run_dir.parent.name, "start_s": 0.0, "duration_s": 1.0}]}))
 

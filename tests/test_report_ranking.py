@@ -13,8 +13,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from pantheon.analysis import plots
@@ -23,28 +21,7 @@ from pantheon.analysis.cli import summary_text
 from pantheon.analysis.ranking import t_quantile
 from pantheon.analysis.report import INFINITE_QUEUE_NOTE
 from pantheon.experiment import describe_path
-
-
-def write_run(run_dir, *, packets: int, lost_at_end: int, delay_ms: int, ok: bool = True) -> None:
-    """One flow of 1000-byte packets sent every 10 ms from t = 0, each arriving delay_ms later
-    but the last lost_at_end (never delivered); delivery opportunities of 1500 B every ms for 1 s."""
-    run_dir.mkdir(parents=True)
-    send = [i * 10_000 for i in range(packets)]
-    recv = [t + delay_ms * 1000 if i < packets - lost_at_end else None for i, t in enumerate(send)]
-    pq.write_table(pa.table({
-        "flow": pa.array([0] * packets, pa.uint16()), "direction": ["data"] * packets,
-        "uid": pa.array(range(packets), pa.uint64()), "size_bytes": pa.array([1000] * packets, pa.uint32()),
-        "send_us": pa.array(send, pa.int64()), "recv_us": pa.array(recv, pa.int64()),
-    }), run_dir / "records.parquet")
-    lines = [(t, f"{t / 1000:.3f} # 1500") for t in range(0, 1_000_000, 1000)]
-    lines += [(t, f"{t / 1000:.3f} + 1000 1") for t in send]
-    lines += [(r, f"{r / 1000:.3f} - 1000 {delay_ms:.3f} 1") for r in recv if r is not None]
-    (run_dir / "datalink.log").write_text("# init timestamp: 0.000\n" + "".join(f"{line}\n" for _, line in sorted(lines)))
-    (run_dir / "run.json").write_text(json.dumps({
-        "ok": ok, "failures": [] if ok else ["flow 0 (vegas): sender exited early (status 1)"],
-        "label": run_dir.parent.name, "repetition": int(run_dir.name[3:]), "runtime_s": 1.0, "t0_epoch_s": 1e9,
-        "flows": [{"scheme": run_dir.parent.name, "start_s": 0.0, "duration_s": 1.0}]}))
-
+from test_analysis_cli import write_run
 
 LOST_AT_END = (0, 5, 10)
 """Cubic's three runs: of 100 packets, these never delivered (loss 0, 5 and 10 %)."""
