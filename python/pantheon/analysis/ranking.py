@@ -80,6 +80,12 @@ class Ranked:
     runs: int
 
 
+def rank_key(valid_runs: int, score: float | None) -> tuple[bool, bool, float]:
+    """The ranking's order, as a sort key: best score first; then the schemes with valid runs but
+    no score (nothing delivered), then those without a valid run (the report's and the archive's)."""
+    return valid_runs == 0, score is None, -(score or 0.0)
+
+
 def rank(runs_by_label: dict[str, list[RunMetrics]]) -> list[Ranked]:
     """Every scheme, best score first; then the schemes with valid runs but no score (nothing
     delivered), then those without a valid run, each group in the order given."""
@@ -91,4 +97,4 @@ def rank(runs_by_label: dict[str, list[RunMetrics]]) -> list[Ranked]:
         loss = describe([r.all.loss_rate for r in valid])
         score = power(throughput["mean"], delay["mean"])
         rows.append(Ranked(label, score, throughput, delay, loss, len(valid), len(runs)))
-    return sorted(rows, key=lambda r: (r.valid_runs == 0, r.score is None, -(r.score or 0.0)))
+    return sorted(rows, key=lambda r: rank_key(r.valid_runs, r.score))

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from pantheon.analysis.metrics import power
+from pantheon.analysis.ranking import rank_key
 from pantheon.archive.models import Flow, Result, ResultScheme, Run
 from pantheon.archive.stats import describe
 from pantheon.wording import counted
@@ -97,7 +98,7 @@ def ranked(stats: list[dict]) -> list[dict]:
     """scheme_stats' rows best first, in the order of the report's ranking (analysis/ranking.py's
     rank): best score first, then the schemes with valid runs but no score, then those without a
     valid run, each group in upload order."""
-    return sorted(stats, key=lambda row: (row["valid_runs"] == 0, row["score"] is None, -(row["score"] or 0.0)))
+    return sorted(stats, key=lambda row: rank_key(row["valid_runs"], row["score"]))
 
 
 def files(result: Result, base: str) -> list[dict]:
