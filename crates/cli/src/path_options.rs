@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser};
 use pantheon_link::bounds::{MAX_BUFFER, MAX_DELAY_US, MAX_RATE_MBPS, MAX_TRACE_FILE_BYTES, MIN_RATE_MBPS};
-use pantheon_link::{Delivery, PathConfig, PolicerConfig, QueueLimit, Timing, Trace};
+use pantheon_link::queue::{KINDS, NAMES};
+use pantheon_link::{Aqm, Delivery, PathConfig, PolicerConfig, QueueLimit, Timing, Trace};
 
 /// Emulated path options for both directions (uplink: from the command outwards).
 #[derive(Debug, Clone, Args)]
@@ -39,18 +40,26 @@ pub struct PathArgs {
     #[arg(long, value_name = "MBPS", group = "downlink_delivery")]
     pub downlink_poisson: Option<String>,
 
-    /// Uplink queue discipline: droptail (needs a limit) or infinite [default: infinite].
+    /// Uplink queue discipline: droptail (needs a limit), infinite, codel, pie, fq-codel, red or
+    /// dualpi2 [default: infinite].
     #[arg(long, value_name = "KIND")]
     pub uplink_queue: Option<String>,
+    /// Uplink queue parameters in Mahimahi's form, e.g. codel's 'packets=1000,target=5,interval=100'
+    /// (times in ms; packets= or bytes= is the limit).
+    #[arg(long, value_name = "ARGS")]
+    pub uplink_queue_args: Option<String>,
     /// Uplink DropTail limit in packets.
     #[arg(long, value_name = "N", conflicts_with = "uplink_queue_bytes")]
     pub uplink_queue_packets: Option<String>,
     /// Uplink DropTail limit in bytes.
     #[arg(long, value_name = "N")]
     pub uplink_queue_bytes: Option<String>,
-    /// Downlink queue discipline: droptail or infinite [default: infinite].
+    /// Downlink queue discipline (see --uplink-queue) [default: infinite].
     #[arg(long, value_name = "KIND")]
     pub downlink_queue: Option<String>,
+    /// Downlink queue parameters (see --uplink-queue-args).
+    #[arg(long, value_name = "ARGS")]
+    pub downlink_queue_args: Option<String>,
     /// Downlink DropTail limit in packets.
     #[arg(long, value_name = "N", conflicts_with = "downlink_queue_bytes")]
     pub downlink_queue_packets: Option<String>,
@@ -218,26 +227,45 @@ fn parse_delivery(
     Ok(Delivery::Constant { rate_mbps: 12.0 })
 }
 
-fn parse_queue(
-    dir: &str,
-    kind: &Option<String>,
-    packets: &Option<String>,
-    bytes: &Option<String>,
-) -> Result<QueueLimit, ArgError> {
-    let limit = match (packets, bytes) {
+/// A direction's queue options: `--{dir}-queue KIND`, `--{dir}-queue-args ARGS` (Mahimahi's
+/// form) and the limit flags `--{dir}-queue-packets N` / `--{dir}-queue-bytes N`.
+struct QueueOptions<'a> {
+    kind: &'a Option<String>,
+    args: &'a Option<String>,
+    packets: &'a Option<String>,
+    bytes: &'a Option<String>,
+}
+
+fn parse_queue(dir: &str, options: QueueOptions<'_>) -> Result<(QueueLimit, Aqm), ArgError> {
+    let flag_limit = match (options.packets, options.bytes) {
         (Some(n), _) => Some(QueueLimit::Packets(parse_count(&format!("--{dir}-queue-packets"), n)?)),
         (None, Some(n)) => Some(QueueLimit::Bytes(parse_count(&format!("--{dir}-queue-bytes"), n)?)),
         (None, None) => None,
     };
     let option = format!("--{dir}-queue");
-    match (kind.as_deref().map(str::trim), limit) {
-        (None | Some("infinite"), None) => Ok(QueueLimit::Infinite),
-        (Some("infinite"), Some(_)) => Err(bad(&option, "an infinite queue takes no packet or byte limit")),
-        (None | Some("droptail"), Some(limit)) => Ok(limit),
-        (Some("droptail"), None) => {
+    let args_option = format!("--{dir}-queue-args");
+    let kind = options.kind.as_deref().map(str::trim);
+    let args = options.args.as_deref().unwrap_or("");
+    if kind.is_none() && options.args.is_some() {
+        return Err(bad(&args_option, format!("name the queue too: add --{dir}-queue KIND ({KINDS})")));
+    }
+    let kind = kind.unwrap_or(if flag_limit.is_some() { "droptail" } else { "infinite" });
+    if !NAMES.contains(&kind) {
+        return Err(bad(&option, format!("unknown queue '{kind}'; use {KINDS}")));
+    }
+    let (aqm, args_limit) = Aqm::parse(kind, args).map_err(|e| bad(&args_option, e))?;
+    let limit = match (flag_limit, args_limit) {
+        (Some(_), Some(_)) => {
+            return Err(bad(&args_option, format!("the limit is given twice: here and as --{dir}-queue-packets/bytes")))
+        }
+        (limit, None) | (None, limit) => limit,
+    };
+    match (kind, limit) {
+        ("infinite", Some(_)) => Err(bad(&option, "an infinite queue takes no packet or byte limit")),
+        ("droptail", None) => {
             Err(bad(&option, format!("droptail needs a limit: add --{dir}-queue-packets N or --{dir}-queue-bytes N")))
         }
-        (Some(other), _) => Err(bad(&option, format!("unknown queue '{other}'; use droptail or infinite"))),
+        (_, limit) => Ok((limit.unwrap_or_else(|| aqm.default_limit()), aqm)),
     }
 }
 
@@ -293,10 +321,29 @@ impl PathArgs {
             .parse::<u64>()
             .map_err(|_| bad("--seed", format!("expected a non-negative whole number, got '{}'", self.seed)))?;
         let timing = parse_timing(&self.timing)?;
+        let (uplink_queue, uplink_aqm) = parse_queue(
+            "uplink",
+            QueueOptions {
+                kind: &self.uplink_queue,
+                args: &self.uplink_queue_args,
+                packets: &self.uplink_queue_packets,
+                bytes: &self.uplink_queue_bytes,
+            },
+        )?;
+        let (downlink_queue, downlink_aqm) = parse_queue(
+            "downlink",
+            QueueOptions {
+                kind: &self.downlink_queue,
+                args: &self.downlink_queue_args,
+                packets: &self.downlink_queue_packets,
+                bytes: &self.downlink_queue_bytes,
+            },
+        )?;
         let uplink = PathConfig {
             delay_us,
             loss_probability: parse_loss("--uplink-loss", &self.uplink_loss)?,
-            queue: parse_queue("uplink", &self.uplink_queue, &self.uplink_queue_packets, &self.uplink_queue_bytes)?,
+            queue: uplink_queue,
+            aqm: uplink_aqm,
             delivery: parse_delivery("uplink", &self.uplink_rate, &self.uplink_trace, &self.uplink_poisson)?,
             policer: parse_policer("--uplink-policer", &self.uplink_policer)?,
             timing,
@@ -304,12 +351,8 @@ impl PathArgs {
         let downlink = PathConfig {
             delay_us,
             loss_probability: parse_loss("--downlink-loss", &self.downlink_loss)?,
-            queue: parse_queue(
-                "downlink",
-                &self.downlink_queue,
-                &self.downlink_queue_packets,
-                &self.downlink_queue_bytes,
-            )?,
+            queue: downlink_queue,
+            aqm: downlink_aqm,
             delivery: parse_delivery("downlink", &self.downlink_rate, &self.downlink_trace, &self.downlink_poisson)?,
             policer: parse_policer("--downlink-policer", &self.downlink_policer)?,
             timing,
@@ -373,6 +416,28 @@ mod tests {
     }
 
     #[test]
+    fn aqms_take_mahimahis_arguments_and_linuxs_default_limits() {
+        let p = parse(&[
+            "--uplink-queue",
+            "codel",
+            "--uplink-queue-args",
+            "packets=100,target=5,interval=100",
+            "--downlink-queue",
+            "fq-codel",
+        ])
+        .unwrap();
+        assert_eq!((p.uplink.aqm.name(), p.uplink.queue), ("codel", QueueLimit::Packets(100)));
+        assert_eq!((p.downlink.aqm.name(), p.downlink.queue), ("fq-codel", QueueLimit::Packets(10_240)));
+        let limit_flag = parse(&["--uplink-queue", "pie", "--uplink-queue-bytes", "60000"]).unwrap();
+        assert_eq!((limit_flag.uplink.aqm.name(), limit_flag.uplink.queue), ("pie", QueueLimit::Bytes(60_000)));
+        let droptail_args = parse(&["--uplink-queue", "droptail", "--uplink-queue-args", "packets=14"]).unwrap();
+        assert_eq!((droptail_args.uplink.aqm, droptail_args.uplink.queue), (Aqm::DropTail, QueueLimit::Packets(14)));
+        for kind in ["red", "dualpi2", "fq_codel"] {
+            assert!(parse(&["--uplink-queue", kind]).is_ok(), "{kind}");
+        }
+    }
+
+    #[test]
     fn bad_values_name_their_option() {
         let cases: &[(&[&str], &str)] = &[
             (&["--uplink-rate", "0"], "--uplink-rate"),
@@ -382,7 +447,15 @@ mod tests {
             (&["--downlink-loss", "-0.1"], "--downlink-loss"),
             (&["--delay", "-1"], "--delay"),
             (&["--uplink-queue", "droptail"], "--uplink-queue"),
-            (&["--uplink-queue", "red"], "--uplink-queue"),
+            (&["--uplink-queue", "blue"], "--uplink-queue"),
+            (&["--uplink-queue-args", "packets=5"], "--uplink-queue-args"),
+            (&["--uplink-queue", "codel", "--uplink-queue-args", "target=-1"], "--uplink-queue-args"),
+            (&["--uplink-queue", "codel", "--uplink-queue-args", "flows=4"], "--uplink-queue-args"),
+            (
+                &["--uplink-queue", "pie", "--uplink-queue-args", "packets=5", "--uplink-queue-packets", "5"],
+                "--uplink-queue-args",
+            ),
+            (&["--uplink-queue", "infinite", "--uplink-queue-args", "packets=5"], "--uplink-queue"),
             (&["--uplink-queue", "infinite", "--uplink-queue-packets", "5"], "--uplink-queue"),
             (&["--uplink-queue-packets", "0"], "--uplink-queue-packets"),
             (&["--uplink-policer", "12"], "--uplink-policer"),

@@ -68,7 +68,7 @@ fn open_logs(
             let header = [
                 format!("mahimahi mm-link ({}) [{}] > {}", spec.name, describe(spec.config), file.display()),
                 format!("command line: {command_line}"),
-                format!("queue: {}", queue_text(spec.config.queue)),
+                format!("queue: {}", queue_text(spec.config.queue, &spec.config.aqm)),
                 format!("init timestamp: {}", epoch_us / 1000),
                 "base timestamp: 0".to_string(),
             ];

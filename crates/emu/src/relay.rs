@@ -24,9 +24,10 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use pantheon_format::ip_ecn;
 use pantheon_format::link_log::{MahimahiLog, NativeLog};
 use pantheon_link::stalls::Stalls;
-use pantheon_link::{Event, Path};
+use pantheon_link::{DropCause, Event, PacketInfo, Path};
 use pantheon_sys::clock::{monotonic_us, tighten_timer_slack};
 use pantheon_sys::poll::wait;
 use pantheon_sys::stop::StopSignal;
@@ -179,7 +180,10 @@ impl Direction {
                     log.entry(t_us, next_uid, slot.len);
                 }
                 next_uid += 1;
-                self.path.push(t_us, index, slot.len);
+                let datagram = &slot.bytes[..slot.len as usize];
+                let info =
+                    PacketInfo { size_bytes: slot.len, ecn: ip_ecn::ecn(datagram), flow: ip_ecn::flow_key(datagram) };
+                self.path.push(t_us, index, info);
                 read_any = true;
             }
             if read_any {
@@ -225,8 +229,11 @@ impl Direction {
             }
         };
         path.poll(now_us, &mut |event| match event {
-            Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
-                let slot = &pool.slots[packet as usize];
+            Event::Departure { t_us, packet, size_bytes, queued_at_us, marked } => {
+                let slot = &mut pool.slots[packet as usize];
+                if marked {
+                    ip_ecn::set_ecn(&mut slot.bytes[..slot.len as usize], pantheon_link::Ecn::Ce);
+                }
                 let (uid, delay_us) = (slot.uid, t_us - slot.entry_us);
                 let release_us = stalls.as_mut().map_or(t_us, |s| s.resume_us(t_us));
                 let lateness_us = if release_us > now_us {
@@ -243,7 +250,7 @@ impl Direction {
                     written_us.saturating_sub(t_us)
                 };
                 if let Some(log) = log.as_mut() {
-                    note(log.departure(t_us, uid, size_bytes, delay_us, lateness_us));
+                    note(log.departure(t_us, uid, size_bytes, delay_us, lateness_us, marked));
                 }
                 if let Some(mm) = mm_log.as_mut() {
                     note(mm.departure(t_us, size_bytes, t_us - queued_at_us));
@@ -253,7 +260,7 @@ impl Direction {
                 if let Some(log) = log.as_mut() {
                     note(log.drop(t_us, pool.slots[packet as usize].uid, size_bytes, cause));
                 }
-                if let (Some(mm), pantheon_link::DropCause::Queue) = (mm_log.as_mut(), cause) {
+                if let (Some(mm), DropCause::Queue | DropCause::Aqm) = (mm_log.as_mut(), cause) {
                     note(mm.drop(t_us, size_bytes));
                 }
                 pool.give_back(packet);

@@ -8,9 +8,12 @@
 //! - [`tunnel_wire`]: what crosses the path between two tunnel endpoints (the 8-byte header, its
 //!   36 bytes of overhead on the path, the control messages);
 //! - [`tunnel_log`]: the tunnel's per-datagram logs (native µs form, the original's text form);
+//! - [`ip_ecn`]: a datagram's ECN field (read, set to CE) and its flow key, for the emulator's
+//!   queues;
 //! - [`line`](mod@line): the fixed buffer both native forms assemble their lines in, fast enough for
 //!   1 Gbit/s.
 
+pub mod ip_ecn;
 pub mod line;
 pub mod link_log;
 pub mod tunnel_log;

@@ -6,15 +6,17 @@
 //! direction in the order they entered the path):
 //!   `t_us + uid bytes`                         the packet entered the path
 //!   `t_us - uid bytes delay_us lateness_us`    it left; delay = t_us − entry; it was written to the
-//!                                              far end lateness_us after its scheduled time
-//!   `t_us d uid bytes cause`                   it was dropped (cause: loss, policer, queue)
+//!                                              far end lateness_us after its scheduled time; a
+//!                                              sixth field `ce` says the queue marked it CE
+//!   `t_us d uid bytes cause`                   it was dropped (cause: loss, policer, queue: the
+//!                                              limit, aqm: the queue's AQM)
 //!   `t_us # 1500`                              a delivery opportunity of the bottleneck
 //! Lines are in time order.
 //!
 //! Mahimahi form, as `mm-link --uplink-log` writes it, so Mahimahi's tools read it: whole
 //! milliseconds since the init timestamp, and the bottleneck's view only (arrivals at its queue,
 //! departures with their queueing delay, opportunities, queue drops):
-//!   `t + bytes`, `t - bytes delay_ms`, `t # 1500`, `t d 1 bytes`.
+//!   `t + bytes`, `t - bytes delay_ms`, `t # 1500`, `t d 1 bytes` (queue and AQM drops).
 //!
 //! The writers take any `io::Write` (a file by default, a `Vec<u8>` in tests); they read no
 //! clock: every time is an argument.
@@ -24,19 +26,24 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path as FsPath;
 
-use pantheon_link::{Delivery, DropCause, PathConfig, QueueLimit, OPPORTUNITY_BYTES};
+use pantheon_link::{Aqm, Delivery, DropCause, PathConfig, QueueLimit, OPPORTUNITY_BYTES};
 
 use crate::line::LineBuffer;
 
 const BUFFER_BYTES: usize = 1 << 20;
 
-/// A queue as the log headers name it.
-pub fn queue_text(queue: QueueLimit) -> String {
-    match queue {
-        QueueLimit::Infinite => "infinite".into(),
-        QueueLimit::Packets(n) => format!("droptail [packets={n}]"),
-        QueueLimit::Bytes(n) => format!("droptail [bytes={n}]"),
-    }
+/// A queue as the log headers name it, in Mahimahi's words: `droptail [packets=14]`,
+/// `codel [packets=1000,target=5,interval=100,ecn=1]`, `infinite`.
+pub fn queue_text(queue: QueueLimit, aqm: &Aqm) -> String {
+    let limit = match queue {
+        QueueLimit::Infinite if *aqm == Aqm::DropTail => return "infinite".into(),
+        QueueLimit::Infinite => None,
+        QueueLimit::Packets(n) => Some(format!("packets={n}")),
+        QueueLimit::Bytes(n) => Some(format!("bytes={n}")),
+    };
+    let args = aqm.args_text();
+    let all: Vec<String> = limit.into_iter().chain((!args.is_empty()).then_some(args)).collect();
+    format!("{} [{}]", aqm.name(), all.join(","))
 }
 
 /// A path direction in one line, for the log headers (the simulator's logs say it the same way).
@@ -53,7 +60,7 @@ pub fn describe(config: &PathConfig) -> String {
         "delay {} us; loss {}; queue {}; delivery {delivery}; policer {policer}",
         config.delay_us,
         config.loss_probability,
-        queue_text(config.queue)
+        queue_text(config.queue, &config.aqm)
     )
 }
 
@@ -106,10 +113,20 @@ impl<W: Write> NativeLog<W> {
         Ok(())
     }
 
-    pub fn departure(&mut self, t_us: u64, uid: u64, bytes: u32, delay_us: u64, lateness_us: u64) -> io::Result<()> {
+    /// The packet `uid` left; `marked`: the queue set CE on it.
+    pub fn departure(
+        &mut self,
+        t_us: u64,
+        uid: u64,
+        bytes: u32,
+        delay_us: u64,
+        lateness_us: u64,
+        marked: bool,
+    ) -> io::Result<()> {
         self.catch_up(t_us)?;
         let line = self.line.start().int(t_us).text(" - ").int(uid).text(" ").int(bytes);
-        self.out.write_all(line.text(" ").int(delay_us).text(" ").int(lateness_us).end())
+        let line = line.text(" ").int(delay_us).text(" ").int(lateness_us);
+        self.out.write_all(if marked { line.text(" ce") } else { line }.end())
     }
 
     pub fn drop(&mut self, t_us: u64, uid: u64, bytes: u32, cause: DropCause) -> io::Result<()> {
@@ -187,8 +204,10 @@ mod tests {
         log.entry(0, 0, 1500);
         log.entry(5, 1, 40);
         log.opportunity(3).unwrap();
-        log.departure(20_000, 0, 1500, 20_000, 7).unwrap();
+        log.departure(20_000, 0, 1500, 20_000, 7, false).unwrap();
         log.drop(20_001, 1, 40, DropCause::Queue).unwrap();
+        log.departure(20_002, 2, 1500, 20_000, 0, true).unwrap();
+        log.drop(20_003, 3, 40, DropCause::Aqm).unwrap();
         log.entry(u64::MAX - 1, u64::MAX, u32::MAX);
         log.finish().unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -201,10 +220,21 @@ mod tests {
                 "5 + 1 40",
                 "20000 - 0 1500 20000 7",
                 "20001 d 1 40 queue",
+                "20002 - 2 1500 20000 0 ce",
+                "20003 d 3 40 aqm",
                 "18446744073709551614 + 18446744073709551615 4294967295",
             ]
         );
         assert!(text.starts_with("# pantheon-emu link log v1\n# direction: uplink\n# columns: t_us + uid bytes"));
+    }
+
+    #[test]
+    fn queues_are_named_in_mahimahis_words() {
+        assert_eq!(queue_text(QueueLimit::Infinite, &Aqm::DropTail), "infinite");
+        assert_eq!(queue_text(QueueLimit::Bytes(60_000), &Aqm::DropTail), "droptail [bytes=60000]");
+        let (codel, _) = Aqm::parse("codel", "").unwrap();
+        let text = queue_text(QueueLimit::Packets(1000), &codel);
+        assert!(text.starts_with("codel [packets=1000") && text.ends_with(']'), "{text}");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The parameters of one direction of an emulated path: the Pantheon paper's five link
 //! parameters (§4: rate or delivery process, propagation delay, queue size, loss rate) plus the
-//! pathological policer. Drivers validate user input into this type; `Path::new` builds from it.
+//! pathological policer and the queue's discipline (DropTail or an AQM, queue/). Drivers validate user input into this type; `Path::new` builds from it.
 
-use crate::queue::QueueLimit;
+use crate::queue::{Aqm, QueueLimit};
 use crate::timing::Timing;
 use crate::trace::Trace;
 
@@ -12,7 +12,10 @@ pub struct PathConfig {
     pub delay_us: u64,
     /// Probability that a packet is lost, in [0, 1].
     pub loss_probability: f64,
+    /// The most the queue holds (`Aqm::default_limit` when the command line names none).
     pub queue: QueueLimit,
+    /// The queue's discipline: DropTail (the paper's) or an AQM.
+    pub aqm: Aqm,
     pub delivery: Delivery,
     pub policer: Option<PolicerConfig>,
     /// Microsecond (ours) or Mahimahi's millisecond clock (`timing.rs`).

@@ -9,8 +9,10 @@ pub enum DropCause {
     Loss,
     /// The token-bucket policer found too few tokens.
     Policer,
-    /// The DropTail queue was full.
+    /// The queue was full (its limit, in packets or bytes).
     Queue,
+    /// The active queue management chose this packet to signal congestion (and could not mark it).
+    Aqm,
 }
 
 impl DropCause {
@@ -19,6 +21,7 @@ impl DropCause {
             DropCause::Loss => "loss",
             DropCause::Policer => "policer",
             DropCause::Queue => "queue",
+            DropCause::Aqm => "aqm",
         }
     }
 }
@@ -26,11 +29,13 @@ impl DropCause {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<P> {
     /// The packet's last byte left the link at `t_us`; it had entered the queue at `queued_at_us`.
+    /// `marked`: the queue set its ECN field to CE (the driver writes that into the packet).
     Departure {
         t_us: u64,
         packet: P,
         size_bytes: u32,
         queued_at_us: u64,
+        marked: bool,
     },
     Drop {
         t_us: u64,

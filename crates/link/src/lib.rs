@@ -9,6 +9,7 @@
 pub mod bounds;
 pub mod config;
 pub mod delay;
+pub mod ecn;
 pub mod event;
 pub mod link;
 pub mod loss;
@@ -22,9 +23,10 @@ pub mod timing;
 pub mod trace;
 
 pub use config::{Delivery, PathConfig, PolicerConfig};
+pub use ecn::Ecn;
 pub use event::{DropCause, Event};
 pub use path::Path;
-pub use queue::QueueLimit;
+pub use queue::{Aqm, PacketInfo, QueueLimit};
 pub use schedule::OPPORTUNITY_BYTES;
 pub use timing::Timing;
 pub use trace::{Trace, TraceError};

@@ -9,14 +9,16 @@
 //!
 //! With no schedule the link is unlimited: packets pass at the instant they arrive.
 
-use crate::event::{DropCause, Event};
-use crate::queue::{Queue, QueueLimit, Queued};
+use std::fmt;
+
+use crate::event::Event;
+use crate::queue::{Discipline, PacketInfo, Queued};
 use crate::schedule::{Schedule, OPPORTUNITY_BYTES};
 use crate::timing::Timing;
 
 #[derive(Debug)]
 pub struct Link<P> {
-    queue: Queue<P>,
+    queue: Box<dyn Discipline<P>>,
     /// `None`: an unlimited link.
     schedule: Option<Schedule>,
     /// The packet being serialised across opportunities, and how many of its bytes are still to go.
@@ -27,9 +29,9 @@ pub struct Link<P> {
     timing: Timing,
 }
 
-impl<P> Link<P> {
-    pub fn new(queue: QueueLimit, schedule: Option<Schedule>, recording: bool) -> Self {
-        Link { queue: Queue::new(queue), schedule, in_transit: None, recording, timing: Timing::default() }
+impl<P: Send + fmt::Debug + 'static> Link<P> {
+    pub fn new(queue: Box<dyn Discipline<P>>, schedule: Option<Schedule>, recording: bool) -> Self {
+        Link { queue, schedule, in_transit: None, recording, timing: Timing::default() }
     }
 
     pub fn with_timing(self, timing: Timing) -> Self {
@@ -49,17 +51,18 @@ impl<P> Link<P> {
     }
 
     /// A packet reaches the queue at `t_us`. Call `serve_before_arrival(t_us)` first.
-    pub fn enqueue(&mut self, t_us: u64, packet: P, size_bytes: u32, emit: &mut impl FnMut(Event<P>)) {
+    pub fn enqueue(&mut self, t_us: u64, packet: P, info: PacketInfo, emit: &mut impl FnMut(Event<P>)) {
+        let size_bytes = info.size_bytes;
         if self.recording {
             emit(Event::LinkArrival { t_us, size_bytes });
         }
         if self.schedule.is_none() {
-            emit(Event::Departure { t_us, packet, size_bytes, queued_at_us: t_us });
+            emit(Event::Departure { t_us, packet, size_bytes, queued_at_us: t_us, marked: false });
             return;
         }
-        if let Err(q) = self.queue.enqueue(Queued { packet, size_bytes, arrival_us: t_us }) {
-            emit(Event::Drop { t_us, packet: q.packet, size_bytes, cause: DropCause::Queue });
-        }
+        self.queue.enqueue(t_us, Queued::new(packet, info, t_us), &mut |q, cause| {
+            emit(Event::Drop { t_us, packet: q.packet, size_bytes: q.info.size_bytes, cause })
+        });
     }
 
     /// Runs every opportunity that comes before a packet reaching the queue at `t_us`.
@@ -91,9 +94,12 @@ impl<P> Link<P> {
             let mut room_bytes = OPPORTUNITY_BYTES;
             while room_bytes > 0 {
                 if self.in_transit.is_none() {
-                    match self.queue.dequeue() {
+                    let dropped = &mut |q: Queued<P>, cause| {
+                        emit(Event::Drop { t_us, packet: q.packet, size_bytes: q.info.size_bytes, cause })
+                    };
+                    match self.queue.dequeue(t_us, dropped) {
                         Some(q) => {
-                            let size = q.size_bytes;
+                            let size = q.size_bytes();
                             self.in_transit = Some((q, size));
                         }
                         None => break,
@@ -108,8 +114,9 @@ impl<P> Link<P> {
                     emit(Event::Departure {
                         t_us,
                         packet: q.packet,
-                        size_bytes: q.size_bytes,
+                        size_bytes: q.info.size_bytes,
                         queued_at_us: q.arrival_us,
+                        marked: q.marked,
                     });
                 }
             }
@@ -133,6 +140,9 @@ impl<P> Link<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::DropCause;
+    use crate::queue::droptail::DropTail;
+    use crate::queue::QueueLimit;
     use crate::schedule::{ConstantRate, TraceSchedule};
     use crate::timing::Timing;
     use crate::trace::Trace;
@@ -152,13 +162,17 @@ mod tests {
     fn arrive(link: &mut Link<u32>, t_us: u64, id: u32, size: u32, out: &mut Out) {
         let mut emit = |e| out.push(e);
         link.serve_before_arrival(t_us, &mut emit);
-        link.enqueue(t_us, id, size, &mut emit);
+        link.enqueue(t_us, id, PacketInfo::plain(size), &mut emit);
     }
 
     #[test]
     fn packets_wait_for_the_next_opportunity() {
         // 12 Mbit/s: opportunities at 1000, 2000, ... us.
-        let mut link = Link::new(QueueLimit::Infinite, Some(Schedule::Constant(ConstantRate::new(12.0))), false);
+        let mut link = Link::new(
+            Box::new(DropTail::new(QueueLimit::Infinite)),
+            Some(Schedule::Constant(ConstantRate::new(12.0))),
+            false,
+        );
         let mut out = Vec::new();
         arrive(&mut link, 10, 1, 1500, &mut out);
         arrive(&mut link, 20, 2, 1500, &mut out);
@@ -174,7 +188,11 @@ mod tests {
 
     #[test]
     fn an_opportunity_serves_a_packet_arriving_at_its_instant() {
-        let mut link = Link::new(QueueLimit::Infinite, Some(Schedule::Constant(ConstantRate::new(12.0))), false);
+        let mut link = Link::new(
+            Box::new(DropTail::new(QueueLimit::Infinite)),
+            Some(Schedule::Constant(ConstantRate::new(12.0))),
+            false,
+        );
         let mut out = Vec::new();
         arrive(&mut link, 3000, 1, 100, &mut out);
         link.serve_through(3000, &mut |e| out.push(e));
@@ -184,8 +202,12 @@ mod tests {
     #[test]
     fn mahimahi_timing_does_not_serve_an_arrival_at_the_opportunitys_instant() {
         // Mahimahi runs the opportunities of a packet's millisecond before it enqueues the packet.
-        let mut link = Link::new(QueueLimit::Infinite, Some(Schedule::Constant(ConstantRate::new(12.0))), false)
-            .with_timing(Timing::Mahimahi);
+        let mut link = Link::new(
+            Box::new(DropTail::new(QueueLimit::Infinite)),
+            Some(Schedule::Constant(ConstantRate::new(12.0))),
+            false,
+        )
+        .with_timing(Timing::Mahimahi);
         let mut out = Vec::new();
         arrive(&mut link, 3000, 1, 100, &mut out);
         arrive(&mut link, 3999, 2, 100, &mut out);
@@ -200,8 +222,9 @@ mod tests {
         // 100 Mbit/s: one opportunity every 120 us exactly; on Mahimahi's clock the 8 of (0, 1000]
         // happen at 1000, the 8 of (1000, 2000] at 2000, and the 9 of (2000, 3000] at 3000.
         let schedule = || Some(Schedule::Constant(ConstantRate::new(100.0)));
-        let mut exact = Link::new(QueueLimit::Infinite, schedule(), false);
-        let mut ms = Link::new(QueueLimit::Infinite, schedule(), false).with_timing(Timing::Mahimahi);
+        let mut exact = Link::new(Box::new(DropTail::new(QueueLimit::Infinite)), schedule(), false);
+        let mut ms =
+            Link::new(Box::new(DropTail::new(QueueLimit::Infinite)), schedule(), false).with_timing(Timing::Mahimahi);
         let (mut out_exact, mut out_ms) = (Vec::new(), Vec::new());
         for id in 0..25 {
             arrive(&mut exact, 0, id, 1500, &mut out_exact);
@@ -218,7 +241,11 @@ mod tests {
 
     #[test]
     fn small_packets_share_an_opportunity_and_big_ones_carry_over() {
-        let mut link = Link::new(QueueLimit::Infinite, Some(Schedule::Constant(ConstantRate::new(12.0))), false);
+        let mut link = Link::new(
+            Box::new(DropTail::new(QueueLimit::Infinite)),
+            Some(Schedule::Constant(ConstantRate::new(12.0))),
+            false,
+        );
         let mut out = Vec::new();
         // 40-byte ACKs: 37 fit in 1500 bytes (1480), the 38th spills into the next opportunity.
         for id in 0..38 {
@@ -235,7 +262,11 @@ mod tests {
 
     #[test]
     fn droptail_in_packets_drops_exactly_at_the_limit() {
-        let mut link = Link::new(QueueLimit::Packets(1), Some(Schedule::Constant(ConstantRate::new(12.0))), false);
+        let mut link = Link::new(
+            Box::new(DropTail::new(QueueLimit::Packets(1))),
+            Some(Schedule::Constant(ConstantRate::new(12.0))),
+            false,
+        );
         let mut out = Vec::new();
         // One packet waits, the next is dropped. At 1000 the first leaves, so at 1001 there is
         // room for exactly one more.
@@ -260,7 +291,11 @@ mod tests {
         // ACK aggregation: ten opportunities every 200 ms.
         let text = "200\n".repeat(10);
         let trace = Trace::parse(&text).unwrap();
-        let mut link = Link::new(QueueLimit::Infinite, Some(Schedule::Trace(TraceSchedule::new(trace))), false);
+        let mut link = Link::new(
+            Box::new(DropTail::new(QueueLimit::Infinite)),
+            Some(Schedule::Trace(TraceSchedule::new(trace))),
+            false,
+        );
         let mut out = Vec::new();
         for id in 0..15 {
             arrive(&mut link, 1000 + u64::from(id), id, 1500, &mut out);
@@ -273,8 +308,11 @@ mod tests {
 
     #[test]
     fn recording_reports_every_opportunity_including_idle_ones() {
-        let mut link: Link<u32> =
-            Link::new(QueueLimit::Infinite, Some(Schedule::Constant(ConstantRate::new(12.0))), true);
+        let mut link: Link<u32> = Link::new(
+            Box::new(DropTail::new(QueueLimit::Infinite)),
+            Some(Schedule::Constant(ConstantRate::new(12.0))),
+            true,
+        );
         let mut out = Vec::new();
         link.serve_through(3500, &mut |e| out.push(e));
         assert_eq!(
@@ -289,7 +327,7 @@ mod tests {
 
     #[test]
     fn unlimited_link_passes_packets_at_once() {
-        let mut link = Link::new(QueueLimit::Infinite, None, false);
+        let mut link = Link::new(Box::new(DropTail::new(QueueLimit::Infinite)), None, false);
         let mut out = Vec::new();
         arrive(&mut link, 42, 7, 1500, &mut out);
         assert_eq!(departures(&out), vec![(42, 7)]);

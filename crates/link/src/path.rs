@@ -14,6 +14,7 @@ use crate::event::{DropCause, Event};
 use crate::link::Link;
 use crate::loss::Loss;
 use crate::policer::Policer;
+use crate::queue::PacketInfo;
 use crate::schedule::{ConstantRate, PoissonSchedule, Schedule, TraceSchedule};
 use crate::timing::Timing;
 
@@ -21,17 +22,18 @@ use crate::timing::Timing;
 /// delivery draw from independent streams.
 const LOSS_STREAM: u64 = 0x6c6f_7373; // "loss"
 const DELIVERY_STREAM: u64 = 0x706f_6973; // "pois"
+const AQM_STREAM: u64 = 0x0061_716d; // "aqm"
 
 #[derive(Debug)]
 pub struct Path<P> {
-    delay: Delay<(P, u32)>,
+    delay: Delay<(P, PacketInfo)>,
     loss: Option<Loss>,
     policer: Option<Policer>,
     link: Link<P>,
     timing: Timing,
 }
 
-impl<P> Path<P> {
+impl<P: Send + std::fmt::Debug + 'static> Path<P> {
     /// Builds a path; `recording` makes it report link arrivals and every delivery opportunity.
     pub fn new(config: &PathConfig, seed: u64, recording: bool) -> Self {
         let schedule = match &config.delivery {
@@ -46,14 +48,15 @@ impl<P> Path<P> {
             delay: Delay::new(config.delay_us),
             loss: (config.loss_probability > 0.0).then(|| Loss::new(config.loss_probability, seed ^ LOSS_STREAM)),
             policer: config.policer.map(|p| Policer::new(p.rate_mbps, p.burst_bytes)),
-            link: Link::new(config.queue, schedule, recording).with_timing(config.timing),
+            link: Link::new(config.aqm.build(config.queue, seed ^ AQM_STREAM), schedule, recording)
+                .with_timing(config.timing),
             timing: config.timing,
         }
     }
 
     /// A packet enters the path at `now_us`. Pushes must come in non-decreasing time order.
-    pub fn push(&mut self, now_us: u64, packet: P, size_bytes: u32) {
-        self.delay.push(self.timing.stamp_us(now_us), (packet, size_bytes));
+    pub fn push(&mut self, now_us: u64, packet: P, info: PacketInfo) {
+        self.delay.push(self.timing.stamp_us(now_us), (packet, info));
     }
 
     /// The earliest time at which `poll` has something to do.
@@ -66,14 +69,15 @@ impl<P> Path<P> {
 
     /// Runs the path up to and including `now_us`, emitting events in time order.
     pub fn poll(&mut self, now_us: u64, emit: &mut impl FnMut(Event<P>)) {
-        while let Some((t_us, (packet, size_bytes))) = self.delay.pop_due(now_us) {
+        while let Some((t_us, (packet, info))) = self.delay.pop_due(now_us) {
             self.link.serve_before_arrival(t_us, emit);
+            let size_bytes = info.size_bytes;
             if self.loss.as_mut().is_some_and(Loss::drops_next) {
                 emit(Event::Drop { t_us, packet, size_bytes, cause: DropCause::Loss });
             } else if self.policer.as_mut().is_some_and(|p| !p.admits(t_us, size_bytes)) {
                 emit(Event::Drop { t_us, packet, size_bytes, cause: DropCause::Policer });
             } else {
-                self.link.enqueue(t_us, packet, size_bytes, emit);
+                self.link.enqueue(t_us, packet, info, emit);
             }
         }
         self.link.serve_through(now_us, emit);
@@ -89,14 +93,14 @@ impl<P> Path<P> {
 mod tests {
     use super::*;
     use crate::config::PolicerConfig;
-    use crate::queue::QueueLimit;
+    use crate::queue::{Aqm, QueueLimit};
 
     fn run(config: &PathConfig, arrivals: &[(u64, u32, u32)], until_us: u64) -> Vec<Event<u32>> {
         let mut path = Path::new(config, 1, false);
         let mut out = Vec::new();
         for &(t, id, size) in arrivals {
             path.poll(t, &mut |e| out.push(e));
-            path.push(t, id, size);
+            path.push(t, id, PacketInfo::plain(size));
         }
         path.poll(until_us, &mut |e| out.push(e));
         out
@@ -107,6 +111,7 @@ mod tests {
             delay_us: 20_000,
             loss_probability: 0.0,
             queue: QueueLimit::Infinite,
+            aqm: Aqm::DropTail,
             delivery: Delivery::Constant { rate_mbps: 12.0 },
             policer: None,
             timing: Timing::Microseconds,
@@ -121,8 +126,8 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                Event::Departure { t_us: 20_000, packet: 1, size_bytes: 1500, queued_at_us: 20_000 },
-                Event::Departure { t_us: 21_000, packet: 2, size_bytes: 1500, queued_at_us: 20_010 },
+                Event::Departure { t_us: 20_000, packet: 1, size_bytes: 1500, queued_at_us: 20_000, marked: false },
+                Event::Departure { t_us: 21_000, packet: 2, size_bytes: 1500, queued_at_us: 20_010, marked: false },
             ]
         );
     }
@@ -131,7 +136,10 @@ mod tests {
     fn fractional_delay_with_unlimited_link() {
         let config = PathConfig { delay_us: 2_500, delivery: Delivery::Unlimited, ..base() };
         let out = run(&config, &[(7, 1, 100)], 10_000);
-        assert_eq!(out, vec![Event::Departure { t_us: 2_507, packet: 1, size_bytes: 100, queued_at_us: 2_507 }]);
+        assert_eq!(
+            out,
+            vec![Event::Departure { t_us: 2_507, packet: 1, size_bytes: 100, queued_at_us: 2_507, marked: false }]
+        );
     }
 
     #[test]
@@ -150,7 +158,7 @@ mod tests {
                     if ta != t {
                         break;
                     }
-                    path.push(ta, id, size);
+                    path.push(ta, id, PacketInfo::plain(size));
                     next.next();
                 }
             }
