@@ -79,6 +79,11 @@
 //! sender's timeout nothing special happens (§4.2.3 sets cwnd to one
 //! packet on RTO; that serves retransmission, which this flow does not do).
 //!
+//! ECN: a CE mark changes nothing. Draft-00 does not mention ECN, and in Linux an ECE only moves
+//! the socket into CWR, whose window reduction (PRR) the kernel skips for a module with its own
+//! `cong_control`, as tcp_bbr.c is; its `bbr_set_cwnd_to_recover_or_restore` acts on Recovery
+//! (loss) alone. So the twin overrides the default (a mark as a loss) with nothing.
+//!
 //! Driver: window and pacing rate; no timer (ProbeRTT ends on an acknowledgement, which its
 //! 4-packet window keeps coming).
 
@@ -641,6 +646,9 @@ impl CongestionControl for Bbr {
     fn decision(&self) -> Decision {
         Decision { cwnd_bytes: Some(self.cwnd_bytes), pacing_rate_bps: Some(self.pacing_rate_bps), wake_at_us: None }
     }
+
+    /// BBR v1 ignores ECN, as Linux's does (the header says why).
+    fn on_congestion_mark(&mut self, _e: &Acked) {}
 }
 
 #[cfg(test)]
@@ -722,6 +730,7 @@ mod tests {
             first_sent_time_at_send_us: t0_us,
             inflight_bytes: 0,
             app_limited: false,
+            ce_marks: 0,
         });
         assert_eq!(bbr.state(), State::Startup);
         assert_eq!(bbr.rtprop_us(), Some(40_000));

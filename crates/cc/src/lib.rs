@@ -12,6 +12,16 @@
 //! and the simulator both drive, so a controller added here runs in both with nothing else to
 //! write.
 //!
+//! ECN: the receiver counts the CE-marked data datagrams it got and echoes the count in every
+//! acknowledgement (as AccECN does); `flow::Flow` turns the count's increase into `Acked::ce_marks`
+//! and, when there is one, tells the controller `on_congestion_mark` before `on_ack`. A classic
+//! controller (`scalable_ecn` is `None`, the default) sends Not-ECT unless the driver turns
+//! RFC 3168 ECN on (`Flow::with_ecn`, ECT(0)); the flow passes it at most one mark per smoothed RTT
+//! (RFC 3168 §6.1.2: respond "at most once per window"), and the default `on_congestion_mark`
+//! responds as to the loss of the marked datagram (RFC 3168 §6.1.2: as for a dropped packet). A
+//! scalable controller (RFC 9331 §4.3: DCTCP, Prague) names its codepoint in `scalable_ecn`, always
+//! sends it, and is told every mark.
+//!
 //! Layout: one file per algorithm, a family in its folder with the helpers only it uses
 //! (`pcc/`, `sprout/`, `verus/`, `indigo/`); `fixed` is a constant window, Indigo's yardstick;
 //! `filter` serves several families; `params` (a spec's parameters and their error) is a leaf the
@@ -27,9 +37,12 @@
 
 use std::any::Any;
 
+pub use pantheon_link::Ecn;
+
 pub mod bbr;
 pub mod copa;
 pub mod cubic;
+pub mod dctcp;
 pub mod filter;
 pub mod fixed;
 pub mod flow;
@@ -37,6 +50,7 @@ pub mod indigo;
 pub mod ledbat;
 pub mod params;
 pub mod pcc;
+pub mod prague;
 pub mod registry;
 pub mod reno;
 pub mod scream;
@@ -100,6 +114,11 @@ pub struct Acked {
     pub inflight_bytes: u64,
     /// The sender had less to send than the controller allowed when this packet left.
     pub app_limited: bool,
+    /// CE marks newly reported by this acknowledgement: the increase of the receiver's cumulative
+    /// count of CE-marked datagrams over the largest count seen before (plus marks reported by
+    /// acknowledgements that gave no event, late ones). Each datagram is acknowledged on its own,
+    /// so in order it is 1 exactly when this datagram was marked.
+    pub ce_marks: u64,
 }
 
 impl Acked {
@@ -162,6 +181,33 @@ pub trait CongestionControl: Any {
     /// never ask need not override this.
     fn on_timer(&mut self, _now_us: u64) {}
     fn decision(&self) -> Decision;
+
+    /// The acknowledgement `e` reported `e.ce_marks` (≥ 1) new CE marks; called just before
+    /// `on_ack(e)`. A classic controller hears of at most one per smoothed RTT (the flow holds
+    /// back the rest, RFC 3168 §6.1.2), a scalable one of every one. The default is RFC 3168
+    /// §6.1.2's response, the same as to a loss: `on_loss` of the acknowledged datagram (its
+    /// mark is the one the count reported; marks that arrived while the flow held back are not
+    /// repeated). That datagram's `on_ack` follows, so a controller whose `on_loss` keeps
+    /// per-packet books (a lost packet is otherwise never acknowledged) overrides this: PCC
+    /// counts every mark in its interval's loss rate from `Acked::ce_marks`, Sprout and Indigo
+    /// ignore marks as they ignore loss, and BBR v1 ignores them as Linux's does.
+    fn on_congestion_mark(&mut self, e: &Acked) {
+        self.on_loss(&Lost {
+            now_us: e.now_us,
+            seq: e.seq,
+            bytes: e.bytes,
+            sent_us: e.sent_us,
+            inflight_bytes: e.inflight_bytes,
+        });
+    }
+
+    /// `Some(codepoint)`: a scalable controller (RFC 9331 §4.3), which always sends `codepoint`
+    /// (ECT(1) for L4S) and responds to every mark itself. `None` (the default): a classic
+    /// controller, Not-ECT unless the driver turns RFC 3168 ECN on (ECT(0)), told of a mark at
+    /// most once per smoothed RTT.
+    fn scalable_ecn(&self) -> Option<Ecn> {
+        None
+    }
 }
 
 /// Bits per second of `bytes` delivered over `interval_us`.

@@ -7,12 +7,14 @@
 use crate::bbr::{Bbr, BbrConfig};
 use crate::copa::{Copa, CopaConfig};
 use crate::cubic::{Cubic, CubicConfig};
+use crate::dctcp::{Dctcp, DctcpConfig};
 use crate::fixed::{Fixed, FixedConfig};
 use crate::indigo::{Indigo, IndigoConfig};
 use crate::ledbat::{Ledbat, LedbatConfig};
 use crate::params::{Params, SpecError};
 use crate::pcc::allegro::{Allegro, AllegroConfig};
 use crate::pcc::vivace::{Vivace, VivaceConfig};
+use crate::prague::{Prague, PragueConfig};
 use crate::reno::{Reno, RenoConfig};
 use crate::scream::{Scream, ScreamConfig};
 use crate::sprout::{Sprout, SproutConfig};
@@ -22,8 +24,8 @@ use crate::CongestionControl;
 
 /// Every name `build` accepts.
 pub const KNOWN: &[&str] = &[
-    "allegro", "bbr", "copa", "cubic", "fixed", "indigo", "ledbat", "reno", "scream", "sprout", "vegas", "verus",
-    "vivace",
+    "allegro", "bbr", "copa", "cubic", "dctcp", "fixed", "indigo", "ledbat", "prague", "reno", "scream", "sprout",
+    "vegas", "verus", "vivace",
 ];
 
 /// Builds the controller a spec names, e.g. `copa:delta=0.1`.
@@ -37,12 +39,14 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
         "bbr" => Box::new(Bbr::new(BbrConfig::from_params(&mut p)?)),
         "copa" => Box::new(Copa::new(CopaConfig::from_params(&mut p)?)),
         "cubic" => Box::new(Cubic::new(CubicConfig::from_params(&mut p)?)),
+        "dctcp" => Box::new(Dctcp::new(DctcpConfig::from_params(&mut p)?)),
         "fixed" => Box::new(Fixed::new(FixedConfig::from_params(&mut p)?)),
         "indigo" => {
             let weights = crate::indigo::weights_from_params(&mut p)?;
             Box::new(Indigo::new(IndigoConfig::from_params(&mut p)?, weights))
         }
         "ledbat" => Box::new(Ledbat::new(LedbatConfig::from_params(&mut p)?)),
+        "prague" => Box::new(Prague::new(PragueConfig::from_params(&mut p)?)),
         "reno" => Box::new(Reno::new(RenoConfig::from_params(&mut p)?)),
         "scream" => Box::new(Scream::new(ScreamConfig::from_params(&mut p)?)),
         "sprout" => Box::new(Sprout::new(SproutConfig::from_params(&mut p)?)),
@@ -123,5 +127,8 @@ mod tests {
         assert_eq!(err("copa:delta=1,delta=2"), "copa: parameter 'delta' given twice");
         assert!(err("copa:detla=0.1").starts_with("copa: unknown parameter 'detla'; known: delta"));
         assert_eq!(err("reno:mss_bytes=0"), "reno: mss_bytes must be >= 1, got 0");
+        assert_eq!(err("dctcp:g=2"), "dctcp: g must be <= 1, got 2");
+        assert_eq!(err("dctcp:ect1=maybe"), "dctcp: ect1 must be true or false, got 'maybe'");
+        assert_eq!(err("prague:rtt_virt_ms=0"), "prague: rtt_virt_ms must be > 0, got 0");
     }
 }

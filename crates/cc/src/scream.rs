@@ -44,8 +44,9 @@
 //! variance. (3) loss_event_rate is an EWMA over 500 round trips. (4) The fast-increase calm
 //! period also counts from leaving fast increase. (5) target_bitrate_last_max is set at loss
 //! events and on leaving fast increase. (6) target_bitrate starts at TARGET_BITRATE_MIN.
-//! (7) max_bytes_in_flight spans five 1-second buckets. (8) No ECN, no cwnd_i, no pacing
-//! headroom (earlier drafts and SCReAMv2). (9) Outside fast increase the target changes by
+//! (7) max_bytes_in_flight spans five 1-second buckets. (8) A CE mark is answered as a loss
+//! (the trait's default; RFC 8298's own BETA_ECN is not modelled); no cwnd_i, no pacing headroom
+//! (earlier drafts and SCReAMv2). (9) Outside fast increase the target changes by
 //! delta_rate = current_rate·(1 − PRE_CONGESTION_GUARD·qdelay_trend) − TX_QUEUE_SIZE_FACTOR·
 //! tx_queue_size − target_bitrate, as Ericsson's implementation does (github.com/
 //! EricssonResearch/scream, code/ScreamTx.cpp, ScreamTx::Stream::updateTargetBitrate, as of

@@ -282,6 +282,8 @@ impl SentPackets {
             first_sent_time_at_send_us: packet.first_sent_time_at_send_us,
             inflight_bytes: self.inflight_bytes,
             app_limited: packet.app_limited,
+            // The bookkeeping knows nothing of ECN: `flow::Flow::on_ack` sets it.
+            ce_marks: 0,
         })
     }
 

@@ -45,6 +45,7 @@ pub(crate) fn ack(now_us: u64, seq: u64, sent_us: u64, bytes: u64) -> Acked {
         first_sent_time_at_send_us: 0,
         inflight_bytes: 0,
         app_limited: false,
+        ce_marks: 0,
     }
 }
 
@@ -86,7 +87,7 @@ impl FixedPath {
         loop {
             while acks.front().is_some_and(|a| a.0 <= now.as_us()) {
                 let (_, seq, peer_recv_us) = acks.pop_front().expect("checked");
-                if let Some(a) = flow.on_ack(now, seq, peer_recv_us) {
+                if let Some(a) = flow.on_ack(now, seq, peer_recv_us, 0) {
                     acked += 1;
                     observe(&a, flow.controller().expect("checked"));
                 }

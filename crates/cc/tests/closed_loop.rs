@@ -10,7 +10,7 @@
 mod support;
 
 use pantheon_cc::flow::{controller, Flow};
-use pantheon_link::{Delivery, PathConfig, PolicerConfig, QueueLimit};
+use pantheon_link::{Aqm, Delivery, PathConfig, PolicerConfig, QueueLimit};
 use support::link_loop::{self, Seen, DATA_PATH_BYTES};
 use support::percentile::percentile;
 
@@ -51,6 +51,7 @@ fn run(spec: &str, s: &Scenario) -> Outcome {
         delay_us,
         loss_probability: 0.0,
         queue: QueueLimit::Packets(s.queue_packets),
+        aqm: Aqm::DropTail,
         delivery: Delivery::Constant { rate_mbps: s.rate_mbps },
         policer: s.policer,
         timing: Default::default(),
@@ -64,7 +65,7 @@ fn run(spec: &str, s: &Scenario) -> Outcome {
     let mut last_us = 0;
     let mut queue_us: Vec<u64> = Vec::new();
     link_loop::run(&mut flow, &forward, 1, delay_us, end_us, &mut |seen| match seen {
-        Seen::Departure { t_us, queued_at_us } => {
+        Seen::Departure { t_us, queued_at_us, .. } => {
             last_us = t_us;
             if t_us >= warmup_us && t_us <= end_us {
                 delivered_bytes += u64::from(DATA_PATH_BYTES);

@@ -17,7 +17,7 @@ use pantheon_cc::indigo::{
     apply_action, expert_action, Indigo, IndigoConfig, Lstm, Policy, Records, Weights, ACTIONS, INPUTS,
 };
 use pantheon_cc::{Acked, CongestionControl, Sent};
-use pantheon_link::{Delivery, PathConfig, QueueLimit};
+use pantheon_link::{Aqm, Delivery, PathConfig, QueueLimit};
 use safetensors::SafeTensors;
 
 fn fixture(name: &str) -> PathBuf {
@@ -95,6 +95,7 @@ fn over_a_path(params: &str) -> pantheon_cc::flow::Flow {
         delay_us: 20_000,
         loss_probability: 0.0,
         queue: QueueLimit::Packets(200),
+        aqm: Aqm::DropTail,
         delivery: Delivery::Constant { rate_mbps: 12.0 },
         policer: None,
         timing: Default::default(),
@@ -166,9 +167,12 @@ fn records_are_one_per_decision_and_hold_what_the_network_got() {
 }
 
 /// An acknowledgement of packet `seq` at `now_us` with RTT `rtt_us`; the flow's smallest RTT
-/// `min_rtt_us`; one 1500-byte packet delivered per ms since the send.
+/// `min_rtt_us`; one 1500-byte packet delivered per ms since the send. The delivered count
+/// starts one RTT of packets above zero, so that the count at the send of the first packets is
+/// not negative (it overflowed where overflow is checked, in a debug build).
 fn ack(now_us: u64, seq: u64, rtt_us: u64, min_rtt_us: u64) -> Acked {
     let sent_us = now_us - rtt_us;
+    let delivered_bytes = (seq + 1 + rtt_us / 1000) * 1500;
     Acked {
         now_us,
         seq,
@@ -178,12 +182,13 @@ fn ack(now_us: u64, seq: u64, rtt_us: u64, min_rtt_us: u64) -> Acked {
         rtt_us,
         srtt_us: rtt_us,
         min_rtt_us,
-        delivered_bytes: (seq + 1) * 1500,
-        delivered_bytes_at_send: (seq + 1) * 1500 - rtt_us / 1000 * 1500,
+        delivered_bytes,
+        delivered_bytes_at_send: delivered_bytes - rtt_us / 1000 * 1500,
         delivered_time_at_send_us: sent_us,
         first_sent_time_at_send_us: sent_us,
         inflight_bytes: 0,
         app_limited: false,
+        ce_marks: 0,
     }
 }
 

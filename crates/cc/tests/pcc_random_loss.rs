@@ -10,7 +10,7 @@
 mod support;
 
 use pantheon_cc::flow::{controller, Flow};
-use pantheon_link::{Delivery, PathConfig, QueueLimit};
+use pantheon_link::{Aqm, Delivery, PathConfig, QueueLimit};
 use support::link_loop::{self, Seen, DATA_PATH_BYTES};
 use support::percentile::percentile;
 
@@ -33,6 +33,7 @@ fn run(spec: &str, loss_probability: f64, queue_packets: u64, seed: u64) -> Outc
         delay_us: ONE_WAY_DELAY_US,
         loss_probability,
         queue: QueueLimit::Packets(queue_packets),
+        aqm: Aqm::DropTail,
         delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
         policer: None,
         timing: Default::default(),
@@ -41,7 +42,7 @@ fn run(spec: &str, loss_probability: f64, queue_packets: u64, seed: u64) -> Outc
     let mut queue_us: Vec<u64> = Vec::new();
     link_loop::run(&mut flow, &forward, seed, ONE_WAY_DELAY_US, DURATION_US, &mut |seen| match seen {
         Seen::Sent { t_us } if t_us >= WARMUP_US => sent_bytes += u64::from(DATA_PATH_BYTES),
-        Seen::Departure { t_us, queued_at_us } if (WARMUP_US..=DURATION_US).contains(&t_us) => {
+        Seen::Departure { t_us, queued_at_us, .. } if (WARMUP_US..=DURATION_US).contains(&t_us) => {
             delivered_bytes += u64::from(DATA_PATH_BYTES);
             queue_us.push(t_us - queued_at_us);
         }

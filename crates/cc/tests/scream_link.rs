@@ -8,7 +8,7 @@ mod support;
 use pantheon_cc::flow::datagram::PACKET_BYTES;
 use pantheon_cc::flow::{controller, Flow};
 use pantheon_cc::scream::Scream;
-use pantheon_link::{Delivery, PathConfig, QueueLimit};
+use pantheon_link::{Aqm, Delivery, PathConfig, QueueLimit};
 use support::link_loop::{self, Seen};
 use support::percentile::percentile;
 
@@ -55,6 +55,7 @@ fn run_spec_over_link(spec: &str, rate_mbps: f64, one_way_delay_ms: u64, queue_p
         delay_us,
         loss_probability: 0.0,
         queue: QueueLimit::Packets(queue_packets),
+        aqm: Aqm::DropTail,
         delivery: Delivery::Constant { rate_mbps },
         policer: None,
         timing: Default::default(),
@@ -68,7 +69,7 @@ fn run_spec_over_link(spec: &str, rate_mbps: f64, one_way_delay_ms: u64, queue_p
         final_qdelay_target_s: 0.0,
     };
     link_loop::run(&mut flow, &forward, 1, delay_us, end_us, &mut |seen| match seen {
-        Seen::Departure { t_us, queued_at_us } if t_us < end_us => {
+        Seen::Departure { t_us, queued_at_us, .. } if t_us < end_us => {
             run.delivered_per_s[(t_us / 1_000_000) as usize] += PACKET_BYTES;
             run.queue_us.push(t_us - queued_at_us);
         }

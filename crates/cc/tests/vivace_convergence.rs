@@ -13,7 +13,7 @@
 mod support;
 
 use pantheon_cc::flow::{controller, Flow};
-use pantheon_link::{Delivery, PathConfig, QueueLimit};
+use pantheon_link::{Aqm, Delivery, PathConfig, QueueLimit};
 use support::link_loop::{self, Seen, DATA_PATH_BYTES};
 
 const RATE_MBPS: f64 = 12.0;
@@ -28,6 +28,7 @@ fn time_to_ninety_percent_us(spec: &str, seed: u64, duration_us: u64) -> Option<
         delay_us: ONE_WAY_DELAY_US,
         loss_probability: 0.0,
         queue: QueueLimit::Packets(40),
+        aqm: Aqm::DropTail,
         delivery: Delivery::Constant { rate_mbps: RATE_MBPS },
         policer: None,
         timing: Default::default(),

@@ -4,7 +4,14 @@
 //! drivers with nothing else to write. A `Flow` owns the controller, the bookkeeping of sent
 //! packets (`crate::SentPackets`), the pacer and the silence probing, and is told the time:
 //!
-//! - `on_ack` / `detect_losses`: an acknowledgement, then loss detection (sent_packets.rs);
+//! - `on_ack` / `detect_losses`: an acknowledgement, then loss detection (sent_packets.rs). The
+//!   acknowledgement carries the receiver's cumulative count of CE-marked datagrams (AccECN's
+//!   way); its increase over the largest count seen is `Acked::ce_marks` (a smaller count, from a
+//!   reordered acknowledgement, adds nothing), and with an increase the controller's
+//!   `on_congestion_mark` comes first: every time for a scalable controller, at most once per
+//!   smoothed RTT for a classic one (RFC 3168 §6.1.2);
+//! - `ecn`: the codepoint every data datagram carries (`with_ecn` turns RFC 3168 ECN on for a
+//!   classic controller; a scalable one names its own);
 //! - `run_timers`: loss detection at its deadline, the controller's `on_timer` at its `wake_at_us`
 //!   (each wake-up time delivered once, so a stale `wake_at_us` is not repeated);
 //! - `next_send`: the send rule. With a window, a datagram may go when `inflight + 1464 ≤ cwnd`
@@ -33,7 +40,7 @@ use std::any::Any;
 
 use self::datagram::PACKET_BYTES;
 use self::pacer::Pacer;
-use crate::{Acked, CongestionControl, Decision, Sent, SentPackets};
+use crate::{Acked, CongestionControl, Decision, Ecn, Sent, SentPackets};
 
 /// No acknowledgement for this long and the path counts as silent.
 pub const SILENCE_US: u64 = 1_000_000;
@@ -68,6 +75,8 @@ pub struct Counts {
     pub lost: u64,
     /// Acknowledgements of datagrams already declared lost (or never sent by this flow).
     pub late_acks: u64,
+    /// CE marks the receiver reported (the largest cumulative count seen).
+    pub ce_marks: u64,
 }
 
 /// One flow's sender, less the clock and the socket.
@@ -83,6 +92,13 @@ pub struct Flow {
     next_probe_us: u64,
     /// The controller wake-up already delivered, µs.
     timer_fired_us: Option<u64>,
+    /// RFC 3168 ECN turned on for a classic controller (`with_ecn`).
+    classic_ecn: bool,
+    /// Marks reported by acknowledgements that gave the controller no event (late ones), handed
+    /// over with the next event.
+    unreported_ce_marks: u64,
+    /// When a classic controller was last told of a mark, µs.
+    last_mark_response_us: Option<u64>,
     counts: Counts,
 }
 
@@ -95,7 +111,27 @@ impl Flow {
             last_ack_us: 0,
             next_probe_us: 0,
             timer_fired_us: None,
+            classic_ecn: false,
+            unreported_ce_marks: 0,
+            last_mark_response_us: None,
             counts: Counts::default(),
+        }
+    }
+
+    /// Turns RFC 3168 ECN on (or off) for a classic controller: its datagrams carry ECT(0). A
+    /// scalable controller always uses ECN, and this changes nothing for it.
+    pub fn with_ecn(mut self, on: bool) -> Flow {
+        self.classic_ecn = on;
+        self
+    }
+
+    /// The codepoint every data datagram of this flow carries: the scalable controller's own
+    /// (Prague's ECT(1)), else ECT(0) with ECN turned on, else Not-ECT.
+    pub fn ecn(&self) -> Ecn {
+        match self.cc.scalable_ecn() {
+            Some(codepoint) => codepoint,
+            None if self.classic_ecn => Ecn::Ect0,
+            None => Ecn::NotEct,
         }
     }
 
@@ -127,13 +163,22 @@ impl Flow {
     }
 
     /// An acknowledgement of `seq` arrived at `now`; the receiver got the datagram at
-    /// `peer_recv_us` on its own clock. The event the controller was given, or `None` for a late
-    /// acknowledgement. Call `detect_losses` after it.
-    pub fn on_ack(&mut self, now: Instant, seq: u64, peer_recv_us: u64) -> Option<Acked> {
+    /// `peer_recv_us` on its own clock and had counted `ce_count` CE-marked datagrams by the time
+    /// it sent this acknowledgement. The event the controller was given, or `None` for a late
+    /// acknowledgement (whose new marks go with the next event). Call `detect_losses` after it.
+    pub fn on_ack(&mut self, now: Instant, seq: u64, peer_recv_us: u64, ce_count: u64) -> Option<Acked> {
         let now_us = now.as_us();
         self.last_ack_us = now_us;
+        // A smaller count comes from an acknowledgement overtaken by a later one: nothing new.
+        let new_marks = ce_count.saturating_sub(self.counts.ce_marks);
+        self.counts.ce_marks += new_marks;
+        self.unreported_ce_marks += new_marks;
         match self.book.on_ack(now_us, seq, peer_recv_us) {
-            Some(acked) => {
+            Some(mut acked) => {
+                acked.ce_marks = std::mem::take(&mut self.unreported_ce_marks);
+                if acked.ce_marks > 0 && self.responds_to_mark(now_us, acked.srtt_us) {
+                    self.cc.on_congestion_mark(&acked);
+                }
                 self.cc.on_ack(&acked);
                 self.counts.acked += 1;
                 Some(acked)
@@ -143,6 +188,21 @@ impl Flow {
                 None
             }
         }
+    }
+
+    /// Whether the controller hears of a mark reported at `now_us`: a scalable one of every one;
+    /// a classic one of the first, then of none until a smoothed RTT has passed (RFC 3168
+    /// §6.1.2: "at most once per window of data ... (or more loosely, more than once every
+    /// round-trip time)"), which the marks of the window it already reduced arrive within.
+    fn responds_to_mark(&mut self, now_us: u64, srtt_us: u64) -> bool {
+        if self.cc.scalable_ecn().is_some() {
+            return true;
+        }
+        if self.last_mark_response_us.is_some_and(|last_us| now_us < last_us + srtt_us) {
+            return false;
+        }
+        self.last_mark_response_us = Some(now_us);
+        true
     }
 
     pub fn detect_losses(&mut self, now: Instant) {
@@ -252,7 +312,7 @@ mod tests {
         assert_eq!(f.next_send(Instant::ZERO), Verdict::Closed);
         // One acknowledgement frees one datagram's room (and slow start adds another).
         let t = Instant::from_us(20_000);
-        f.on_ack(t, 0, 20_000);
+        f.on_ack(t, 0, 20_000, 0);
         f.detect_losses(t);
         assert_eq!(send_all(&mut f, Instant::from_ns(20_000_000)), 2);
     }
@@ -270,8 +330,94 @@ mod tests {
         let next_probe = Instant::from_us(SILENCE_US + PROBE_INTERVAL_US);
         assert_eq!(f.next_send(at), Verdict::At(next_probe));
         // An acknowledgement gives the controller back its say.
-        f.on_ack(Instant::from_us(SILENCE_US + 10), 10, 0);
+        f.on_ack(Instant::from_us(SILENCE_US + 10), 10, 0, 0);
         assert_ne!(f.next_send(Instant::from_us(SILENCE_US + 10)), Verdict::At(next_probe));
+    }
+
+    /// A classic controller that counts what it is told: marks reach it as losses (the default).
+    struct Counting {
+        losses: u64,
+    }
+
+    impl CongestionControl for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn on_sent(&mut self, _e: &Sent) {}
+        fn on_ack(&mut self, _e: &Acked) {}
+        fn on_loss(&mut self, _e: &crate::Lost) {
+            self.losses += 1;
+        }
+        fn decision(&self) -> Decision {
+            Decision { cwnd_bytes: Some(100 * PACKET_BYTES), ..Decision::default() }
+        }
+    }
+
+    #[test]
+    fn the_codepoint_is_the_controllers_or_ect0_once_ecn_is_on() {
+        assert_eq!(flow("cubic").ecn(), Ecn::NotEct);
+        assert_eq!(flow("cubic").with_ecn(true).ecn(), Ecn::Ect0);
+        assert_eq!(flow("cubic").with_ecn(true).with_ecn(false).ecn(), Ecn::NotEct);
+        assert_eq!(flow("prague").ecn(), Ecn::Ect1);
+        assert_eq!(flow("prague").with_ecn(false).ecn(), Ecn::Ect1);
+        assert_eq!(flow("dctcp").with_ecn(false).ecn(), Ecn::Ect0);
+        assert_eq!(flow("dctcp:ect1=true").ecn(), Ecn::Ect1);
+    }
+
+    #[test]
+    fn the_mark_count_only_grows_and_reordered_acks_add_nothing() {
+        let mut f = flow("dctcp");
+        send_all(&mut f, Instant::ZERO);
+        let marks = |f: &mut Flow, seq: u64, ce_count: u64| {
+            let t = Instant::from_us(20_000 + seq);
+            let acked = f.on_ack(t, seq, 10_000, ce_count).map(|a| a.ce_marks);
+            f.detect_losses(t);
+            acked
+        };
+        assert_eq!(marks(&mut f, 0, 1), Some(1));
+        assert_eq!(marks(&mut f, 2, 3), Some(2)); // the receiver marked 1 and 2 by then
+        assert_eq!(marks(&mut f, 1, 2), Some(0)); // overtaken by the acknowledgement of 2
+        assert_eq!(marks(&mut f, 3, 3), Some(0));
+        // A duplicate acknowledgement gives no event; its new mark goes with the next one.
+        assert_eq!(marks(&mut f, 3, 4), None);
+        assert_eq!(marks(&mut f, 4, 4), Some(1));
+        assert_eq!(f.counts().ce_marks, 4);
+        assert_eq!((f.counts().acked, f.counts().late_acks), (5, 1));
+    }
+
+    #[test]
+    fn a_classic_controller_hears_of_one_mark_per_smoothed_rtt() {
+        // Twenty datagrams sent at 0, all marked, acknowledged 20.0–21.9 ms later: one response
+        // (RFC 3168 §6.1.2). A mark 25 ms after it, more than SRTT (≈ 20.7 ms) later: another.
+        let mut f = Flow::new(Box::new(Counting { losses: 0 })).with_ecn(true);
+        for _ in 0..20 {
+            let Verdict::Send(permit) = f.next_send(Instant::ZERO) else { panic!("the window is open") };
+            f.on_sent(Instant::ZERO, permit);
+        }
+        for seq in 0..20 {
+            let a = f.on_ack(Instant::from_us(20_000 + seq * 100), seq, 0, seq + 1).expect("in flight");
+            assert_eq!(a.ce_marks, 1);
+        }
+        assert_eq!(f.controller::<Counting>().unwrap().losses, 1);
+        let Verdict::Send(permit) = f.next_send(Instant::from_us(25_000)) else { panic!("the window is open") };
+        f.on_sent(Instant::from_us(25_000), permit);
+        f.on_ack(Instant::from_us(45_000), 20, 0, 21);
+        assert_eq!(f.controller::<Counting>().unwrap().losses, 2);
+        assert_eq!(f.counts().ce_marks, 21);
+    }
+
+    #[test]
+    fn reno_with_ecn_halves_once_for_a_window_of_marks() {
+        // IW10 of 1464-byte datagrams, every one marked: 14 640 → 7 320 bytes, once.
+        let mut f = flow("reno").with_ecn(true);
+        send_all(&mut f, Instant::ZERO);
+        for seq in 0..10 {
+            let t = Instant::from_us(20_000 + seq * 100);
+            f.on_ack(t, seq, 0, seq + 1);
+            f.detect_losses(t);
+        }
+        assert_eq!(f.decision().cwnd_bytes, Some(7_320));
+        assert_eq!((f.counts().ce_marks, f.counts().lost), (10, 0));
     }
 
     #[test]

@@ -304,6 +304,9 @@ impl CongestionControl for Indigo {
         self.features.on_loss(e.seq);
     }
 
+    /// Loss is not Indigo's signal, and neither is a mark: its packet is acknowledged next.
+    fn on_congestion_mark(&mut self, _e: &Acked) {}
+
     fn decision(&self) -> Decision {
         let packets = self.cwnd_packets.ceil() as u64;
         Decision { cwnd_bytes: Some(packets * self.config.mss_bytes), pacing_rate_bps: None, wake_at_us: None }

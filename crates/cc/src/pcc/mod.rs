@@ -14,6 +14,9 @@
 //! - [`allegro`]: PCC Allegro (NSDI 2015): a loss-based utility, rate changes by fixed steps;
 //! - [`vivace`]: PCC Vivace (NSDI 2018): a latency-aware utility, rate changes by online
 //!   gradient ascent.
+//!
+//! ECN (neither paper has it): with ECN on, a CE mark counts as a loss in its packet's MI's loss
+//! rate (RFC 3168 §5), every mark, read from `Acked::ce_marks`.
 
 pub mod allegro;
 pub mod monitor;
@@ -225,6 +228,12 @@ impl<C: RateControl + 'static> CongestionControl for Pcc<C> {
         self.process_results(e.now_us);
         self.advance(e.now_us);
     }
+
+    /// Neither paper uses ECN. A mark stands for a loss (RFC 3168 §5) in the loss rate of its
+    /// packet's monitor interval: every mark, taken from `Acked::ce_marks` in `on_ack` (the
+    /// default, the loss of a packet whose acknowledgement follows, would resolve it twice and
+    /// leave its interval never complete; the flow's once-per-RTT hold would undercount).
+    fn on_congestion_mark(&mut self, _e: &Acked) {}
 
     fn on_timer(&mut self, now_us: u64) {
         self.advance(now_us);

@@ -106,6 +106,9 @@ pub struct Interval<R> {
     pub acked_bytes: u64,
     pub lost_packets: u64,
     pub lost_bytes: u64,
+    /// CE marks reported by its packets' acknowledgements: counted as losses by `loss_rate`
+    /// (RFC 3168 §5: a mark stands for a drop), though their packets count as acknowledged.
+    pub marked_packets: u64,
     /// Send times of its first- and last-sent acknowledged packets, and the times the first and
     /// last acknowledgements arrived (µs).
     first_acked_sent_us: u64,
@@ -152,11 +155,11 @@ impl<R> Interval<R> {
         !self.open && self.resolved_packets() == self.sent_packets
     }
 
-    /// Fraction of its resolved packets that were lost; 0 when none resolved.
+    /// Fraction of its resolved packets that were lost or marked CE; 0 when none resolved.
     pub fn loss_rate(&self) -> f64 {
         match self.resolved_packets() {
             0 => 0.0,
-            n => self.lost_packets as f64 / n as f64,
+            n => ((self.lost_packets + self.marked_packets) as f64 / n as f64).min(1.0),
         }
     }
 
@@ -330,6 +333,7 @@ impl<R: Copy + Default> Monitor<R> {
         mi.last_ack_us = mi.last_ack_us.max(e.now_us);
         mi.acked_packets += 1;
         mi.acked_bytes += e.bytes;
+        mi.marked_packets += e.ce_marks;
         let t_s = e.sent_us.saturating_sub(mi.start_us) as f64 / 1e6;
         let rtt_s = e.rtt_us as f64 / 1e6;
         mi.rtt_samples += 1;
@@ -465,6 +469,24 @@ pub(crate) mod tests {
         // The second is still open: never complete while packets may join it.
         assert!(m.pop_complete().is_none());
         assert_eq!(m.current().map(|mi| (mi.id, mi.acked_packets)), Some((1, 1)));
+    }
+
+    #[test]
+    fn a_mark_counts_as_a_loss_in_the_loss_rate_but_its_packet_as_acknowledged() {
+        let mut m: Monitor<u8> = Monitor::new(1500, 1);
+        m.start(0, 10_000, 12e6, 0);
+        for seq in 0..4 {
+            m.on_sent(&sent(seq, seq * 1000));
+        }
+        m.start(10_000, 10_000, 12e6, 0);
+        for seq in 0..4 {
+            let marked = Acked { ce_marks: u64::from(seq == 1), ..ack(40_000 + seq, seq, seq * 1000, 1500) };
+            m.on_ack(&marked);
+        }
+        // Four acknowledged (so the MI is complete), one of them marked: a loss rate of 1/4.
+        let mi = m.pop_complete().unwrap();
+        assert_eq!((mi.acked_packets, mi.lost_packets, mi.marked_packets), (4, 0, 1));
+        assert_eq!(mi.loss_rate(), 0.25);
     }
 
     #[test]

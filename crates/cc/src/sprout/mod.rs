@@ -291,6 +291,10 @@ impl CongestionControl for Sprout {
         self.update(e.now_us);
     }
 
+    /// Sprout's forecast reads delivery times alone, and a loss only resolves its packet: a mark
+    /// (whose packet is acknowledged next) changes nothing.
+    fn on_congestion_mark(&mut self, _e: &Acked) {}
+
     fn on_timer(&mut self, now_us: u64) {
         while self.tick_deadline_us().is_some_and(|d| now_us >= d) {
             let start = self.tick_start_r_us.expect("a deadline implies an open tick");

@@ -13,8 +13,12 @@
 //! the instant its datagram left the bottleneck as the receiver's time. A datagram is
 //! `PACKET_BYTES` (1464) to the controller and `DATA_PATH_BYTES` (1500) on the forward path, as
 //! in the simulator: it crosses the path inside the tunnel, one delivery opportunity each.
+//!
+//! ECN: each datagram enters the path with the flow's codepoint (`Flow::ecn`); the receiver counts
+//! the datagrams that left the bottleneck marked CE and every acknowledgement carries the count
+//! it had reached (AccECN's feedback), which the flow turns into marks.
 
-use pantheon_link::{Delivery, Event, Path, PathConfig, QueueLimit, OPPORTUNITY_BYTES};
+use pantheon_link::{Aqm, Delivery, Event, PacketInfo, Path, PathConfig, QueueLimit, OPPORTUNITY_BYTES};
 
 use pantheon_cc::flow::{Flow, Instant, Verdict};
 
@@ -30,8 +34,9 @@ const ACK_BYTES: u32 = 40;
 pub enum Seen {
     /// A datagram entered the forward path.
     Sent { t_us: u64 },
-    /// A datagram left the bottleneck after waiting `t_us - queued_at_us` in its queue.
-    Departure { t_us: u64, queued_at_us: u64 },
+    /// A datagram left the bottleneck after waiting `t_us - queued_at_us` in its queue;
+    /// `marked`: the queue set CE on it.
+    Departure { t_us: u64, queued_at_us: u64, marked: bool },
     /// The forward path dropped a datagram (queue full, random loss or policer).
     Drop,
 }
@@ -52,19 +57,21 @@ pub fn run(
         delay_us: ack_delay_us,
         loss_probability: 0.0,
         queue: QueueLimit::Infinite,
+        aqm: Aqm::DropTail,
         delivery: Delivery::Unlimited,
         policer: None,
         timing: Default::default(),
     };
-    // Acknowledgements carry (seq, the receiver's clock at arrival).
-    let mut reverse: Path<(u64, u64)> = Path::new(&reverse_config, seed + 1, false);
+    // Acknowledgements carry (seq, the receiver's clock at arrival, its count of CE marks then).
+    let mut reverse: Path<(u64, u64, u64)> = Path::new(&reverse_config, seed + 1, false);
     let mut now_us = 0u64;
-    let mut arrived: Vec<(u64, u64)> = Vec::new();
-    let mut acks: Vec<(u64, u64)> = Vec::new();
+    let mut ce_count = 0u64;
+    let mut arrived: Vec<(u64, u64, u64)> = Vec::new();
+    let mut acks: Vec<(u64, u64, u64)> = Vec::new();
     while now_us < duration_us {
         let now = Instant::from_us(now_us);
-        for &(seq, peer_recv_us) in &acks {
-            flow.on_ack(now, seq, peer_recv_us);
+        for &(seq, peer_recv_us, ce_count) in &acks {
+            flow.on_ack(now, seq, peer_recv_us, ce_count);
             flow.detect_losses(now);
         }
         acks.clear();
@@ -72,7 +79,8 @@ pub fn run(
         let send_at = loop {
             match flow.next_send(now) {
                 Verdict::Send(permit) => {
-                    forward.push(now_us, flow.next_seq(), DATA_PATH_BYTES);
+                    let info = PacketInfo { size_bytes: DATA_PATH_BYTES, ecn: flow.ecn(), flow: 0 };
+                    forward.push(now_us, flow.next_seq(), info);
                     flow.on_sent(now, permit);
                     observe(Seen::Sent { t_us: now_us });
                 }
@@ -92,15 +100,16 @@ pub fn run(
         .expect("a full-throttle flow always has something pending")
         .max(now_us + 1);
         forward.poll(now_us, &mut |e| match e {
-            Event::Departure { t_us, packet, queued_at_us, .. } => {
-                observe(Seen::Departure { t_us, queued_at_us });
-                arrived.push((packet, t_us));
+            Event::Departure { t_us, packet, queued_at_us, marked, .. } => {
+                observe(Seen::Departure { t_us, queued_at_us, marked });
+                ce_count += u64::from(marked);
+                arrived.push((packet, t_us, ce_count));
             }
             Event::Drop { .. } => observe(Seen::Drop),
             Event::LinkArrival { .. } | Event::Opportunity { .. } => {}
         });
-        for &(seq, t_us) in &arrived {
-            reverse.push(t_us, (seq, t_us), ACK_BYTES);
+        for &(seq, t_us, ce_count) in &arrived {
+            reverse.push(t_us, (seq, t_us, ce_count), PacketInfo::plain(ACK_BYTES));
         }
         arrived.clear();
         reverse.poll(now_us, &mut |e| {
