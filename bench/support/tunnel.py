@@ -132,7 +132,7 @@ def read_native(path: Path) -> NativeLog:
             if m := re.search(r"t_us 0 is (\d+) us since the Unix epoch", line):
                 base = int(m[1])
             continue
-        t_us, uid, size = map(int, line.split())
+        t_us, uid, size, *_ = map(int, line.split())  # version 2 adds the ECN codepoint
         assert uid not in datagrams, f"{path}: uid {uid} twice"
         datagrams[uid] = (t_us, size)
     assert base is not None, f"{path}: no base in the header"

@@ -11,9 +11,15 @@
 //! two by UID gives every datagram's one-way delay, or its loss (Pantheon paper §3.1.2).
 //!
 //! Native form, microseconds since the base given in the header (CLOCK_REALTIME: the clock the
-//! kernel stamps received datagrams with, and the one two machines can share), and the size of
-//! the inner IP datagram as the command sent it (on the path it is 36 bytes more):
-//!   `t_us uid bytes`
+//! kernel stamps received datagrams with, and the one two machines can share), the size of
+//! the inner IP datagram as the command sent it (on the path it is 36 bytes more), and its ECN
+//! codepoint (RFC 3168), 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE (`pantheon_link::Ecn::bits`): at
+//! ingress as the command sent it, at egress as written to the TUN device, after RFC 6040's
+//! decapsulation (`tunnel_wire::decapsulated_ecn`), so that a 3 at egress over a 1 or 2 at
+//! ingress is a mark the path made:
+//!   `t_us uid bytes ecn`
+//! Logs of version 1 (before ECN crossed the tunnel) have no fourth column; their datagrams were
+//! Not-ECT on the path, whatever the command sent, and [`parse_native_line`] reads them so.
 //!
 //! Text form, exactly as the original pantheon-tunnel wrote it, so its analysis reads it: a header
 //! `# <command line, each word single-quoted> <ingress|egress>: <base, ms since the epoch, 3
@@ -25,6 +31,8 @@
 //! stays one line (the original's merge reads the base from the first line).
 
 use std::io::Write;
+
+use pantheon_link::Ecn;
 
 use crate::line::LineBuffer;
 use crate::tunnel_wire::OVERHEAD_BYTES;
@@ -81,14 +89,19 @@ pub fn native_header(side: Side, context: &Context) -> String {
 /// own words around the same format lines.
 pub fn native_header_lines(endpoint: &str, side: Side, meaning: &str, base: &str, run: &str) -> String {
     format!(
-        "# pantheon-tunnel log v1\n\
+        "# pantheon-tunnel log v2\n\
          # endpoint: {endpoint}\n\
          # {}: {meaning}\n\
          # {base}\n\
          # bytes: the inner IP datagram; on the path it is {OVERHEAD_BYTES} bytes more\n\
+         # ecn: the inner IP datagram's ECN codepoint, 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE; {}\n\
          # {run}\n\
-         # columns: t_us uid bytes\n",
+         # columns: t_us uid bytes ecn\n",
         side.as_str(),
+        match side {
+            Side::Ingress => "as the command sent it",
+            Side::Egress => "as written to the TUN device (3: marked on the way, RFC 6040)",
+        },
     )
 }
 
@@ -107,9 +120,37 @@ pub fn clock_header(context: &Context) -> String {
     )
 }
 
-/// A native line, `t_us uid bytes`, assembled in `line`.
-pub fn native_line(line: &mut LineBuffer, t_us: u64, uid: u64, inner_bytes: u64) -> &[u8] {
-    line.start().int(t_us).text(" ").int(uid).text(" ").int(inner_bytes).end()
+/// A native line, `t_us uid bytes ecn`, assembled in `line`.
+pub fn native_line(line: &mut LineBuffer, t_us: u64, uid: u64, inner_bytes: u64, ecn: Ecn) -> &[u8] {
+    line.start().int(t_us).text(" ").int(uid).text(" ").int(inner_bytes).text(" ").int(ecn.bits()).end()
+}
+
+/// One datagram of a native log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeRecord {
+    pub t_us: u64,
+    pub uid: u64,
+    /// The inner IP datagram's size.
+    pub bytes: u64,
+    /// Not-ECT in a version 1 log, which has no fourth column.
+    pub ecn: Ecn,
+}
+
+/// A native log's data line, `t_us uid bytes ecn` or version 1's `t_us uid bytes`; `None` for a
+/// header line or anything else (a line cut short by a full disk).
+pub fn parse_native_line(line: &str) -> Option<NativeRecord> {
+    let mut fields = [0u64; 4];
+    let mut count = 0;
+    for field in line.strip_suffix('\n').unwrap_or(line).split(' ') {
+        *fields.get_mut(count)? = field.parse().ok()?;
+        count += 1;
+    }
+    let ecn = match (count, fields[3]) {
+        (3, _) => Ecn::NotEct,
+        (4, bits @ 0..=3) => Ecn::from_tos(bits as u8),
+        _ => return None,
+    };
+    Some(NativeRecord { t_us: fields[0], uid: fields[1], bytes: fields[2], ecn })
 }
 
 fn one_line(text: &str) -> String {
@@ -172,17 +213,41 @@ mod tests {
     }
 
     #[test]
-    fn native_lines_are_microseconds_and_inner_bytes() {
+    fn native_lines_are_microseconds_inner_bytes_and_the_ecn_codepoint() {
         let mut line = LineBuffer::default();
-        assert_eq!(native_line(&mut line, 20_005, 0, 1464), b"20005 0 1464\n");
-        assert_eq!(native_line(&mut line, 40_017, 1, 52), b"40017 1 52\n");
+        assert_eq!(native_line(&mut line, 20_005, 0, 1464, Ecn::NotEct), b"20005 0 1464 0\n");
+        assert_eq!(native_line(&mut line, 40_017, 1, 52, Ecn::Ect1), b"40017 1 52 1\n");
+        assert_eq!(native_line(&mut line, 40_018, 2, 1464, Ecn::Ect0), b"40018 2 1464 2\n");
+        assert_eq!(native_line(&mut line, 40_019, 3, 1464, Ecn::Ce), b"40019 3 1464 3\n");
         assert_eq!(
-            native_line(&mut line, u64::MAX, u64::MAX, u64::MAX),
-            b"18446744073709551615 18446744073709551615 18446744073709551615\n"
+            native_line(&mut line, u64::MAX, u64::MAX, u64::MAX, Ecn::Ce),
+            b"18446744073709551615 18446744073709551615 18446744073709551615 3\n"
         );
         let header = native_header(Side::Ingress, &context(&["x".to_string()]));
+        assert!(header.starts_with("# pantheon-tunnel log v2\n"));
         assert!(header.contains("# base: t_us 0 is 1523456789012345 us since the Unix epoch"));
-        assert!(header.contains("# bytes: the inner IP datagram; on the path it is 36 bytes more\n# command line: x\n"));
-        assert!(header.ends_with("# columns: t_us uid bytes\n"));
+        assert!(header.contains("# bytes: the inner IP datagram; on the path it is 36 bytes more\n"));
+        assert!(header.contains("# ecn: the inner IP datagram's ECN codepoint, 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE; as the command sent it\n# command line: x\n"));
+        assert!(header.ends_with("# columns: t_us uid bytes ecn\n"));
+        let egress = native_header(Side::Egress, &context(&["x".to_string()]));
+        assert!(egress.contains("; as written to the TUN device (3: marked on the way, RFC 6040)\n"));
+    }
+
+    #[test]
+    fn a_reader_takes_both_versions_and_refuses_the_rest() {
+        let record = |t_us, uid, bytes, ecn| Some(NativeRecord { t_us, uid, bytes, ecn });
+        let mut line = LineBuffer::default();
+        for ecn in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce] {
+            let written = std::str::from_utf8(native_line(&mut line, 20_005, 7, 1464, ecn)).unwrap().to_string();
+            assert_eq!(parse_native_line(&written), record(20_005, 7, 1464, ecn));
+        }
+        // Version 1: no ECN column, Not-ECT on the path.
+        assert_eq!(parse_native_line("20005 7 1464"), record(20_005, 7, 1464, Ecn::NotEct));
+        assert_eq!(parse_native_line("20005 7 1464\n"), record(20_005, 7, 1464, Ecn::NotEct));
+        let bad =
+            ["# columns: t_us uid bytes ecn", "", "20005 7", "20005 7 1464 ", "20005 7 1464 4", "20005 7 1464 2 9"];
+        for line in bad {
+            assert_eq!(parse_native_line(line), None, "{line:?}");
+        }
     }
 }

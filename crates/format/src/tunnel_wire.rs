@@ -34,6 +34,15 @@
 //! Overhead: an inner datagram of n bytes travels as an outer IPv4 datagram of n + 36 bytes
 //! (IPv4 header 20 + UDP header 8 + tunnel header 8), as in the original pantheon-tunnel, whose
 //! header was the UID alone. So on a path with a 1500-byte MTU the inner MTU is 1464 bytes.
+//!
+//! ECN crosses the tunnel as RFC 6040 has IP-in-IP tunnels carry it, in normal mode: the outer
+//! IPv4 header's ECN field is a copy of the inner datagram's (§4.1), so a queue on the path sees
+//! the command's codepoint, marks ECN-capable datagrams CE and drops the others; at the far end
+//! the inner datagram leaves with the outer and inner fields combined by §4.2's table
+//! ([`decapsulated_ecn`]): a mark on the outer header reaches the inner one. Control messages
+//! travel Not-ECT.
+
+use pantheon_link::Ecn;
 
 /// Bytes of the tunnel header in front of every inner datagram.
 pub const HEADER_BYTES: usize = 8;
@@ -135,6 +144,44 @@ pub enum Malformed {
     UnknownControl,
 }
 
+/// What the decapsulator does with a data datagram's inner datagram (RFC 6040 §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EcnExit {
+    /// Deliver it with this codepoint. `alarm`: a combination §4.2 marks "(!!!)", which a
+    /// compliant path and encapsulator never produce (the decapsulator SHOULD log it).
+    Forward { ecn: Ecn, alarm: bool },
+    /// The path marked CE a datagram whose sender cannot understand ECN: dropping it is the
+    /// congestion signal that sender understands (also "(!!!)").
+    Drop,
+}
+
+/// RFC 6040 §4.2, Figure 4, normal mode: the inner datagram's codepoint at the tunnel's exit,
+/// from the codepoints of its arriving `inner` and `outer` headers.
+///
+/// ```text
+///  inner \ outer   Not-ECT   ECT(0)        ECT(1)        CE
+///  Not-ECT         Not-ECT   Not-ECT(!!!)  Not-ECT(!!!)  drop(!!!)
+///  ECT(0)          ECT(0)    ECT(0)        ECT(1)        CE
+///  ECT(1)          ECT(1)    ECT(1) (!)    ECT(1)        CE
+///  CE              CE        CE            CE(!!!)       CE
+/// ```
+///
+/// "(!)" (ECT(0) over ECT(1): a path that lowered the codepoint) is a combination the RFC says
+/// a decapsulator MAY log; it is not counted here.
+pub fn decapsulated_ecn(inner: Ecn, outer: Ecn) -> EcnExit {
+    use Ecn::*;
+    let (ecn, alarm) = match (inner, outer) {
+        (NotEct, Ce) => return EcnExit::Drop,
+        (NotEct, Ect0 | Ect1) => (NotEct, true),
+        (Ce, Ect1) => (Ce, true),
+        (inner, NotEct) => (inner, false),
+        (Ect0, Ect1) | (Ect1, Ect0 | Ect1) => (Ect1, false),
+        (_, Ce) | (Ce, _) => (Ce, false),
+        (Ect0, Ect0) => (Ect0, false),
+    };
+    EcnExit::Forward { ecn, alarm }
+}
+
 /// The datagram's tag.
 pub fn tag(datagram: &[u8]) -> [u8; 4] {
     datagram[TAG_RANGE].try_into().expect("a 4-byte range")
@@ -201,6 +248,30 @@ mod tests {
         assert_eq!(decapsulate(&[0; 8]), Err(Malformed::Empty));
         assert_eq!(decapsulate(&[0x80, 0, 0, 9, 0, 0, 0, 0, 1]), Err(Malformed::UnknownControl));
         assert_eq!(decapsulate(&control(Control::Probe, 9, &[])), Err(Malformed::Truncated));
+    }
+
+    #[test]
+    fn ecn_at_the_exit_is_rfc_6040s_table() {
+        use Ecn::*;
+        let forward = |ecn| EcnExit::Forward { ecn, alarm: false };
+        let alarm = |ecn| EcnExit::Forward { ecn, alarm: true };
+        // RFC 6040 Figure 4, row by row (inner), its columns (outer) Not-ECT, ECT(0), ECT(1), CE.
+        let table = [
+            (NotEct, [forward(NotEct), alarm(NotEct), alarm(NotEct), EcnExit::Drop]),
+            (Ect0, [forward(Ect0), forward(Ect0), forward(Ect1), forward(Ce)]),
+            (Ect1, [forward(Ect1), forward(Ect1), forward(Ect1), forward(Ce)]),
+            (Ce, [forward(Ce), forward(Ce), alarm(Ce), forward(Ce)]),
+        ];
+        for (inner, row) in table {
+            for (outer, exit) in [NotEct, Ect0, Ect1, Ce].into_iter().zip(row) {
+                assert_eq!(decapsulated_ecn(inner, outer), exit, "inner {inner:?}, outer {outer:?}");
+            }
+        }
+        // What this tunnel's encapsulator sends (the outer a copy of the inner) leaves as it came,
+        // and a CE mark on the way reaches every ECN-capable inner datagram.
+        for ecn in [NotEct, Ect0, Ect1, Ce] {
+            assert_eq!(decapsulated_ecn(ecn, ecn), forward(ecn));
+        }
     }
 
     #[test]

@@ -7,13 +7,14 @@
 //!
 //! - [`wire`]: the data datagram (sequence number, send time, padding to 1464-byte IP packets,
 //!   the tunnel's inner MTU) and the acknowledgement (sequence number, echoed send time, the
-//!   receiver's receive time).
+//!   receiver's receive time, its count of CE-marked datagrams: ECN, RFC 3168).
 //! - [`sender`]: the event loop: acknowledgements, timers and sends as `pantheon_cc::flow::Flow`
 //!   decides them, sleeping with sub-millisecond precision ([`wait`]). The decisions — loss
 //!   detection, controller timers, window and pacing, probing a silent path, the controller sized
 //!   for our datagrams (`pantheon_cc::flow::controller`) — are sans-IO in crates/cc, which the
 //!   simulator drives too.
-//! - [`receiver`]: acknowledges each datagram to its source; stateless.
+//! - [`receiver`]: acknowledges each datagram to its source; it keeps only each sender's count of
+//!   CE marks.
 //! - [`log`]: the sender's per-acknowledgement log.
 //!
 //! Batched UDP I/O, the clocks and the stop on SIGTERM/SIGINT come from `pantheon_sys`, shared

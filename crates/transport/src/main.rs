@@ -18,8 +18,13 @@ const NAME: &str = "pantheon-udp";
 /// Either end's socket. Non-blocking sends: the sender waits for room in poll(2), beside its
 /// timers. 4 MiB buffers hold 30 ms of 1 Gbit/s data, or 130 000 queued 32-byte
 /// acknowledgements, so a thread that is descheduled for a while loses nothing.
-const SOCKET: udp::Options =
-    udp::Options { buffer_bytes: 4 << 20, timestamps: false, overflow_counts: false, blocking_sends: false };
+const SOCKET: udp::Options = udp::Options {
+    buffer_bytes: 4 << 20,
+    timestamps: false,
+    overflow_counts: false,
+    blocking_sends: false,
+    receive_tos: false,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -50,7 +55,9 @@ enum Command {
     },
     /// Send to PEER:PORT as fast as the congestion controller allows, until stopped.
     Send {
-        /// Congestion controller NAME[:KEY=VALUE,...], e.g. copa, copa:delta=0.1, cubic, vegas:alpha=2,beta=4.
+        /// Congestion controller NAME[:KEY=VALUE,...], e.g. copa, copa:delta=0.1, cubic, vegas:alpha=2,beta=4;
+        /// ecn=1 among the values is the flow's classic ECN (RFC 3168): data datagrams carry ECT(0)
+        /// and the controller hears of CE marks (DCTCP and Prague use ECN of their own).
         #[arg(long, value_name = "SPEC")]
         cc: String,
         /// Local address to send from.
@@ -83,8 +90,9 @@ fn run(command: Command) -> Result<i32, String> {
 
 fn recv(local: SocketAddrV4) -> Result<i32, String> {
     let signals = Signals::install().map_err(|e| format!("cannot take over signals: {e}"))?;
-    // The kernel's receive times are what the acknowledgements report.
-    let options = udp::Options { timestamps: true, ..SOCKET };
+    // The kernel's receive times are what the acknowledgements report, and CE marks are counted
+    // from each datagram's TOS.
+    let options = udp::Options { timestamps: true, receive_tos: true, ..SOCKET };
     let socket = UdpSocket::bind(local, options).map_err(|e| format!("cannot listen on {local}: {e}"))?;
     let mut report = |totals: &receiver::Totals| eprintln!("{NAME}: {totals}; {:.3} s of CPU", process_cpu_s());
     let totals = receiver::run(&socket, &signals, &mut report).map_err(|e| format!("receiving on {local}: {e}"))?;
@@ -95,6 +103,7 @@ fn recv(local: SocketAddrV4) -> Result<i32, String> {
 fn send(spec: &str, bind: Ipv4Addr, log: Option<PathBuf>, peer: SocketAddrV4) -> Result<i32, String> {
     // Everything that can be wrong with the command line is found before anything is opened.
     let cc = controller::build(spec).map_err(|e| format!("--cc: {e}"))?;
+    let ecn = controller::ecn(spec).map_err(|e| format!("--cc: {e}"))?;
     let name = cc.name();
     let log = match log {
         Some(path) => {
@@ -110,7 +119,8 @@ fn send(spec: &str, bind: Ipv4Addr, log: Option<PathBuf>, peer: SocketAddrV4) ->
     let socket = UdpSocket::bind(local, options).map_err(|e| format!("--bind {bind}: cannot bind there: {e}"))?;
     socket.connect(peer).map_err(|e| format!("{peer}: cannot send there: {e}"))?;
     let mut report = |totals: &sender::Totals| eprintln!("{NAME}: {name}: {totals}; {:.3} s of CPU", process_cpu_s());
-    let totals = sender::run(cc, &socket, &signals, log, &mut report).map_err(|e| format!("sending to {peer}: {e}"))?;
+    let totals =
+        sender::run(cc, ecn, &socket, &signals, log, &mut report).map_err(|e| format!("sending to {peer}: {e}"))?;
     report(&totals);
     Ok(0)
 }

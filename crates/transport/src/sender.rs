@@ -35,6 +35,12 @@
 //! forever, since without acknowledgements its estimate never ages. The sender never exits on its
 //! own: ICMP port-unreachable errors (ECONNREFUSED) and an unreachable network are ignored.
 //!
+//! ECN: every data datagram carries the flow's codepoint (`Flow::ecn`: ECT(0) with
+//! `ecn=1` in the spec for a classic controller, a scalable controller's own, otherwise Not-ECT),
+//! set once on the socket since it never changes. Each acknowledgement echoes the receiver's count
+//! of CE-marked datagrams, 16 bits of it (wire.rs); the sender restores the full count and hands
+//! it to the flow, which tells the controller of new marks.
+//!
 //! The flow always has data: it is never application-limited, and nothing is retransmitted (see
 //! lib.rs for why Pantheon's flows need no reliability).
 
@@ -50,7 +56,7 @@ use pantheon_sys::udp::{is_unreachable, RecvBatch, UdpSocket};
 
 use crate::log::AckLog;
 use crate::wait::{spin_ns, wait, Ready};
-use crate::wire::{Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
+use crate::wire::{unwrap_ce_count, Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
 
 /// Acknowledgements read per system call.
 const ACK_BATCH: usize = 64;
@@ -69,6 +75,8 @@ pub struct Totals {
     pub late_acks: u64,
     /// Sends refused because the network was unreachable.
     pub unreachable: u64,
+    /// Data datagrams the receiver reported marked CE.
+    pub ce_marks: u64,
     pub duration_us: u64,
 }
 
@@ -83,13 +91,14 @@ impl fmt::Display for Totals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "sent {} datagrams, {} acknowledged ({:.2} Mbit/s over {:.3} s), {} declared lost, {} acknowledged late",
+            "sent {} datagrams, {} acknowledged ({:.2} Mbit/s over {:.3} s), {} declared lost, {} acknowledged late, {} marked CE",
             self.sent,
             self.acked,
             self.acked_mbps(),
             self.duration_us as f64 / 1e6,
             self.lost,
-            self.late_acks
+            self.late_acks,
+            self.ce_marks
         )
     }
 }
@@ -111,21 +120,27 @@ struct LiveFlow {
     /// When the last acknowledgement arrived: the next one is stamped no earlier, so that a step
     /// of the wall clock between two stamps cannot run the flow's time backwards.
     last_ack_at: Instant,
+    /// The largest CE count the acknowledgements have carried, unwrapped (wire.rs).
+    largest_ce_count: u64,
 }
 
 /// Runs a flow to `socket` (connected to the receiver) until `signals` request a stop, handing the
-/// totals so far to `report` whenever they are asked for (SIGUSR1).
+/// totals so far to `report` whenever they are asked for (SIGUSR1). `ecn`: a classic controller
+/// uses ECN (RFC 3168).
 pub fn run(
     cc: Box<dyn CongestionControl + Send>,
+    ecn: bool,
     socket: &UdpSocket,
     signals: &Signals,
     log: Option<AckLog>,
     report: &mut dyn FnMut(&Totals),
 ) -> io::Result<Totals> {
     tighten_timer_slack();
+    let flow = Flow::new(cc).with_ecn(ecn);
+    socket.set_tos(flow.ecn().bits())?;
     let mut live = LiveFlow {
         clock: FlowClock::start(),
-        flow: Flow::new(cc),
+        flow,
         datagram: Box::new([0; DATA_BYTES]),
         // A slot larger than an acknowledgement, so that a longer datagram shows as one.
         acks: RecvBatch::new(ACK_BATCH, 2 * ACK_BYTES),
@@ -134,6 +149,7 @@ pub fn run(
         retry_at: Instant::ZERO,
         unreachable: 0,
         last_ack_at: Instant::ZERO,
+        largest_ce_count: 0,
     };
     let outcome = live.run(socket, signals, report);
     let log = live.log.take().map(AckLog::finish);
@@ -151,6 +167,7 @@ impl LiveFlow {
             lost: counts.lost,
             late_acks: counts.late_acks,
             unreachable: self.unreachable,
+            ce_marks: counts.ce_marks,
             duration_us: self.clock.now_us(),
         }
     }
@@ -198,7 +215,9 @@ impl LiveFlow {
                     received.realtime_ns.map_or(now.as_ns(), |ns| self.clock.from_realtime_ns(&offset, ns));
                 let at = Instant::from_ns(arrived_ns.clamp(self.last_ack_at.as_ns(), now.as_ns()));
                 self.last_ack_at = at;
-                if let Some(acked) = self.flow.on_ack(at, ack.seq, ack.recv_us) {
+                let ce_count = unwrap_ce_count(self.largest_ce_count, ack.ce_count);
+                self.largest_ce_count = self.largest_ce_count.max(ce_count);
+                if let Some(acked) = self.flow.on_ack(at, ack.seq, ack.recv_us, ce_count) {
                     if let Some(log) = self.log.as_mut() {
                         log.ack(&acked, &self.flow.decision())?;
                     }

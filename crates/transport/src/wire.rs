@@ -11,9 +11,10 @@
 //! ```text
 //! data, 1436 bytes                         acknowledgement, 32 bytes
 //!  0..4   magic "PUDP"                      0..4   magic "PUDP"
-//!  4      version = 1                       4      version = 1
+//!  4      version = 2                       4      version = 2
 //!  5      kind = 1 (data)                   5      kind = 2 (acknowledgement)
-//!  6..8   zero                              6..8   zero
+//!  6..8   zero                              6..8   ce_count: u16, CE-marked data datagrams
+//!                                                  from this sender so far, wrapping
 //!  8..16  seq: u64, from 0, +1 per datagram 8..16  seq of the data datagram
 //! 16..24  send_us: u64, sender's clock µs  16..24  its send_us, echoed
 //! 24..    zero padding                     24..32  recv_us: u64, when the receiver's kernel
@@ -23,10 +24,19 @@
 //! The two clocks are unrelated: the sender's counts from its flow's start, the receiver's is its
 //! CLOCK_MONOTONIC. Only differences of `recv_us`, or `recv_us − send_us` up to a constant, mean
 //! anything — which is what one-way-delay controllers (LEDBAT, RFC 6817 §2.4.1) use.
+//!
+//! ECN: data datagrams carry the flow's codepoint in their IP header (Not-ECT unless the flow
+//! uses ECN), acknowledgements are Not-ECT. The receiver counts the data datagrams that arrive
+//! marked CE, per sender, and every acknowledgement echoes the count so far, as QUIC's ECN counts
+//! do (RFC 9000 §13.4.1) and TCP's Accurate ECN: a lost acknowledgement loses no mark, the next
+//! one carries it. Only the low 16 bits travel; the sender restores the
+//! rest from the largest count it has seen ([`unwrap_ce_count`]), which is exact as long as fewer
+//! than 32 768 marks separate two acknowledgements it receives. Version 1 had zero there; a
+//! version 1 datagram is not read.
 
 /// "PUDP": Pantheon UDP.
 pub const MAGIC: [u8; 4] = *b"PUDP";
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 const KIND_DATA: u8 = 1;
 const KIND_ACK: u8 = 2;
 
@@ -46,12 +56,33 @@ pub struct Data {
     pub send_us: u64,
 }
 
-/// An acknowledgement: which datagram, when it was sent (echoed), when it arrived.
+/// An acknowledgement: which datagram, when it was sent (echoed), when it arrived, and how many
+/// of the sender's data datagrams had arrived marked CE by then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ack {
     pub seq: u64,
     pub send_us: u64,
     pub recv_us: u64,
+    /// The receiver's count of CE-marked data datagrams from this sender, modulo 2^16.
+    pub ce_count: u16,
+}
+
+/// Counts that travel as their low 16 bits.
+const CE_COUNT_WRAP: u64 = 1 << 16;
+
+/// The full CE count an acknowledgement's `ce_count` stands for, given the largest count seen so
+/// far: the value with those low 16 bits nearest to it, as QUIC decodes a truncated packet number
+/// (RFC 9000 §A.3). An acknowledgement overtaken by a later one has a count a little smaller than
+/// the largest; a later one, at most 32 767 more.
+pub fn unwrap_ce_count(largest: u64, ce_count: u16) -> u64 {
+    let candidate = (largest & !(CE_COUNT_WRAP - 1)) | u64::from(ce_count);
+    if candidate + CE_COUNT_WRAP / 2 <= largest {
+        candidate + CE_COUNT_WRAP
+    } else if candidate > largest + CE_COUNT_WRAP / 2 && candidate >= CE_COUNT_WRAP {
+        candidate - CE_COUNT_WRAP
+    } else {
+        candidate
+    }
 }
 
 fn write_header(buffer: &mut [u8], kind: u8, seq: u64, send_us: u64) {
@@ -89,13 +120,15 @@ impl Data {
 impl Ack {
     pub fn encode(&self, datagram: &mut [u8; ACK_BYTES]) {
         write_header(datagram, KIND_ACK, self.seq, self.send_us);
+        datagram[6..8].copy_from_slice(&self.ce_count.to_be_bytes());
         datagram[24..32].copy_from_slice(&self.recv_us.to_be_bytes());
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Ack> {
         let (seq, send_us) = read_header(bytes, KIND_ACK, ACK_BYTES)?;
         let recv_us = u64::from_be_bytes(bytes[24..32].try_into().expect("8 bytes"));
-        Some(Ack { seq, send_us, recv_us })
+        let ce_count = u16::from_be_bytes([bytes[6], bytes[7]]);
+        Some(Ack { seq, send_us, recv_us, ce_count })
     }
 }
 
@@ -113,7 +146,7 @@ mod tests {
     fn data_layout_is_the_documented_one() {
         let mut datagram = [0u8; DATA_BYTES];
         Data { seq: 0x0102_0304_0506_0708, send_us: 1_000_000 }.encode(&mut datagram);
-        assert_eq!(&datagram[0..8], b"PUDP\x01\x01\x00\x00");
+        assert_eq!(&datagram[0..8], b"PUDP\x02\x01\x00\x00");
         assert_eq!(datagram[8..16], [1, 2, 3, 4, 5, 6, 7, 8]);
         // 1 000 000 = 0x0F4240
         assert_eq!(datagram[16..24], [0, 0, 0, 0, 0, 0x0f, 0x42, 0x40]);
@@ -122,19 +155,41 @@ mod tests {
     }
 
     #[test]
-    fn ack_round_trips_and_carries_the_receive_time_last() {
-        let ack = Ack { seq: 7, send_us: 123, recv_us: u64::MAX - 1 };
+    fn ack_round_trips_with_the_ce_count_in_bytes_6_to_8_and_the_receive_time_last() {
+        let ack = Ack { seq: 7, send_us: 123, recv_us: u64::MAX - 1, ce_count: 0x0102 };
         let mut datagram = [0u8; ACK_BYTES];
         ack.encode(&mut datagram);
-        assert_eq!(&datagram[0..6], b"PUDP\x01\x02");
+        assert_eq!(&datagram[0..8], b"PUDP\x02\x02\x01\x02");
+        assert_eq!(datagram[8..16], 7u64.to_be_bytes());
         assert_eq!(datagram[24..32], (u64::MAX - 1).to_be_bytes());
         assert_eq!(Ack::decode(&datagram), Some(ack));
     }
 
     #[test]
+    fn ce_counts_unwrap_across_the_16_bit_wrap() {
+        // Counting up from 0, one acknowledgement every 1000 marks: each restores the full count.
+        let mut largest = 0;
+        for count in (0..300_000u64).step_by(1000) {
+            let unwrapped = unwrap_ce_count(largest, count as u16);
+            assert_eq!(unwrapped, count);
+            largest = largest.max(unwrapped);
+        }
+        // Just past the wrap: 65 535 seen, 2 arrives meaning 65 538.
+        assert_eq!(unwrap_ce_count(65_535, 2), 65_538);
+        // A reordered acknowledgement from before the wrap: 65 538 seen, 65 534 arrives.
+        assert_eq!(unwrap_ce_count(65_538, 65_534), 65_534);
+        // The largest step forward that is still read as one: 32 767.
+        assert_eq!(unwrap_ce_count(100_000, (100_000u64 + 32_767) as u16), 132_767);
+        // Early in the flow there is nothing to wrap below 0.
+        assert_eq!(unwrap_ce_count(0, 0), 0);
+        assert_eq!(unwrap_ce_count(3, 1), 1);
+        assert_eq!(unwrap_ce_count(0, u16::MAX), 65_535);
+    }
+
+    #[test]
     fn foreign_short_or_mistyped_datagrams_are_rejected() {
         let mut ack = [0u8; ACK_BYTES];
-        Ack { seq: 1, send_us: 2, recv_us: 3 }.encode(&mut ack);
+        Ack { seq: 1, send_us: 2, recv_us: 3, ce_count: 4 }.encode(&mut ack);
         // An acknowledgement is not data, and data is not an acknowledgement.
         assert_eq!(Data::decode(&ack), None);
         let mut data = [0u8; DATA_BYTES];
@@ -142,7 +197,7 @@ mod tests {
         assert_eq!(Ack::decode(&data[..ACK_BYTES]), None);
         assert_eq!(Ack::decode(&ack[..ACK_BYTES - 1]), None);
         let mut other_version = ack;
-        other_version[4] = 2;
+        other_version[4] = 1;
         assert_eq!(Ack::decode(&other_version), None);
         let mut other_magic = ack;
         other_magic[0] = b'Q';

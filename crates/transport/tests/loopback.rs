@@ -1,10 +1,12 @@
 //! `pantheon-udp` end to end over loopback: a receiver and a sender as separate processes, the
 //! sender's per-acknowledgement log read back, both stopped with SIGTERM. No emulated path: the
 //! flow is limited only by the two processes, so these tests check the plumbing (datagrams out,
-//! acknowledgements back, controller fed, clean stop), not an algorithm's behaviour.
+//! acknowledgements back, controller fed, ECN codepoints and CE counts, clean stop), not an
+//! algorithm's behaviour. Loopback keeps each datagram's TOS byte as it was sent, and nothing on
+//! it marks CE: a test socket sends the marked datagrams itself.
 
 use std::fs;
-use std::net::UdpSocket;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::sleep;
@@ -90,16 +92,25 @@ fn sender_counts(stderr: &str) -> (u64, u64, u64) {
     (number_before(" datagrams,"), number_before(" acknowledged ("), number_before(" declared lost"))
 }
 
-fn flow(cc: &str, seconds: f64) {
-    let dir = scratch(cc);
+/// The receiver's closing line's data datagrams by ECN codepoint: Not-ECT, ECT(1), ECT(0), CE.
+fn receiver_codepoints(stderr: &str) -> [u64; 4] {
+    let line = stderr.lines().last().unwrap_or_default();
+    let count = |name: &str| -> u64 {
+        let at = line.find(&format!(" {name}")).unwrap_or_else(|| panic!("no '{name}' in {line:?}"));
+        line[..at].rsplit([' ', ';']).next().unwrap().parse().unwrap()
+    };
+    [count("Not-ECT,"), count("ECT(1),"), count("ECT(0),"), count("CE)")]
+}
+
+/// A flow of `cc` for `seconds`. The receiver's codepoint counts.
+fn flow(cc: &str, seconds: f64) -> [u64; 4] {
+    let dir = scratch(&cc.replace([':', '=', ','], "-"));
     let port = free_port().to_string();
     let mut receiver = Process::start(&["recv", "--bind", "127.0.0.1", &port], dir.join("recv.stderr"));
     sleep(Duration::from_millis(200));
     let log = dir.join("send.log");
-    let mut sender = Process::start(
-        &["send", "--cc", cc, "--log", log.to_str().unwrap(), "127.0.0.1", &port],
-        dir.join("send.stderr"),
-    );
+    let args = vec!["send", "--cc", cc, "--log", log.to_str().unwrap(), "127.0.0.1", &port];
+    let mut sender = Process::start(&args, dir.join("send.stderr"));
     sleep(Duration::from_secs_f64(seconds / 2.0));
     // SAFETY: signalling our own children. SIGUSR1 asks for the totals so far and stops nothing.
     unsafe {
@@ -140,17 +151,96 @@ fn flow(cc: &str, seconds: f64) {
     assert!(last_t_us as f64 > (seconds - 1.0) * 1e6, "acknowledgements stopped at {last_t_us} us");
     let received: u64 = receiver.stderr().lines().last().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(received >= acked, "receiver saw {received} datagrams, sender {acked} acknowledgements");
+    let codepoints = receiver_codepoints(&receiver.stderr());
+    assert_eq!(codepoints.iter().sum::<u64>(), received, "{}", receiver.stderr());
+    assert!(
+        sender.stderr().lines().last().unwrap().contains(", 0 marked CE;"),
+        "nothing marks on loopback: {}",
+        sender.stderr()
+    );
     fs::remove_dir_all(dir).unwrap();
+    codepoints
 }
 
 #[test]
 fn cubic_flow_is_acknowledged_and_stops_cleanly() {
-    flow("cubic", 2.0);
+    let [not_ect, ..] = flow("cubic", 2.0);
+    assert!(not_ect > 1000, "{not_ect} Not-ECT datagrams");
 }
 
 #[test]
 fn vegas_flow_is_acknowledged_and_stops_cleanly() {
     flow("vegas", 2.0);
+}
+
+#[test]
+fn with_ecn_every_data_datagram_arrives_ect0() {
+    // ecn=1 in the controller's spec, the flow's option (flow/controller.rs).
+    for cc in ["cubic:ecn=1", "vegas:alpha=2,ecn=1"] {
+        let [not_ect, ect1, ect0, ce] = flow(cc, 1.0);
+        assert_eq!((not_ect, ect1, ce), (0, 0, 0), "{cc}");
+        assert!(ect0 > 1000, "{cc}: {ect0} ECT(0) datagrams");
+    }
+}
+
+#[test]
+fn acknowledgements_echo_each_senders_count_of_ce_marked_datagrams_and_are_not_ect() {
+    use pantheon_sys::udp::{self, RecvBatch};
+    use pantheon_transport::wire::{Ack, Data, ACK_BYTES, DATA_BYTES};
+
+    let dir = scratch("ce-count");
+    let port = free_port();
+    let mut receiver = Process::start(&["recv", "--bind", "127.0.0.1", &port.to_string()], dir.join("recv.stderr"));
+    sleep(Duration::from_millis(200));
+    let options = udp::Options {
+        buffer_bytes: 1 << 20,
+        timestamps: false,
+        overflow_counts: false,
+        blocking_sends: true,
+        receive_tos: true,
+    };
+    let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+    // Two senders: the marks of one are not the other's.
+    let bind = |_: usize| udp::UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), options).unwrap();
+    let senders: Vec<_> = (0..2).map(bind).collect();
+    // Sender 0 sends ECT(0), CE, CE, ECT(0), CE; sender 1 ECT(1), CE. The marks are as a queue
+    // on the path would have set them; the TOS is set per datagram with a control message.
+    let plan: [(usize, u8); 7] = [(0, 0b10), (0, 0b11), (1, 0b01), (0, 0b11), (0, 0b10), (1, 0b11), (0, 0b11)];
+    let mut expected = Vec::new();
+    let mut counts = [0u16; 2];
+    for (seq, &(sender, tos)) in plan.iter().enumerate() {
+        let mut datagram = [0u8; DATA_BYTES];
+        Data { seq: seq as u64, send_us: 1000 + seq as u64 }.encode(&mut datagram);
+        senders[sender].send_to(&datagram, to, tos).unwrap();
+        counts[sender] += u16::from(tos == 0b11);
+        expected.push((sender, seq as u64, counts[sender]));
+        // One at a time, so that the acknowledgements come back in order.
+        sleep(Duration::from_millis(20));
+    }
+    let mut got: Vec<(usize, u64, u16)> = Vec::new();
+    for (sender, socket) in senders.iter().enumerate() {
+        let mut batch = RecvBatch::new(16, 2 * ACK_BYTES);
+        let start = Instant::now();
+        while got.iter().filter(|(s, ..)| *s == sender).count() < plan.iter().filter(|(s, _)| *s == sender).count() {
+            assert!(start.elapsed() < Duration::from_secs(2), "acknowledgements missing: {got:?}");
+            for i in 0..batch.receive(socket).unwrap() {
+                let received = batch.get(i);
+                assert_eq!(received.tos, Some(0), "acknowledgements are Not-ECT");
+                let ack = Ack::decode(received.bytes).expect("an acknowledgement");
+                assert_eq!(ack.send_us, 1000 + ack.seq);
+                got.push((sender, ack.seq, ack.ce_count));
+            }
+            sleep(Duration::from_millis(1));
+        }
+    }
+    got.sort_by_key(|&(_, seq, _)| seq);
+    // Sender 0's counts 0, 1, 2, 2, 3; sender 1's 0, 1.
+    assert_eq!(got, expected);
+    assert_eq!(expected.iter().map(|&(_, _, c)| c).collect::<Vec<_>>(), [0, 1, 0, 2, 2, 1, 3]);
+    receiver.terminate();
+    // The receiver's line counts the datagrams by codepoint.
+    assert_eq!(receiver_codepoints(&receiver.stderr()), [0, 1, 2, 4]);
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -219,6 +309,10 @@ fn bad_command_lines_are_one_line_and_status_2() {
     assert!(rejected(&["send", "--cc", "cubic:detla=1", "127.0.0.1", "9000"]).contains("unknown parameter 'detla'"));
     assert!(rejected(&["send", "127.0.0.1", "9000"]).contains("required arguments were not provided"));
     assert!(rejected(&["send", "--cc", "cubic", "not-an-address", "9000"]).contains("not-an-address"));
+    assert_eq!(
+        rejected(&["send", "--cc", "cubic:ecn=maybe", "127.0.0.1", "9000"]),
+        "pantheon-udp: --cc: cubic: ecn must be 1 or 0, got 'maybe'"
+    );
     assert!(rejected(&["recv", "0"]).contains("0 is not in 1..=65535"));
     assert!(rejected(&["recv", "--bind", "10.255.255.254", "9000"])
         .starts_with("pantheon-udp: cannot listen on 10.255.255.254:9000"));

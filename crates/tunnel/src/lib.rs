@@ -29,7 +29,9 @@
 //! in our native form and also in the original's text form ([`log`]). The deciding parts
 //! (admission, anti-replay, handshake and probe schedules, segmentation) are sans-IO and unit-tested; the wire format,
 //! UIDs and log formats are data the simulator writes too, so they live in `pantheon_format`
-//! (`tunnel_wire`, `tunnel_log`); the driver ([`relay`], [`endpoint`]) moves datagrams in
+//! (`tunnel_wire`, `tunnel_log`). ECN crosses the tunnel as RFC 6040 says ([`ecn`]): the outer
+//! header carries the inner codepoint, and a mark the path sets on it reaches the inner datagram.
+//! The driver ([`relay`], [`endpoint`]) moves datagrams in
 //! batches; namespaces, the TUN device, the supervised command and the batched UDP socket come
 //! from `pantheon_sys`, shared with the emulator and the UDP transport.
 
@@ -37,6 +39,7 @@ pub mod args;
 pub mod auth;
 pub mod checksum;
 pub mod coalesce;
+pub mod ecn;
 pub mod endpoint;
 pub mod log;
 pub mod probe;

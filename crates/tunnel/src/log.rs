@@ -9,6 +9,7 @@ use std::io::{self, BufWriter, Write};
 
 use pantheon_format::line::LineBuffer;
 use pantheon_format::tunnel_log::{clock_header, native_header, native_line, text_header, text_line, Context, Side};
+use pantheon_link::Ecn;
 
 const BUFFER_BYTES: usize = 1 << 20;
 
@@ -49,9 +50,10 @@ impl Log {
         Log { native, text, ..log }
     }
 
-    pub fn record(&mut self, t_us: u64, uid: u64, inner_bytes: usize) {
+    /// One datagram: when, its UID, its size and ECN codepoint (the text form has no place for it).
+    pub fn record(&mut self, t_us: u64, uid: u64, inner_bytes: usize, ecn: Ecn) {
         if let Some(out) = self.native.as_mut() {
-            if let Err(e) = out.write_all(native_line(&mut self.native_line, t_us, uid, inner_bytes as u64)) {
+            if let Err(e) = out.write_all(native_line(&mut self.native_line, t_us, uid, inner_bytes as u64, ecn)) {
                 self.native = None;
                 self.error.get_or_insert(e);
             }

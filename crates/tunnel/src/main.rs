@@ -22,7 +22,9 @@ use pantheon_tunnel::args::{CommonArgs, Endpoint, TunnelArgs};
 use pantheon_tunnel::auth::{direction_keys, read_key_file, ControlSender, DirectionKey};
 use pantheon_tunnel::endpoint::{inner_addresses, InnerEnd};
 use pantheon_tunnel::log::{ClockLog, Log};
-use pantheon_tunnel::relay::{DropCounts, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot, Prober, SOCKET};
+use pantheon_tunnel::relay::{
+    DropCounts, Inbound, InboundTotals, Outbound, OutboundTotals, PeerSlot, Prober, CONTROL_TOS, SOCKET,
+};
 use pantheon_tunnel::role::Role;
 use pantheon_tunnel::session::{Admission, Connecting, Handshake, Keepalive, Verdict, CONNECT_TIMEOUT_US};
 
@@ -128,7 +130,7 @@ fn connect(
     loop {
         match handshake.next(monotonic_us()) {
             // Refusals (nobody listening yet) look like silence: try again.
-            Connecting::SendHello => drop(socket.send_to(&control.message(Control::Hello, &[]), server)),
+            Connecting::SendHello => drop(socket.send_to(&control.message(Control::Hello, &[]), server, CONTROL_TOS)),
             Connecting::Wait { timeout_us } => {
                 wait(socket.fd(), false, -1, Some(timeout_us * 1000)).map_err(|e| e.to_string())?;
                 while let Some(n) = socket.try_recv(&mut buffer).map_err(|e| e.to_string())? {
@@ -301,6 +303,18 @@ fn inbound_problems(totals: InboundTotals, problems: &mut Vec<String>) {
     if totals.write_errors > 0 {
         problems
             .push(format!("{} datagrams were logged at egress but the TUN device refused them", totals.write_errors));
+    }
+    if totals.ce_drops > 0 {
+        problems.push(format!(
+            "{} datagrams arrived marked CE around a Not-ECT datagram and were dropped, not logged (RFC 6040 §4.2: the path marked a datagram that was not ECN-capable)",
+            totals.ce_drops
+        ));
+    }
+    if totals.ecn_alarms > 0 {
+        problems.push(format!(
+            "{} datagrams arrived with an outer ECN codepoint that no compliant path makes from their inner one (RFC 6040 §4.2's \"(!!!)\" combinations)",
+            totals.ecn_alarms
+        ));
     }
     if totals.overflow_drops > 0 {
         problems.push(format!(

@@ -4,12 +4,15 @@
 //! - outbound: reads packets from the TUN device while any are queued, stamps each with the time
 //!   it was read, completes its checksum or cuts a TCP super-packet into segments ([`segment`]),
 //!   gives each datagram the next UID, logs it (ingress log), writes it behind its tunnel header
-//!   into a send slot, and sends up to a batch of slots to the peer with one `sendmmsg`
-//!   (its tag computed with this direction's key, [`auth`]);
-//! - inbound: receives up to a batch with one `recvmmsg`, admits each datagram only if it is
-//!   authentic, fresh and from the peer ([`session`]), logs it with its receive time (egress log),
-//!   and writes the inner datagrams to the TUN device, consecutive TCP segments merged
-//!   ([`coalesce`]); it answers the peer's clock probes and logs the answers to its own;
+//!   into a send slot with the inner ECN codepoint as the outer one ([`ecn`]), and sends up to a
+//!   batch of slots to the peer with one `sendmmsg` (its tag computed with this direction's key,
+//!   [`auth`]);
+//! - inbound: receives up to a batch with one `recvmmsg`, each datagram with its outer ECN
+//!   codepoint, admits each datagram only if it is authentic, fresh and from the peer
+//!   ([`session`]), combines the outer and inner codepoints into the inner header ([`ecn`]), logs
+//!   it with its receive time (egress log), and writes the inner datagrams to the TUN device,
+//!   consecutive TCP segments merged ([`coalesce`]); it answers the peer's clock probes and logs
+//!   the answers to its own;
 //! - prober: sends this endpoint's clock probes on their schedule ([`probe`]), once connected.
 //!
 //! Both sleep in poll(2) when there is nothing to move; nothing is allocated per datagram. The
@@ -32,6 +35,7 @@
 //!
 //! [`segment`]: crate::segment
 //! [`coalesce`]: crate::coalesce
+//! [`ecn`]: crate::ecn
 //! [`auth`]: crate::auth
 //! [`session`]: crate::session
 //! [`probe`]: crate::probe
@@ -43,13 +47,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pantheon_format::tunnel_wire::{data_header, Control, Uids, HEADER_BYTES};
+use pantheon_format::ip_ecn;
+use pantheon_format::tunnel_wire::{data_header, Control, EcnExit, Uids, HEADER_BYTES};
+use pantheon_link::Ecn;
 use pantheon_sys::clock::{epoch_us, monotonic_us, tighten_timer_slack};
 use pantheon_sys::poll::wait;
 use pantheon_sys::udp::{self, RecvBatch, SendBatch, UdpSocket};
 
 use crate::auth::{ControlSender, DirectionKey};
 use crate::coalesce::Coalescer;
+use crate::ecn::decapsulate;
 use crate::log::{ClockLog, Log};
 use crate::probe::ProbeSchedule;
 use crate::segment::{complete_checksum, Segmenter};
@@ -94,9 +101,18 @@ impl PeerSlot {
 /// The endpoint's outer socket. Buffers of 16 MiB (130 ms at 1 Gbit/s), so that a thread
 /// descheduled for a while loses nothing; a drop for a full one is counted (SO_RXQ_OVFL) and
 /// reported. Sends wait for room in the buffer: the outbound thread has nothing else to do
-/// meanwhile, and the TUN device's queue holds the command's packets until it reads again.
-pub const SOCKET: udp::Options =
-    udp::Options { buffer_bytes: 16 << 20, timestamps: true, overflow_counts: true, blocking_sends: true };
+/// meanwhile, and the TUN device's queue holds the command's packets until it reads again. Each
+/// datagram's TOS is read for its ECN codepoint.
+pub const SOCKET: udp::Options = udp::Options {
+    buffer_bytes: 16 << 20,
+    timestamps: true,
+    overflow_counts: true,
+    blocking_sends: true,
+    receive_tos: true,
+};
+
+/// The TOS of control messages: Not-ECT, with DSCP 0 as every datagram of the tunnel's.
+pub const CONTROL_TOS: u8 = 0;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OutboundTotals {
@@ -139,7 +155,7 @@ impl Outbound {
                 let keepalive = self.keepalive.as_mut().expect("a timeout comes from a keepalive");
                 let hello = self.control.message(Control::Hello, &[]);
                 // A lost keepalive is retried at the next interval.
-                let _ = self.socket.send_to(&hello, self.peer.get().expect("a client knows its server"));
+                let _ = self.socket.send_to(&hello, self.peer.get().expect("a client knows its server"), CONTROL_TOS);
                 keepalive.sent(monotonic_us());
                 continue;
             }
@@ -183,6 +199,9 @@ impl Outbound {
                     continue;
                 };
                 let count = segments.as_ref().map_or(1, Segmenter::count);
+                // Every segment keeps the packet's TOS. RFC 6040 §4.1: the outer header carries
+                // the inner codepoint (and DSCP 0, the tunnel's own).
+                let ecn = ip_ecn::ecn(ip);
                 if peer.is_none() {
                     totals.before_connection += count as u64;
                     continue;
@@ -202,8 +221,8 @@ impl Outbound {
                     let uid = uids.assign();
                     slot[..HEADER_BYTES].copy_from_slice(&data_header(uid));
                     self.key.seal(uid, &mut slot[..HEADER_BYTES + len]);
-                    self.log.record(t_us, uid, len);
-                    batch.commit(HEADER_BYTES + len, to);
+                    self.log.record(t_us, uid, len, ecn);
+                    batch.commit(HEADER_BYTES + len, to, ecn.bits());
                 }
             }
             self.flush(&mut batch, &mut totals)?;
@@ -235,6 +254,12 @@ pub struct InboundTotals {
     pub dropped: DropCounts,
     /// Datagrams the kernel dropped because the socket's receive buffer was full.
     pub overflow_drops: u32,
+    /// Authentic datagrams marked CE on the path around a Not-ECT inner datagram, which were
+    /// dropped, never logged (RFC 6040 §4.2; a compliant path never marks a Not-ECT datagram).
+    pub ce_drops: u64,
+    /// Datagrams delivered with a combination of outer and inner codepoints RFC 6040 §4.2 flags
+    /// as one a compliant path never makes.
+    pub ecn_alarms: u64,
 }
 
 /// Datagrams the admission dropped, by reason.
@@ -319,9 +344,24 @@ impl Inbound {
                     totals.overflow_drops = drops;
                 }
                 let from = datagram.from;
+                // The socket reports every datagram's TOS (`SOCKET`).
+                let outer = datagram.tos.map_or(Ecn::NotEct, Ecn::from_tos);
                 match self.admission.on_datagram(from, datagram.bytes) {
                     Verdict::Deliver { uid, inner } => {
-                        self.log.record(t_us, uid, inner.len());
+                        debug_assert_eq!(inner.len(), datagram.bytes.len() - HEADER_BYTES);
+                        // Authenticated: now the inner header may be rewritten where it lies.
+                        let inner = &mut batch.bytes_mut(i)[HEADER_BYTES..];
+                        let ecn = match decapsulate(inner, outer) {
+                            EcnExit::Forward { ecn, alarm } => {
+                                totals.ecn_alarms += u64::from(alarm);
+                                ecn
+                            }
+                            EcnExit::Drop => {
+                                totals.ce_drops += 1;
+                                continue;
+                            }
+                        };
+                        self.log.record(t_us, uid, inner.len(), ecn);
                         if !coalescer.append(inner) {
                             self.write(&mut coalescer, &mut totals);
                             coalescer.start(inner);
@@ -332,13 +372,13 @@ impl Inbound {
                             self.peer.set(peer);
                         }
                         // A lost welcome is answered again at the client's next hello.
-                        let _ = self.socket.send_to(&welcome, from);
+                        let _ = self.socket.send_to(&welcome, from, CONTROL_TOS);
                     }
                     Verdict::Probed { t1_us } => {
                         // t3 as late as can be: the tag is computed after it.
                         let answer = self.control.message(Control::Answer, &[t1_us, received_epoch_us, epoch_us()]);
                         // A lost answer is a lost exchange, of which there are many.
-                        let _ = self.socket.send_to(&answer, from);
+                        let _ = self.socket.send_to(&answer, from, CONTROL_TOS);
                     }
                     Verdict::Exchanged { t1_us, t2_us, t3_us } => {
                         self.clock_log.record(t1_us, t2_us, t3_us, received_epoch_us);
@@ -408,7 +448,7 @@ impl Prober {
             let to = self.peer.get().expect("a peer once set stays set");
             let t1_us = epoch_us();
             // A probe the kernel refuses is a lost exchange.
-            let _ = self.socket.send_to(&self.control.message(Control::Probe, &[t1_us]), to);
+            let _ = self.socket.send_to(&self.control.message(Control::Probe, &[t1_us]), to, CONTROL_TOS);
             schedule.sent(monotonic_us());
         }
     }
