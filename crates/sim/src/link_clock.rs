@@ -29,7 +29,7 @@
 //! RTT (Indigo on that path: 28 of 200 seeds at 6.9 Mbit/s, the mean 10.62).
 
 use pantheon_link::rng::Rng;
-use pantheon_link::{Event, Path};
+use pantheon_link::{Event, PacketInfo, Path};
 
 /// The span of the link clock's phase, µs.
 pub const PHASE_SPAN_US: u64 = 1000;
@@ -48,14 +48,14 @@ pub struct PhasedPath<P> {
     phase_us: u64,
 }
 
-impl<P> PhasedPath<P> {
+impl<P: Send + std::fmt::Debug + 'static> PhasedPath<P> {
     pub fn new(path: Path<P>, phase_us: u64) -> Self {
         PhasedPath { path, phase_us }
     }
 
     /// A packet enters the path at `now_us` (run's clock).
-    pub fn push(&mut self, now_us: u64, packet: P, size_bytes: u32) {
-        self.path.push(now_us + self.phase_us, packet, size_bytes);
+    pub fn push(&mut self, now_us: u64, packet: P, info: PacketInfo) {
+        self.path.push(now_us + self.phase_us, packet, info);
     }
 
     /// The earliest run time at which `poll` has something to do.
@@ -82,8 +82,8 @@ impl<P> PhasedPath<P> {
 fn on_run_clock<P>(event: Event<P>, phase_us: u64) -> Option<Event<P>> {
     let back = |t_us: u64| t_us.checked_sub(phase_us);
     Some(match event {
-        Event::Departure { t_us, packet, size_bytes, queued_at_us } => {
-            Event::Departure { t_us: back(t_us)?, packet, size_bytes, queued_at_us: back(queued_at_us)? }
+        Event::Departure { t_us, packet, size_bytes, queued_at_us, marked } => {
+            Event::Departure { t_us: back(t_us)?, packet, size_bytes, queued_at_us: back(queued_at_us)?, marked }
         }
         Event::Drop { t_us, packet, size_bytes, cause } => Event::Drop { t_us: back(t_us)?, packet, size_bytes, cause },
         Event::LinkArrival { t_us, size_bytes } => Event::LinkArrival { t_us: back(t_us)?, size_bytes },
@@ -94,7 +94,7 @@ fn on_run_clock<P>(event: Event<P>, phase_us: u64) -> Option<Event<P>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pantheon_link::{Delivery, PathConfig, QueueLimit, Timing};
+    use pantheon_link::{Aqm, Delivery, PathConfig, QueueLimit, Timing};
 
     /// 12 Mbit/s (an opportunity every 1000 µs of the link's clock), 20 ms one way.
     fn path_12_mbps_20_ms() -> Path<u32> {
@@ -102,6 +102,7 @@ mod tests {
             delay_us: 20_000,
             loss_probability: 0.0,
             queue: QueueLimit::Infinite,
+            aqm: Aqm::DropTail,
             delivery: Delivery::Constant { rate_mbps: 12.0 },
             policer: None,
             timing: Timing::Microseconds,
@@ -111,7 +112,7 @@ mod tests {
 
     fn departure_us(phase_us: u64, sent_us: u64) -> u64 {
         let mut path = PhasedPath::new(path_12_mbps_20_ms(), phase_us);
-        path.push(sent_us, 7, 1500);
+        path.push(sent_us, 7, PacketInfo::plain(1500));
         let mut out = None;
         while out.is_none() {
             let t_us = path.next_wakeup_us().expect("a packet inside");

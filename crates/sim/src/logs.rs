@@ -25,9 +25,9 @@ use std::path::{Path as FsPath, PathBuf};
 use pantheon_format::line::LineBuffer;
 use pantheon_format::link_log::{describe, NativeLog};
 use pantheon_format::tunnel_log::{native_header_lines, native_line, Side};
-use pantheon_link::{DropCause, PathConfig};
+use pantheon_link::{DropCause, Ecn, PathConfig};
 
-use crate::observer::{Direction, Observer};
+use crate::observer::{Direction, LinkDeparture, Observer};
 use crate::scenario::Scenario;
 use crate::simulation::{ACK_INNER_BYTES, DATA_INNER_BYTES};
 
@@ -174,8 +174,17 @@ impl Logs {
         }
     }
 
-    fn tunnel_line(&mut self, pick: fn(&mut FlowLogs) -> &mut TunnelLog, flow: usize, t_us: u64, uid: u64, bytes: u32) {
-        let line = native_line(&mut self.line, t_us, uid, u64::from(bytes));
+    /// A line of one of `flow`'s tunnel logs: a datagram of `bytes` inside the tunnel, codepoint `ecn`.
+    fn tunnel_line(
+        &mut self,
+        pick: fn(&mut FlowLogs) -> &mut TunnelLog,
+        flow: usize,
+        t_us: u64,
+        uid: u64,
+        bytes: u32,
+        ecn: Ecn,
+    ) {
+        let line = native_line(&mut self.line, t_us, uid, u64::from(bytes), ecn);
         let result = pick(&mut self.flows[flow]).out.write_all(line);
         self.note(result);
     }
@@ -221,28 +230,28 @@ impl Observer for Logs {
         true
     }
 
-    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
-        self.tunnel_line(|f| &mut f.sender_ingress, flow, t_us, uid, DATA_INNER_BYTES);
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64, ecn: Ecn) {
+        self.tunnel_line(|f| &mut f.sender_ingress, flow, t_us, uid, DATA_INNER_BYTES, ecn);
     }
 
-    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, _sent_us: u64) {
-        self.tunnel_line(|f| &mut f.receiver_egress, flow, t_us, uid, DATA_INNER_BYTES);
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, _sent_us: u64, ecn: Ecn) {
+        self.tunnel_line(|f| &mut f.receiver_egress, flow, t_us, uid, DATA_INNER_BYTES, ecn);
     }
 
     fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
-        self.tunnel_line(|f| &mut f.receiver_ingress, flow, t_us, uid, ACK_INNER_BYTES);
+        self.tunnel_line(|f| &mut f.receiver_ingress, flow, t_us, uid, ACK_INNER_BYTES, Ecn::NotEct);
     }
 
     fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
-        self.tunnel_line(|f| &mut f.sender_egress, flow, t_us, uid, ACK_INNER_BYTES);
+        self.tunnel_line(|f| &mut f.sender_egress, flow, t_us, uid, ACK_INNER_BYTES, Ecn::NotEct);
     }
 
     fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
         self.link(direction).entry(t_us, link_uid, bytes);
     }
 
-    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
-        let result = self.link(direction).departure(t_us, link_uid, bytes, t_us - entry_us, 0);
+    fn link_departure(&mut self, direction: Direction, d: LinkDeparture) {
+        let result = self.link(direction).departure(d.t_us, d.link_uid, d.bytes, d.t_us - d.entry_us, 0, d.marked);
         self.note(result);
     }
 

@@ -136,7 +136,12 @@ mod tests {
 
     #[test]
     fn a_run_out_of_order_is_sorted() {
-        let reordered = Crossings { uid: vec![0, 1], send_us: vec![10, 11], recv_us: vec![Some(40), Some(30)] };
+        let reordered = Crossings {
+            uid: vec![0, 1],
+            send_us: vec![10, 11],
+            recv_us: vec![Some(40), Some(30)],
+            ..Crossings::default()
+        };
         let lines: Vec<_> = lines_in_order(&[&reordered], &[]).collect();
         assert_eq!(lines, [(10, 0), (11, 2), (30, 3), (40, 1)]);
     }
@@ -148,7 +153,8 @@ mod tests {
         zero.uid.push(0);
         zero.send_us.push(20);
         zero.recv_us.push(None);
-        let one = Crossings { uid: vec![0, 1], send_us: vec![10, 20], recv_us: vec![Some(20), None] };
+        let one =
+            Crossings { uid: vec![0, 1], send_us: vec![10, 20], recv_us: vec![Some(20), None], ..Crossings::default() };
         let lines: Vec<_> = lines_in_order(&[&zero, &one], &[20]).collect();
         let one_base = 1 << FLOW_SHIFT;
         assert_eq!(lines, [(10, one_base), (20, 0), (20, one_base | 1), (20, one_base | 2), (20, OPPORTUNITY)]);

@@ -5,24 +5,30 @@
 //!   fewer than two deliveries or a span of zero;
 //! - one-way delay of each delivered datagram (receive − send time), its 95th percentile by
 //!   nearest rank (the ⌈0.95·n⌉-th smallest) and its mean, in ms;
-//! - loss rate: 1 − bytes delivered / bytes sent; a datagram still in flight at the end never arrived.
+//! - loss rate: 1 − bytes delivered / bytes sent; a datagram still in flight at the end never arrived;
+//! - CE rate: the share of delivered datagrams that arrived marked CE (a queue's ECN signal); none
+//!   for a flow that sent nothing ECN-capable.
 //!
 //! Sizes are the tunnel logs' (inner datagrams). A delivery is always matched to its send here
 //! (the simulation hands over both times), so nothing is left out as the log reader must.
 
 use serde::{Deserialize, Serialize};
 
+use pantheon_link::Ecn;
+
 use crate::observer::Observer;
 use crate::simulation::DATA_INNER_BYTES;
 
 /// One flow's numbers, as `pantheon-sim` prints them (FLOW_METRICS of docs/sim.md). A delay is
-/// `None` when nothing was delivered, the loss when nothing was sent.
+/// `None` when nothing was delivered (the CE rate too, and when nothing sent was ECN-capable), the
+/// loss when nothing was sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowMetrics {
     pub throughput_mbps: f64,
     pub delay_p95_ms: Option<f64>,
     pub delay_mean_ms: Option<f64>,
     pub loss_rate: Option<f64>,
+    pub ce_rate: Option<f64>,
     pub sent_packets: u64,
     pub delivered_packets: u64,
 }
@@ -35,6 +41,10 @@ pub struct FlowTally {
     pub delivered_bytes: u64,
     pub first_delivery_us: Option<u64>,
     pub last_delivery_us: u64,
+    /// Datagrams sent ECN-capable.
+    pub ect_packets: u64,
+    /// Delivered datagrams that arrived marked CE.
+    pub ce_packets: u64,
     /// One-way delay of every delivered datagram, µs, in delivery order.
     pub delays_us: Vec<u64>,
 }
@@ -49,12 +59,16 @@ pub fn nearest_rank(values: &mut [u64], percent: u64) -> Option<u64> {
 }
 
 impl FlowTally {
-    pub fn sent(&mut self, bytes: u64) {
+    /// A datagram of `bytes` left; `ect`: ECN-capable.
+    pub fn sent(&mut self, bytes: u64, ect: bool) {
         self.sent_packets += 1;
+        self.ect_packets += u64::from(ect);
         self.sent_bytes += bytes;
     }
 
-    pub fn delivered(&mut self, bytes: u64, t_us: u64, delay_us: u64) {
+    /// A datagram of `bytes` arrived at `t_us` after `delay_us`; `ce`: marked CE.
+    pub fn delivered(&mut self, bytes: u64, t_us: u64, delay_us: u64, ce: bool) {
+        self.ce_packets += u64::from(ce);
         self.first_delivery_us.get_or_insert(t_us);
         self.last_delivery_us = t_us;
         self.delivered_bytes += bytes;
@@ -77,6 +91,8 @@ impl FlowTally {
             delay_p95_ms: nearest_rank(&mut self.delays_us, 95).map(|d| d as f64 / 1000.0),
             delay_mean_ms,
             loss_rate: (self.sent_bytes > 0).then(|| 1.0 - self.delivered_bytes as f64 / self.sent_bytes as f64),
+            ce_rate: (delivered_packets > 0 && self.ect_packets > 0)
+                .then(|| self.ce_packets as f64 / delivered_packets as f64),
             sent_packets: self.sent_packets,
             delivered_packets,
         }
@@ -102,12 +118,12 @@ impl Metrics {
 }
 
 impl Observer for Metrics {
-    fn data_sent(&mut self, flow: usize, _uid: u64, _t_us: u64) {
-        self.flows[flow].sent(u64::from(DATA_INNER_BYTES));
+    fn data_sent(&mut self, flow: usize, _uid: u64, _t_us: u64, ecn: Ecn) {
+        self.flows[flow].sent(u64::from(DATA_INNER_BYTES), ecn.is_capable());
     }
 
-    fn data_received(&mut self, flow: usize, _uid: u64, t_us: u64, sent_us: u64) {
-        self.flows[flow].delivered(u64::from(DATA_INNER_BYTES), t_us, t_us - sent_us);
+    fn data_received(&mut self, flow: usize, _uid: u64, t_us: u64, sent_us: u64, ecn: Ecn) {
+        self.flows[flow].delivered(u64::from(DATA_INNER_BYTES), t_us, t_us - sent_us, ecn == Ecn::Ce);
     }
 }
 
@@ -129,23 +145,27 @@ mod tests {
     fn metrics_of_a_small_flow_by_hand() {
         let mut t = FlowTally::default();
         for _ in 0..4 {
-            t.sent(1464);
+            t.sent(1464, true);
         }
-        // Three of four delivered at 10, 11, 12 ms with delays 20, 21, 30 ms.
-        t.delivered(1464, 10_000, 20_000);
-        t.delivered(1464, 11_000, 21_000);
-        t.delivered(1464, 12_000, 30_000);
+        // Three of four delivered at 10, 11, 12 ms with delays 20, 21, 30 ms; the second marked CE.
+        t.delivered(1464, 10_000, 20_000, false);
+        t.delivered(1464, 11_000, 21_000, true);
+        t.delivered(1464, 12_000, 30_000, false);
         let m = t.metrics();
         assert_eq!(m.throughput_mbps, 3.0 * 1464.0 * 8.0 / 2000.0);
         assert_eq!(m.delay_p95_ms, Some(30.0));
         assert!((m.delay_mean_ms.unwrap() - 71.0 / 3.0).abs() < 1e-12);
         assert_eq!(m.loss_rate, Some(0.25));
+        assert_eq!(m.ce_rate, Some(1.0 / 3.0));
         assert_eq!((m.sent_packets, m.delivered_packets), (4, 3));
     }
 
     #[test]
     fn a_silent_flow_has_no_delays() {
         let m = FlowTally::default().metrics();
-        assert_eq!((m.throughput_mbps, m.delay_p95_ms, m.delay_mean_ms, m.loss_rate), (0.0, None, None, None));
+        assert_eq!(
+            (m.throughput_mbps, m.delay_p95_ms, m.delay_mean_ms, m.loss_rate, m.ce_rate),
+            (0.0, None, None, None, None)
+        );
     }
 }

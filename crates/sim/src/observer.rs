@@ -10,7 +10,7 @@
 //! is 0), as in the harness's file names and records.
 
 use pantheon_cc::indigo::Records;
-use pantheon_link::DropCause;
+use pantheon_link::{DropCause, Ecn};
 
 /// A direction of the path: the uplink carries data from the senders, the downlink carries
 /// acknowledgements back (docs/harness.md: data flows on the emulator's uplink).
@@ -20,6 +20,17 @@ pub enum Direction {
     Downlink,
 }
 
+/// A datagram leaving a direction of the path (the link log's `-` line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkDeparture {
+    pub t_us: u64,
+    pub link_uid: u64,
+    pub bytes: u32,
+    pub entry_us: u64,
+    /// The queue set CE on it.
+    pub marked: bool,
+}
+
 /// Every method has a default that ignores the event, so an observer names only what it uses.
 pub trait Observer {
     /// Whether the paths must report every delivery opportunity, used or not (the link logs'
@@ -27,10 +38,11 @@ pub trait Observer {
     fn records_link(&self) -> bool {
         false
     }
-    /// Data datagram `uid` of `flow` entered the tunnel at its sender.
-    fn data_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
-    /// It left the tunnel at the receiver; it had been sent at `sent_us`.
-    fn data_received(&mut self, _flow: usize, _uid: u64, _t_us: u64, _sent_us: u64) {}
+    /// Data datagram `uid` of `flow` entered the tunnel at its sender, carrying ECN codepoint `ecn`.
+    fn data_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64, _ecn: Ecn) {}
+    /// It left the tunnel at the receiver; it had been sent at `sent_us`; `ecn` is its codepoint
+    /// on arrival (CE if a queue marked it).
+    fn data_received(&mut self, _flow: usize, _uid: u64, _t_us: u64, _sent_us: u64, _ecn: Ecn) {}
     /// Acknowledgement `uid` of `flow` entered the tunnel at the receiver.
     fn ack_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
     /// It left the tunnel at the sender.
@@ -38,7 +50,8 @@ pub trait Observer {
     /// A datagram of `bytes` (on the path: tunnel overhead included) entered a direction; the
     /// direction numbers its datagrams from 0 in this order.
     fn link_entry(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32) {}
-    fn link_departure(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _entry_us: u64) {}
+    /// It left a direction; `marked`: the queue set CE on it.
+    fn link_departure(&mut self, _direction: Direction, _departure: LinkDeparture) {}
     fn link_drop(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _cause: DropCause) {}
     fn link_opportunity(&mut self, _direction: Direction, _t_us: u64) {}
     /// At the run's end: the decision records of `flow`'s controller, if it kept them (Indigo's
@@ -51,11 +64,11 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn records_link(&self) -> bool {
         (**self).records_link()
     }
-    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
-        (**self).data_sent(flow, uid, t_us);
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64, ecn: Ecn) {
+        (**self).data_sent(flow, uid, t_us, ecn);
     }
-    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64) {
-        (**self).data_received(flow, uid, t_us, sent_us);
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64, ecn: Ecn) {
+        (**self).data_received(flow, uid, t_us, sent_us, ecn);
     }
     fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
         (**self).ack_sent(flow, uid, t_us);
@@ -66,8 +79,8 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
         (**self).link_entry(direction, t_us, link_uid, bytes);
     }
-    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
-        (**self).link_departure(direction, t_us, link_uid, bytes, entry_us);
+    fn link_departure(&mut self, direction: Direction, departure: LinkDeparture) {
+        (**self).link_departure(direction, departure);
     }
     fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {
         (**self).link_drop(direction, t_us, link_uid, bytes, cause);
@@ -85,13 +98,13 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn records_link(&self) -> bool {
         self.0.records_link() || self.1.records_link()
     }
-    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
-        self.0.data_sent(flow, uid, t_us);
-        self.1.data_sent(flow, uid, t_us);
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64, ecn: Ecn) {
+        self.0.data_sent(flow, uid, t_us, ecn);
+        self.1.data_sent(flow, uid, t_us, ecn);
     }
-    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64) {
-        self.0.data_received(flow, uid, t_us, sent_us);
-        self.1.data_received(flow, uid, t_us, sent_us);
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64, ecn: Ecn) {
+        self.0.data_received(flow, uid, t_us, sent_us, ecn);
+        self.1.data_received(flow, uid, t_us, sent_us, ecn);
     }
     fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
         self.0.ack_sent(flow, uid, t_us);
@@ -105,9 +118,9 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.link_entry(direction, t_us, link_uid, bytes);
         self.1.link_entry(direction, t_us, link_uid, bytes);
     }
-    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
-        self.0.link_departure(direction, t_us, link_uid, bytes, entry_us);
-        self.1.link_departure(direction, t_us, link_uid, bytes, entry_us);
+    fn link_departure(&mut self, direction: Direction, departure: LinkDeparture) {
+        self.0.link_departure(direction, departure);
+        self.1.link_departure(direction, departure);
     }
     fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {
         self.0.link_drop(direction, t_us, link_uid, bytes, cause);
@@ -128,14 +141,14 @@ impl<O: Observer> Observer for Option<O> {
     fn records_link(&self) -> bool {
         self.as_ref().is_some_and(O::records_link)
     }
-    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
+    fn data_sent(&mut self, flow: usize, uid: u64, t_us: u64, ecn: Ecn) {
         if let Some(o) = self {
-            o.data_sent(flow, uid, t_us);
+            o.data_sent(flow, uid, t_us, ecn);
         }
     }
-    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64) {
+    fn data_received(&mut self, flow: usize, uid: u64, t_us: u64, sent_us: u64, ecn: Ecn) {
         if let Some(o) = self {
-            o.data_received(flow, uid, t_us, sent_us);
+            o.data_received(flow, uid, t_us, sent_us, ecn);
         }
     }
     fn ack_sent(&mut self, flow: usize, uid: u64, t_us: u64) {
@@ -153,9 +166,9 @@ impl<O: Observer> Observer for Option<O> {
             o.link_entry(direction, t_us, link_uid, bytes);
         }
     }
-    fn link_departure(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, entry_us: u64) {
+    fn link_departure(&mut self, direction: Direction, departure: LinkDeparture) {
         if let Some(o) = self {
-            o.link_departure(direction, t_us, link_uid, bytes, entry_us);
+            o.link_departure(direction, departure);
         }
     }
     fn link_drop(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32, cause: DropCause) {

@@ -15,6 +15,8 @@ use crate::link_clock::link_phase_us;
 pub struct FlowPlan {
     /// A crates/cc spec (`copa:delta=0.5`); the sender adds `mss_bytes=1464` as pantheon-udp does.
     pub cc: String,
+    /// The spec's `ecn=1`: the flow's datagrams are ECN-capable (flow/controller.rs).
+    pub ecn: bool,
     pub start_us: u64,
     pub end_us: u64,
 }
@@ -94,6 +96,7 @@ impl FlowPlan {
     ) -> Result<FlowPlan, String> {
         let name = format!("flow {number}");
         pantheon_cc::flow::controller::build(cc).map_err(|e| format!("{name} ({cc}): {e}"))?;
+        let ecn = pantheon_cc::flow::controller::ecn(cc).map_err(|e| format!("{name} ({cc}): {e}"))?;
         let start_us = seconds(&format!("{name}: the start"), start_s, true)?;
         if start_us >= runtime_us {
             return Err(format!(
@@ -106,7 +109,7 @@ impl FlowPlan {
             Some(d) => start_us.saturating_add(seconds(&format!("{name}: the duration"), d, false)?).min(runtime_us),
             None => runtime_us,
         };
-        Ok(FlowPlan { cc: cc.trim().to_string(), start_us, end_us })
+        Ok(FlowPlan { cc: cc.trim().to_string(), ecn, start_us, end_us })
     }
 
     /// A `--flow SPEC[@START_S[+DURATION_S]]` argument. A controller spec never holds '@'.

@@ -51,11 +51,11 @@ use pantheon_cc::indigo::Indigo;
 use pantheon_cc::CongestionControl;
 use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::stalls::Stalls;
-use pantheon_link::{Event, Path};
+use pantheon_link::{Ecn, Event, PacketInfo, Path};
 
 use crate::host::{machine_stalls, HostLatency};
 use crate::link_clock::PhasedPath;
-use crate::observer::{Direction, Observer};
+use crate::observer::{Direction, LinkDeparture, Observer};
 use crate::scenario::Scenario;
 
 /// A data datagram as the sender's tunnel sees it (the IP packet pantheon-udp sends).
@@ -91,6 +91,22 @@ struct Packet {
     entry_us: u64,
     /// For an acknowledgement, when the receiver got the data (the stamp it carries).
     peer_recv_us: u64,
+    /// For data, the ECN codepoint it was sent with; acknowledgements are Not-ECT.
+    ecn: Ecn,
+    /// For an acknowledgement, the receiver's count of CE-marked data so far (the echo it carries).
+    ce_count: u64,
+}
+
+impl Packet {
+    /// What the link model sees of it: its size on the path, its codepoint, its flow.
+    fn info(&self, size_bytes: u32) -> PacketInfo {
+        PacketInfo { size_bytes, ecn: self.ecn, flow: u64::from(self.flow) }
+    }
+
+    /// Its departure from a direction at `t_us`, as the link log has it.
+    fn departure(&self, t_us: u64, bytes: u32, marked: bool) -> LinkDeparture {
+        LinkDeparture { t_us, link_uid: self.link_uid, bytes, entry_us: self.entry_us, marked }
+    }
 }
 
 /// An acknowledgement that left the path, waiting for its sender to read it.
@@ -99,6 +115,7 @@ struct Unread {
     read_us: u64,
     seq: u64,
     peer_recv_us: u64,
+    ce_count: u64,
 }
 
 struct FlowState {
@@ -110,6 +127,9 @@ struct FlowState {
     wake_us: u64,
     /// The receiver's tunnel UID of the next acknowledgement.
     next_ack_uid: u64,
+    /// Data datagrams the receiver got marked CE (echoed in every acknowledgement, as
+    /// pantheon-udp's receiver does).
+    ce_received: u64,
     /// Wake-up latencies of this flow's receiver and sender.
     host: HostLatency,
     /// Acknowledgements arrived but not yet read, in reading order.
@@ -183,11 +203,12 @@ impl<O: Observer> Simulation<O> {
             .zip(controllers)
             .enumerate()
             .map(|(i, (plan, cc))| FlowState {
-                sender: Flow::new(cc),
+                sender: Flow::new(cc).with_ecn(plan.ecn),
                 start_us: plan.start_us,
                 end_us: plan.end_us,
                 wake_us: plan.start_us,
                 next_ack_uid: 0,
+                ce_received: 0,
                 host: HostLatency::new(paths.seed, i),
                 unread: VecDeque::with_capacity(1024),
             })
@@ -299,11 +320,13 @@ impl<O: Observer> Simulation<O> {
         uplink.poll(t_us, &mut |event| {
             totals.events += 1;
             match event {
-                Event::Departure { t_us, packet, size_bytes, .. } => {
-                    observer.link_departure(Direction::Uplink, t_us, packet.link_uid, size_bytes, packet.entry_us);
+                Event::Departure { t_us, packet, size_bytes, marked, .. } => {
+                    observer.link_departure(Direction::Uplink, packet.departure(t_us, size_bytes, marked));
                     let f = packet.flow as usize;
-                    observer.data_received(f, packet.uid, t_us, packet.entry_us);
+                    let arrived_ecn = if marked { Ecn::Ce } else { packet.ecn };
+                    observer.data_received(f, packet.uid, t_us, packet.entry_us, arrived_ecn);
                     let flow = &mut flows[f];
+                    flow.ce_received += u64::from(arrived_ecn == Ecn::Ce);
                     let sent_us = (receiver_stalls.resume_us(t_us) + flow.host.next_us()).max(*last_ack_entry_us);
                     *last_ack_entry_us = sent_us;
                     let ack = Packet {
@@ -313,12 +336,14 @@ impl<O: Observer> Simulation<O> {
                         link_uid: *next_downlink_uid,
                         entry_us: sent_us,
                         peer_recv_us: t_us,
+                        ecn: Ecn::NotEct,
+                        ce_count: flow.ce_received,
                     };
                     flow.next_ack_uid += 1;
                     *next_downlink_uid += 1;
                     observer.ack_sent(f, ack.uid, sent_us);
                     observer.link_entry(Direction::Downlink, sent_us, ack.link_uid, ACK_PATH_BYTES);
-                    downlink.push(sent_us, ack, ACK_PATH_BYTES);
+                    downlink.push(sent_us, ack, ack.info(ACK_PATH_BYTES));
                     totals.events += 1;
                 }
                 Event::Drop { t_us, packet, size_bytes, cause } => {
@@ -336,15 +361,21 @@ impl<O: Observer> Simulation<O> {
         downlink.poll(t_us, &mut |event| {
             totals.events += 1;
             match event {
-                Event::Departure { t_us, packet, size_bytes, .. } => {
-                    observer.link_departure(Direction::Downlink, t_us, packet.link_uid, size_bytes, packet.entry_us);
+                Event::Departure { t_us, packet, size_bytes, marked, .. } => {
+                    observer.link_departure(Direction::Downlink, packet.departure(t_us, size_bytes, marked));
                     let f = packet.flow as usize;
                     observer.ack_received(f, packet.uid, t_us);
                     let flow = &mut flows[f];
                     if flow.start_us <= t_us && t_us < flow.end_us {
                         let after_us = flow.unread.back().map_or(0, |u| u.read_us);
                         let read_us = (sender_stalls.resume_us(t_us) + flow.host.next_us()).max(after_us);
-                        flow.unread.push_back(Unread { read_us, seq: packet.seq, peer_recv_us: packet.peer_recv_us });
+                        let ack = Unread {
+                            read_us,
+                            seq: packet.seq,
+                            peer_recv_us: packet.peer_recv_us,
+                            ce_count: packet.ce_count,
+                        };
+                        flow.unread.push_back(ack);
                         flow.wake_us = flow.wake_us.min(read_us);
                     }
                 }
@@ -371,7 +402,7 @@ impl<O: Observer> Simulation<O> {
         while let Some(ack) = flow.unread.front().copied().filter(|u| u.read_us <= t_us) {
             flow.unread.pop_front();
             // The receiver's clock is the run's: only its differences matter.
-            flow.sender.on_ack(now, ack.seq, ack.peer_recv_us);
+            flow.sender.on_ack(now, ack.seq, ack.peer_recv_us, ack.ce_count);
             flow.sender.detect_losses(now);
         }
         flow.sender.run_timers(now);
@@ -386,11 +417,13 @@ impl<O: Observer> Simulation<O> {
                         link_uid: *next_uplink_uid,
                         entry_us: t_us,
                         peer_recv_us: 0,
+                        ecn: flow.sender.ecn(),
+                        ce_count: 0,
                     };
                     *next_uplink_uid += 1;
-                    observer.data_sent(i, seq, t_us);
+                    observer.data_sent(i, seq, t_us, packet.ecn);
                     observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);
-                    uplink.push(t_us, packet, DATA_PATH_BYTES);
+                    uplink.push(t_us, packet, packet.info(DATA_PATH_BYTES));
                     flow.sender.on_sent(now, permit);
                     totals.events += 1;
                 }

@@ -141,17 +141,17 @@ fn logs_are_the_tunnels_and_the_emulators_formats() {
     // 20 008, 21 008, ... µs of the run's.
     assert_eq!(pantheon_sim::link_clock::link_phase_us(0), 992);
     let sent = body(&dir.join("flow0.sender.ingress.log"));
-    assert_eq!(sent[..2], ["0 0 1464", "0 1 1464"]);
+    assert_eq!(sent[..2], ["0 0 1464 0", "0 1 1464 0"]);
     let received = body(&dir.join("flow0.receiver.egress.log"));
-    assert_eq!(received[..2], ["20008 0 1464", "21008 1 1464"]);
+    assert_eq!(received[..2], ["20008 0 1464 0", "21008 1 1464 0"]);
     // Each is acknowledged (60 bytes) a host's wake-up later (at least 15 µs, host.rs)...
     let acks = body(&dir.join("flow0.receiver.ingress.log"));
-    let ack_sent_us: u64 = acks[0].strip_suffix(" 0 60").unwrap().parse().unwrap();
+    let ack_sent_us: u64 = acks[0].strip_suffix(" 0 60 0").unwrap().parse().unwrap();
     assert!((20_023..21_008).contains(&ack_sent_us), "{}", acks[0]);
     // ... so, 20 ms later, it just misses the downlink's opportunity at 40 008 µs and takes the
     // next (96 bytes on the path).
     let acked = body(&dir.join("flow0.sender.egress.log"));
-    assert_eq!(acked[0], "41008 0 60");
+    assert_eq!(acked[0], "41008 0 60 0");
     let uplink = body(&dir.join("uplink.log"));
     assert_eq!(uplink[0], "0 + 0 1500");
     assert!(uplink.contains(&"20008 - 0 1500 20008 0".to_string()), "departure line with delay and lateness");
@@ -166,7 +166,7 @@ fn a_link_phase_of_zero_puts_the_flows_start_on_the_links_clock() {
     let dir = scratch.join("run");
     run_ok(&dir, &[PATH, &["--flow", "cubic", "--link-phase-us", "0"]].concat());
     let received = body(&dir.join("flow0.receiver.egress.log"));
-    assert_eq!(received[..2], ["20000 0 1464", "21000 1 1464"]);
+    assert_eq!(received[..2], ["20000 0 1464 0", "21000 1 1464 0"]);
     let out = sim(&["run", "--out", dir.to_str().unwrap(), "--flow", "cubic", "--link-phase-us", "1000"]);
     assert_eq!(out.status.code(), Some(2));
 }

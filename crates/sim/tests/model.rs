@@ -75,8 +75,8 @@ fn a_flow_starting_at_10_s_sends_nothing_before_and_both_flows_deliver() {
         ],
     );
     let second = tunnel_log(&dir.join("flow1.sender.ingress.log"));
-    let first_send_us = second.values().map(|&(t, _)| t).min().unwrap();
-    let last_send_us = second.values().map(|&(t, _)| t).max().unwrap();
+    let first_send_us = second.values().map(|&(t, ..)| t).min().unwrap();
+    let last_send_us = second.values().map(|&(t, ..)| t).max().unwrap();
     assert_eq!(first_send_us, 10_000_000, "flow 2 starts at exactly 10 s");
     assert!(last_send_us < 25_000_000, "flow 2 stops at 25 s");
     for (i, flow) in summary["flows"].as_array().unwrap().iter().enumerate() {
@@ -85,27 +85,41 @@ fn a_flow_starting_at_10_s_sends_nothing_before_and_both_flows_deliver() {
     }
     // Flow 2's in-flight datagrams still arrive after its end, and are acknowledged.
     let received = tunnel_log(&dir.join("flow1.receiver.egress.log"));
-    assert!(received.values().any(|&(t, _)| t > 25_000_000));
+    assert!(received.values().any(|&(t, ..)| t > 25_000_000));
     let acks_sent = tunnel_log(&dir.join("flow1.receiver.ingress.log"));
     assert_eq!(acks_sent.len(), received.len(), "one acknowledgement per data datagram");
 }
 
 /// The metrics `pantheon analyze` computes from a run's tunnel logs: data sent in the sender's
-/// ingress log, matched by uid to the receiver's egress log.
+/// ingress log, matched by uid to the receiver's egress log (CE: codepoint 3 there).
 fn metrics_from_logs(dir: &std::path::Path, flow: usize) -> FlowMetrics {
     let sent = tunnel_log(&dir.join(format!("flow{flow}.sender.ingress.log")));
     let received = tunnel_log(&dir.join(format!("flow{flow}.receiver.egress.log")));
-    let mut deliveries: Vec<(u64, u64, u64)> =
-        received.iter().map(|(uid, &(t, bytes))| (t, bytes, t - sent[uid].0)).collect();
+    let mut deliveries: Vec<(u64, u64, u64, bool)> =
+        received.iter().map(|(uid, &(t, bytes, ecn))| (t, bytes, t - sent[uid].0, ecn == 3)).collect();
     deliveries.sort();
     let mut tally = FlowTally::default();
-    for &(_, bytes) in sent.values() {
-        tally.sent(bytes);
+    for &(_, bytes, ecn) in sent.values() {
+        tally.sent(bytes, ecn != 0);
     }
-    for (t, bytes, delay) in deliveries {
-        tally.delivered(bytes, t, delay);
+    for (t, bytes, delay, ce) in deliveries {
+        tally.delivered(bytes, t, delay, ce);
     }
     tally.metrics()
+}
+
+#[test]
+fn the_ce_rate_is_that_of_the_receivers_tunnel_log() {
+    let scratch = Scratch::new("ce-rate");
+    let dir = scratch.join("run");
+    let path = ["--delay", "20", "--uplink-queue", "codel", "--uplink-queue-args", "packets=100"];
+    let summary = run_ok(&dir, &[&path[..], &["--flow", "cubic:ecn=1", "--runtime-s", "10"]].concat());
+    let m: FlowMetrics = serde_json::from_value(summary["flows"][0].clone()).unwrap();
+    let from_logs = metrics_from_logs(&dir, 0);
+    assert_eq!(m.ce_rate, from_logs.ce_rate);
+    assert!(m.ce_rate.unwrap() > 0.0, "CoDel marks an ECN-capable Cubic: {m:?}");
+    let sent = tunnel_log(&dir.join("flow0.sender.ingress.log"));
+    assert!(sent.values().all(|&(.., ecn)| ecn == 2), "every datagram leaves ECT(0)");
 }
 
 #[test]
@@ -129,6 +143,7 @@ fn run_and_batch_metrics_are_those_of_the_logs() {
         assert!((m.delay_mean_ms.unwrap() - from_logs.delay_mean_ms.unwrap()).abs() < 1e-9);
         assert!((m.loss_rate.unwrap() - from_logs.loss_rate.unwrap()).abs() < 1e-12);
         assert!(m.loss_rate.unwrap() > 0.0, "1% random loss shows");
+        assert_eq!(m.ce_rate, None, "nothing is ECN-capable");
     }
 
     // The same run as a batch job, beside two bad jobs that must not stop it.

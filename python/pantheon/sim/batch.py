@@ -100,6 +100,8 @@ class FlowMetrics:
     delay_p95_ms: float | None
     delay_mean_ms: float | None
     loss_rate: float | None
+    ce_rate: float | None
+    """Delivered datagrams that arrived marked CE (a queue's ECN signal), of all delivered."""
     sent_packets: int
     delivered_packets: int
     decisions: Decisions | None = None

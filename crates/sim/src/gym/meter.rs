@@ -3,7 +3,7 @@
 //! datagrams, a datagram's delay is its one-way delay (receive − send time), and a datagram counts
 //! in the interval in which it is delivered or dropped.
 
-use pantheon_link::DropCause;
+use pantheon_link::{DropCause, Ecn};
 
 use crate::observer::{Direction, Observer};
 use crate::simulation::DATA_INNER_BYTES;
@@ -44,11 +44,11 @@ impl Meter {
 }
 
 impl Observer for Meter {
-    fn data_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64) {
+    fn data_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64, _ecn: Ecn) {
         self.sent_packets += 1;
     }
 
-    fn data_received(&mut self, _flow: usize, _uid: u64, t_us: u64, sent_us: u64) {
+    fn data_received(&mut self, _flow: usize, _uid: u64, t_us: u64, sent_us: u64, _ecn: Ecn) {
         self.delivered_packets += 1;
         self.delay_sum_us += t_us - sent_us;
     }
@@ -67,9 +67,9 @@ mod tests {
     #[test]
     fn an_interval_by_hand() {
         let mut m = Meter::default();
-        m.data_received(0, 0, 30_000, 10_000);
-        m.data_received(0, 1, 31_000, 11_000);
-        m.data_received(0, 2, 36_000, 11_000);
+        m.data_received(0, 0, 30_000, 10_000, Ecn::NotEct);
+        m.data_received(0, 1, 31_000, 11_000, Ecn::NotEct);
+        m.data_received(0, 2, 36_000, 11_000, Ecn::NotEct);
         m.link_drop(Direction::Uplink, 36_000, 7, 1500, DropCause::Queue);
         m.link_drop(Direction::Downlink, 36_000, 3, 96, DropCause::Queue);
         // 3 datagrams of 1464 bytes in 10 ms: 3.5136 Mbit/s; delays 20, 20, 25 ms.

@@ -44,14 +44,14 @@ pub fn run_ok(dir: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("one JSON line")
 }
 
-/// uid -> (t_us, bytes) of a native tunnel log.
-pub fn tunnel_log(path: &Path) -> HashMap<u64, (u64, u64)> {
+/// uid -> (t_us, bytes, ECN codepoint: 0 in a log without the column) of a native tunnel log.
+pub fn tunnel_log(path: &Path) -> HashMap<u64, (u64, u64, u64)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .map(|l| {
             let v: Vec<u64> = l.split(' ').map(|x| x.parse().unwrap()).collect();
-            (v[1], (v[0], v[2]))
+            (v[1], (v[0], v[2], v.get(3).copied().unwrap_or(0)))
         })
         .collect()
 }
