@@ -68,7 +68,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     emulators = sub.add_parser(
         "emulators", help="list Pantheon's emulated paths (use one with --emulator NAME)",
         description="List Pantheon's emulated paths: the original Pantheon's calibrated emulators, policers, ACK "
-        "aggregation and buffer sweeps (presets/*.toml), each with its delay and both directions' delivery, queue "
-        "and loss. Give one to pantheon emulate, test local or sim as --emulator NAME.",
+        "aggregation and buffer sweeps, and paths behind today's AQMs (CoDel, FQ-CoDel, DualPI2) (presets/*.toml), "
+        "each with its delay and both directions' delivery, queue and loss. Give one to pantheon emulate, test local "
+        "or sim as --emulator NAME.",
         epilog="example:\n  pantheon emulators")
     emulators.set_defaults(run=_emulators)

@@ -18,16 +18,19 @@ from datetime import datetime
 from pathlib import Path
 
 from pantheon import plan as plans
-from pantheon import presets
+from pantheon import presets, queues
 from pantheon.errors import PantheonError
 
 _DIRECTION_OPTIONS = (
     ("rate", "MBPS", "{d} constant rate in Mbit/s, or 'unlimited' (default 12)"),
     ("trace", "FILE", "{d} Mahimahi trace: one line per 1500-byte delivery opportunity, in ms; loops"),
     ("poisson", "MBPS", "{d} Poisson deliveries at this mean rate in Mbit/s"),
-    ("queue", "KIND", "{d} queue discipline: droptail (needs a limit) or infinite (default)"),
-    ("queue-packets", "N", "{d} DropTail limit in packets"),
-    ("queue-bytes", "N", "{d} DropTail limit in bytes"),
+    ("queue", "KIND", "{d} queue discipline: droptail (needs a limit), infinite (default), or an AQM: codel, pie, "
+     "fq-codel, red, dualpi2 (docs/emulator.md)"),
+    ("queue-packets", "N", "{d} queue limit in packets"),
+    ("queue-bytes", "N", "{d} queue limit in bytes"),
+    ("queue-args", "ARGS", "{d} queue parameters in Mahimahi's form, e.g. packets=1000,target=5,interval=100 "
+     "(ms; each AQM's keys in docs/emulator.md)"),
     ("loss", "P", "{d} i.i.d. loss probability in [0, 1] (default 0)"),
     ("policer", "MBPS,BYTES", "{d} token-bucket policer: rate in Mbit/s and bucket depth in bytes"),
 )
@@ -77,6 +80,10 @@ def add_run_options(parser: argparse.ArgumentParser, *, clock: str, run_times_he
     parser.add_argument("--flows", type=int, default=1, help="flows per run (default 1)")
     parser.add_argument("--interval", type=float, default=0.0, help=f"{clock}seconds between flow starts (default 0)")
     parser.add_argument("--seed", type=int, default=0, help=seed_help)
+    parser.add_argument("--ecn", action="store_true",
+                        help="every flow negotiates ECN (RFC 3168): kernel TCP with net.ipv4.tcp_ecn=1 in the flow's own "
+                        "namespaces, pantheon-udp controllers with ecn=1; DCTCP and Prague always do (a scenario's flows "
+                        "say it one by one: ecn = true)")
 
 
 def seed_of(base_seed: int, repetition: int) -> int:
@@ -105,8 +112,8 @@ def add_path_options(parser: argparse.ArgumentParser, *, host: bool = False) -> 
         path.add_argument(flag, action=_PathOption, dest="path_options", default=[], metavar=metavar, help=text)
 
 
-def _direction(values: dict[str, str], d: str) -> tuple[str, str]:
-    """A direction's delivery, and its DropTail limit ("" for an infinite queue), in words."""
+def _delivery(values: dict[str, str], d: str) -> str:
+    """A direction's delivery, loss and policer, in words."""
     if trace := values.get(f"--{d}-trace"):
         rate = f"trace {Path(trace).name}"
     elif poisson := values.get(f"--{d}-poisson"):
@@ -114,32 +121,22 @@ def _direction(values: dict[str, str], d: str) -> tuple[str, str]:
     else:
         given = values.get(f"--{d}-rate", "12")
         rate = "unlimited rate" if given == "unlimited" else f"{given} Mbit/s"
-    if packets := values.get(f"--{d}-queue-packets"):
-        queue = f"{packets} packets"
-    elif queue_bytes := values.get(f"--{d}-queue-bytes"):
-        queue = f"{queue_bytes} bytes"
-    else:
-        queue = ""
     if loss := values.get(f"--{d}-loss"):
         rate += f", loss {loss}"
     if policer := values.get(f"--{d}-policer"):
         rate += f", policer {policer} (Mbit/s, bytes)"
-    return rate, queue
+    return rate
 
 
 def describe_path(options: list[str], emulator: str | None = None) -> str:
     """The emulated path in one line, from its options (`--flag value` pairs, a preset's merged
     with the user's: expanded_path_options): what `test local` and `sim` print as they start, e.g.
-    "12 Mbit/s each way, 0 ms, infinite queues (the default; ...)"."""
-    values = dict(zip(options[0::2], options[1::2]))
-    up, down = _direction(values, "uplink"), _direction(values, "downlink")
-    rates = f"{up[0]} each way" if up[0] == down[0] else f"uplink {up[0]}, downlink {down[0]}"
-    if up[1] == down[1]:
-        queues = f"DropTail queues of {up[1]}" if up[1] else "infinite queues"
-    else:
-        queues = ", ".join(f"{d} queue {f'DropTail {limit}' if limit else 'infinite'}"
-                           for d, limit in (("uplink", up[1]), ("downlink", down[1])))
-    line = f"{rates}, {values.get('--delay', '0')} ms, {queues}"
+    "12 Mbit/s each way, 0 ms, infinite queues (the default; ...)", "50 Mbit/s each way, 10 ms,
+    FQ-CoDel queues of 1000 packets (target=5,interval=100)"."""
+    values = queues.options_dict(options)
+    up, down = _delivery(values, "uplink"), _delivery(values, "downlink")
+    rates = f"{up} each way" if up == down else f"uplink {up}, downlink {down}"
+    line = f"{rates}, {values.get('--delay', '0')} ms, {queues.describe(values)}"
     if values.get("--timing") == "mahimahi":
         line += ", Mahimahi's millisecond timing"
     if emulator:
@@ -176,6 +173,8 @@ class Experiment:
     path_options: tuple[str, ...]
     """The user's own path options, `--flag value` pairs; they replace the preset's."""
     quiet: bool = False
+    ecn: bool = False
+    """Every flow negotiates ECN (`--ecn`), a scenario's too."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.run_times <= MAX_RUN_TIMES:
@@ -187,7 +186,7 @@ class Experiment:
         return cls(schemes=tuple(s for s in (args.schemes or "").split(",") if s), all_schemes=args.all,
                    scenario=args.scenario, run_times=args.run_times, runtime_s=args.runtime, flows=args.flows,
                    interval_s=args.interval, seed=args.seed, data_dir=data_dir, emulator=args.emulator,
-                   path_options=tuple(args.path_options), quiet=args.quiet)
+                   path_options=tuple(args.path_options), quiet=args.quiet, ecn=args.ecn)
 
     def arguments(self, **command: object) -> dict:
         """The record of what was asked, for metadata.json, under the command line's names (the
@@ -196,7 +195,7 @@ class Experiment:
                 "scenario": str(self.scenario) if self.scenario else None, "run_times": self.run_times,
                 "runtime": self.runtime_s, "flows": self.flows, "interval": self.interval_s, "seed": self.seed,
                 "data_dir": str(self.data_dir), "emulator": self.emulator, "path_options": list(self.path_options),
-                "quiet": self.quiet, **command}
+                "quiet": self.quiet, "ecn": self.ecn, **command}
 
     def expanded_path_options(self) -> list[str]:
         """The path's options: the preset's (its trace files written under the data dir), less those
@@ -209,23 +208,36 @@ class Experiment:
         return presets.merge(preset.options(traces), list(self.path_options))
 
     def select(self, *, every: list[str], problem: Callable[[str], str | None], verb: str,
-               skip_line: str, expected_skip: Callable[[str], bool]) -> Selection:
+               skip_line: str, expected_skip: Callable[[str], bool],
+               ecn_problem: Callable[[str], str | None] | None = None) -> Selection:
         """The runs' plans. `every` is what --all means, `problem(name)` why a scheme cannot `verb`
-        here (or None); each skipped scheme is reported with `skip_line` (a format of name and why)
+        here (or None), `ecn_problem(name)` why a flow of it cannot negotiate ECN (None: every
+        scheme can); each skipped scheme is reported with `skip_line` (a format of name and why)
         on stderr, and a PantheonError ends it, in one line saying why of each, when nothing is left
         to run."""
         if self.scenario:
             plan = plans.scenario(self.scenario)
-            if problems := [f"{name}: {why}" for name in plan.schemes if (why := problem(name))]:
+            plan = plan.with_ecn() if self.ecn else plan
+            problems = [f"{name}: {why}" for name in plan.schemes if (why := problem(name))]
+            if ecn_problem and not problems:
+                problems = [f"flow {i} ({f.scheme}) asks for ECN: {why}" for i, f in enumerate(plan.flows, 1)
+                            if f.ecn and (why := ecn_problem(f.scheme))]
+            if problems:
                 raise PantheonError(f"scenario {self.scenario} cannot {verb}: {'; '.join(problems)}")
             return Selection([plan], {}, [])
         asked = every if self.all_schemes else list(dict.fromkeys(self.schemes))
-        skipped = {name: why for name in asked if (why := problem(name))}
+
+        def why_not(name: str) -> str | None:
+            return problem(name) or (ecn_problem(name) if self.ecn and ecn_problem else None)
+
+        skipped = {name: why for name in asked if (why := why_not(name))}
         wanted = [name for name in asked if name not in skipped]
         if not wanted:
             raise PantheonError(f"no scheme can {verb}: {'; '.join(f'{name}: {why}' for name, why in skipped.items())}")
         for name, why in skipped.items():
             print(skip_line.format(name=name, why=why), file=sys.stderr)
-        not_run = [name for name in skipped if not (self.all_schemes and expected_skip(name))]
-        return Selection([plans.uniform(name, self.flows, self.interval_s, self.runtime_s) for name in wanted],
+        # Under --all a scheme this machine cannot run, or that cannot use ECN with --ecn, is expected.
+        not_run = [name for name in skipped
+                   if not (self.all_schemes and (expected_skip(name) or not problem(name)))]
+        return Selection([plans.uniform(name, self.flows, self.interval_s, self.runtime_s, self.ecn) for name in wanted],
                          skipped, not_run)

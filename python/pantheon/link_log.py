@@ -2,8 +2,9 @@
 with one writer (crates/format/src/link_log.rs states the format). Its lines, after a `#` header:
 
     t_us + uid bytes                        the packet entered the path
-    t_us - uid bytes delay_us lateness_us   it left, written to the far end lateness_us late
-    t_us d uid bytes cause                  it was dropped (cause: loss, policer, queue)
+    t_us - uid bytes delay_us lateness_us   it left, written to the far end lateness_us late; a
+                                            last token `ce` when the queue marked it CE (RFC 3168)
+    t_us d uid bytes cause                  it was dropped (cause: DROP_CAUSES)
     t_us # 1500                             a delivery opportunity of the bottleneck
 
 `read` takes the whole log; `opportunities_us` and `first_entry_us` read only what the harness's
@@ -18,6 +19,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pantheon.errors import PantheonError
+
+DROP_CAUSES = ("loss", "policer", "queue", "aqm")
+"""Why the link dropped a packet: its random loss, its policer, a queue full to its limit, or an
+AQM's decision (CoDel, PIE, FQ-CoDel, RED, DualPI2: crates/link/src/queue)."""
 
 
 class LinkLogError(PantheonError):
@@ -40,6 +45,8 @@ class Departure:
     size_bytes: int
     lateness_us: int
     """How long after its scheduled time the packet was written to the far end."""
+    ce: bool = False
+    """The queue marked it Congestion Experienced instead of dropping it."""
 
 
 @dataclass
@@ -55,6 +62,10 @@ class LinkLog:
 
     def dropped_uids(self, cause: str) -> list[int]:
         return [uid for _, uid, _, c in self.drops if c == cause]
+
+    def marked_uids(self) -> list[int]:
+        """The packets the queue marked CE, in the order they left."""
+        return [d.uid for d in self.departures if d.ce]
 
     def delay_us(self, departure: Departure) -> int:
         """One-way delay through the path of a departed packet, as written to the far end."""
@@ -90,8 +101,12 @@ def read(path: Path) -> LinkLog:
             if kind == "+":
                 log.entries_us[uid] = t_us
             elif kind == "-":
-                log.departures.append(Departure(t_us, uid, size, int(fields[5])))
+                if len(fields) not in (6, 7) or fields[6:] not in ([], ["ce"]):
+                    raise ValueError("a departure is 't_us - uid bytes delay_us lateness_us [ce]'")
+                log.departures.append(Departure(t_us, uid, size, int(fields[5]), ce=len(fields) == 7))
             elif kind == "d":
+                if len(fields) != 5 or fields[4] not in DROP_CAUSES:
+                    raise ValueError(f"a drop's cause is one of {', '.join(DROP_CAUSES)}")
                 log.drops.append((t_us, uid, size, fields[4]))
             else:
                 raise ValueError(f"unknown kind {kind!r}")

@@ -15,12 +15,14 @@ Two ways to say it, both ending in a list of `Flow`s:
       scheme = "bbr"
       start_s = 10
       duration_s = 20
+      ecn = true                   # optional: the flow negotiates ECN (default false; `--ecn` sets
+                                   # it for every flow: docs/harness.md says how each scheme does)
 """
 from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pantheon import files
@@ -47,6 +49,8 @@ class Flow:
     scheme: str
     start_s: float
     duration_s: float
+    ecn: bool = False
+    """The flow's sender negotiates ECN (RFC 3168; its scheme's own way: Scheme.ecn_switch)."""
 
     @property
     def end_s(self) -> float:
@@ -64,6 +68,10 @@ class Plan:
     def schemes(self) -> list[str]:
         return sorted({f.scheme for f in self.flows})
 
+    def with_ecn(self) -> Plan:
+        """The plan with every flow negotiating ECN (`--ecn`)."""
+        return replace(self, flows=tuple(replace(f, ecn=True) for f in self.flows))
+
 
 def check_runtime(runtime_s: float, name: str) -> None:
     """PlanError unless `runtime_s` (the value of `name`) is a run's length: positive, finite, at
@@ -74,7 +82,7 @@ def check_runtime(runtime_s: float, name: str) -> None:
                         f"got {runtime_s:g}")
 
 
-def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Plan:
+def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float, ecn: bool = False) -> Plan:
     check_runtime(runtime_s, "--runtime")
     if not 1 <= flows <= MAX_FLOWS:
         raise PlanError(f"--flows must be from 1 to {MAX_FLOWS}, got {flows}")
@@ -85,7 +93,8 @@ def uniform(scheme: str, flows: int, interval_s: float, runtime_s: float) -> Pla
             f"the last of {flows} flows would start at {(flows - 1) * interval_s:g} s, "
             f"not before the run ends at {runtime_s:g} s: lower --interval or raise --runtime"
         )
-    return Plan(scheme, tuple(Flow(scheme, i * interval_s, runtime_s - i * interval_s) for i in range(flows)), runtime_s)
+    return Plan(scheme, tuple(Flow(scheme, i * interval_s, runtime_s - i * interval_s, ecn) for i in range(flows)),
+                runtime_s)
 
 
 def _seconds(value: object) -> float:
@@ -114,6 +123,11 @@ def scenario(path: Path) -> Plan:
             flow = Flow(str(entry["scheme"]), _seconds(entry["start_s"]), _seconds(entry["duration_s"]))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError(f"{path}: flow {i}: needs scheme, start_s and duration_s ({type(e).__name__}: {e})") from None
+        if unknown := sorted(set(entry) - {"scheme", "start_s", "duration_s", "ecn"}):
+            raise PlanError(f"{path}: flow {i}: unknown key '{unknown[0]}' (known: scheme, start_s, duration_s, ecn)")
+        if not isinstance(ecn := entry.get("ecn", False), bool):
+            raise PlanError(f"{path}: flow {i}: ecn must be true or false, got {ecn!r}")
+        flow = replace(flow, ecn=ecn)
         if not (math.isfinite(flow.start_s) and math.isfinite(flow.duration_s)) or flow.start_s < 0 or flow.duration_s <= 0:
             raise PlanError(f"{path}: flow {i}: start_s must be finite and >= 0, duration_s finite and > 0")
         flows.append(flow)

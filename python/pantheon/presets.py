@@ -13,7 +13,10 @@ calibrated path and a built-in one are used the same way. The format:
     [uplink]                       # data; [downlink] (acknowledgements) likewise
     rate_mbps = 0.57               # a rate, or trace_ms = [ms, ...] (a Mahimahi trace; loops)
     delivery = "poisson"           # "constant" (the default) or "poisson" (rate_mbps is the mean)
-    queue_packets = 14             # a DropTail limit (or queue_bytes); none: an infinite queue
+    queue_packets = 14             # the queue's limit (or queue_bytes); a limit alone: DropTail, none: infinite
+    queue = "codel"                # optional: the discipline (queues.KINDS: droptail, infinite, codel, pie,
+                                   # fq-codel, red, dualpi2)
+    queue_args = "target=5,interval=100"   # optional: its parameters, Mahimahi's form (docs/emulator.md)
     loss = 0.0477                  # i.i.d. loss probability (default 0)
 
 A direction left out is pantheon-emu's default (12 Mbit/s, infinite queue). A file that does not
@@ -32,10 +35,16 @@ the uplink (the downlink's is infinite) unless a preset says both, and loss on t
 - Buffer sweeps: 12 Mbit/s and 30 ms (bandwidth-delay product 90 000 bytes) with a DropTail buffer
   of 0.1, 1/3, 1/2 and 1 BDP.
 
-Every built-in preset runs on Mahimahi's clock (`timing = "mahimahi"`, docs/emulator.md): the
-original's parameters were chosen, and the calibrated ones fitted, on Mahimahi, whose
-whole-millisecond delays and delivery opportunities are part of what the fit reproduced.
-`--timing us` after the preset replaces it.
+Beside them, the queues of today's Internet (kind "AQM", issue 34), which the original did not have:
+the buffer sweep's 1-BDP path with CoDel (RFC 8289) in place of DropTail, a home router's FQ-CoDel
+(RFC 8290) at a typical access rate, and an L4S path's DualPI2 (RFC 9332).
+
+Every preset of the original's paths runs on Mahimahi's clock (`timing = "mahimahi"`,
+docs/emulator.md): the original's parameters were chosen, and the calibrated ones fitted, on
+Mahimahi, whose whole-millisecond delays and delivery opportunities are part of what the fit
+reproduced; so does the 1-BDP path with CoDel, which Mahimahi has too. The home router and the L4S
+path are ours and run on microseconds (DualPI2 aims at a millisecond of queue, which Mahimahi's
+clock would round away). `--timing us` (or `mahimahi`) after the preset replaces it.
 """
 from __future__ import annotations
 
@@ -46,6 +55,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pantheon import queues
 from pantheon.errors import PantheonError
 from pantheon.repository import ROOT
 
@@ -69,6 +79,14 @@ class Direction:
     queue_packets: int | None = None
     queue_bytes: int | None = None
     loss: float = 0.0
+    queue: str | None = None
+    """The discipline (queues.KINDS); None: DropTail where a limit is given, else infinite."""
+    queue_args: str | None = None
+    """The discipline's parameters in Mahimahi's form (`target=5,interval=100`), judged by the emulator."""
+
+    def queue_of(self) -> queues.Queue:
+        return queues.Queue(self.queue, None if self.queue_packets is None else str(self.queue_packets),
+                            None if self.queue_bytes is None else str(self.queue_bytes), self.queue_args)
 
     def options(self, name: str, traces_dir: Path, preset: str) -> list[str]:
         """Emulator options for this direction (`name` is uplink or downlink)."""
@@ -81,10 +99,15 @@ class Direction:
             opts += [f"--{name}-poisson", f"{self.rate_mbps:g}"]
         else:
             opts += [f"--{name}-rate", f"{self.rate_mbps:g}"]
+        queue = self.queue_of()
+        if self.queue or queue.limit:
+            opts += [f"--{name}-queue", queue.discipline]
         if self.queue_packets is not None:
-            opts += [f"--{name}-queue", "droptail", f"--{name}-queue-packets", str(self.queue_packets)]
+            opts += [f"--{name}-queue-packets", str(self.queue_packets)]
         if self.queue_bytes is not None:
-            opts += [f"--{name}-queue", "droptail", f"--{name}-queue-bytes", str(self.queue_bytes)]
+            opts += [f"--{name}-queue-bytes", str(self.queue_bytes)]
+        if self.queue_args:
+            opts += [f"--{name}-queue-args", self.queue_args]
         if self.loss:
             opts += [f"--{name}-loss", f"{self.loss:g}"]
         return opts
@@ -97,10 +120,8 @@ class Direction:
             what = f"trace: {count} deliver{'y' if count == 1 else 'ies'} every {period_ms} ms ({rate:g} Mbit/s)"
         else:
             what = f"{self.rate_mbps:g} Mbit/s{' Poisson' if self.poisson else ''}"
-        if self.queue_packets is not None:
-            what += f", DropTail {self.queue_packets} pkt"
-        if self.queue_bytes is not None:
-            what += f", DropTail {self.queue_bytes} B"
+        if not (queue := self.queue_of()).infinite:
+            what += f", {queue.words()}"
         if self.loss:
             what += f", loss {self.loss:g}"
         return what
@@ -113,6 +134,7 @@ class Direction:
             lines = [f"rate_mbps = {self.rate_mbps!r}", f'delivery = "{"poisson" if self.poisson else "constant"}"']
         lines += [f"{key} = {value!r}" for key, value in (("queue_packets", self.queue_packets),
                                                            ("queue_bytes", self.queue_bytes)) if value is not None]
+        lines += [f'{key} = "{value}"' for key, value in (("queue", self.queue), ("queue_args", self.queue_args)) if value]
         return lines + ([f"loss = {self.loss!r}"] if self.loss else [])
 
 
@@ -179,7 +201,8 @@ def _unknown(table: dict, allowed: set[str], where: str) -> None:
 def _direction(table: object, where: str) -> Direction:
     if not isinstance(table, dict):
         raise PresetError(f"{where} must be a table ([{where.rsplit(' ', 1)[-1]}])")
-    _unknown(table, {"rate_mbps", "delivery", "trace_ms", "queue_packets", "queue_bytes", "loss"}, where)
+    _unknown(table, {"rate_mbps", "delivery", "trace_ms", "queue_packets", "queue_bytes", "queue", "queue_args", "loss"},
+             where)
     rate = _number(table, "rate_mbps", where, low_open=True)
     trace = table.get("trace_ms")
     if (rate is None) == (trace is None):
@@ -193,12 +216,36 @@ def _direction(table: object, where: str) -> Direction:
     packets = _number(table, "queue_packets", where, integer=True, low=1)
     queue_bytes = _number(table, "queue_bytes", where, integer=True, low=1)
     if packets is not None and queue_bytes is not None:
-        raise PresetError(f"{where} has both queue_packets and queue_bytes; a DropTail queue has one limit")
+        raise PresetError(f"{where} has both queue_packets and queue_bytes; a queue has one limit")
+    kind, args = _queue(table, where, limited=packets is not None or queue_bytes is not None)
     return Direction(rate_mbps=None if rate is None else float(rate), poisson=delivery == "poisson",
                      trace_ms=None if trace is None else tuple(trace),
                      queue_packets=None if packets is None else int(packets),
                      queue_bytes=None if queue_bytes is None else int(queue_bytes),
-                     loss=float(_number(table, "loss", where, high=1.0) or 0.0))
+                     loss=float(_number(table, "loss", where, high=1.0) or 0.0), queue=kind, queue_args=args)
+
+
+QUEUE_ARGS = re.compile(r"[a-z_]+=[^,=\s]+(,[a-z_]+=[^,=\s]+)*")
+"""Mahimahi's form of a queue's parameters, `key=value` items joined by commas; which keys each
+discipline takes, and their values, the emulator judges (docs/emulator.md)."""
+
+
+def _queue(table: dict, where: str, *, limited: bool) -> tuple[str | None, str | None]:
+    """A direction's `queue` and `queue_args`, checked for their form; `limited`: a limit is given."""
+    kind, args = table.get("queue"), table.get("queue_args")
+    if kind is not None and kind not in queues.KINDS:
+        raise PresetError(f"{where}.queue must be one of {', '.join(queues.KINDS)}, got {kind!r}")
+    if kind == "droptail" and not limited:
+        raise PresetError(f"{where}.queue = \"droptail\" needs a limit: queue_packets or queue_bytes")
+    if kind == "infinite" and (limited or args is not None):
+        raise PresetError(f"{where}.queue = \"infinite\" takes no limit and no queue_args")
+    if args is not None:
+        if kind is None:
+            raise PresetError(f"{where}.queue_args needs queue (the discipline they are for)")
+        if not isinstance(args, str) or not QUEUE_ARGS.fullmatch(args):
+            raise PresetError(f"{where}.queue_args must be text of key=value items joined by commas "
+                              f"(\"target=5,interval=100\"), got {args!r}")
+    return kind, args
 
 
 def parse(text: str, name: str, source: str) -> Preset:
@@ -235,7 +282,7 @@ def _natural(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-KIND_ORDER = ("calibrated", "token-bucket policer", "ACK aggregation", "buffer sweep")
+KIND_ORDER = ("calibrated", "token-bucket policer", "ACK aggregation", "buffer sweep", "AQM")
 """The listing's order of the built-in kinds; a kind not named here comes last."""
 
 
@@ -285,6 +332,8 @@ def _slot(flag: str) -> str | None:
             part = name[len(prefix):]
             if part in ("rate", "trace", "poisson"):
                 return f"{direction}-delivery"
+            if part == "queue-args":
+                return f"{direction}-queue-args"
             if part.startswith("queue"):
                 return f"{direction}-queue"
             if part in ("loss", "policer"):
@@ -294,8 +343,11 @@ def _slot(flag: str) -> str | None:
 
 def merge(preset_options: list[str], user_options: list[str]) -> list[str]:
     """Preset options, less those the user sets again, followed by the user's options. Both are
-    lists of `--flag value` pairs."""
+    lists of `--flag value` pairs. A queue's discipline and limit go together (a user's limit alone
+    is a DropTail queue, as on the command line), and its parameters go with them, since they are
+    that discipline's; `--DIR-queue-args` alone replaces only the preset's parameters."""
     overridden = {_slot(flag) for flag in user_options if flag.startswith("--")} - {None}
+    overridden |= {f"{slot}-args" for slot in overridden if slot and slot.endswith("-queue")}
     kept: list[str] = []
     pairs = zip(preset_options[0::2], preset_options[1::2])
     for flag, value in pairs:

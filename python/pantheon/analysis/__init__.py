@@ -26,7 +26,10 @@ METADATA_FORMAT_VERSION = 2
 `format_version` key (data dirs before 2026-11-29); 2: adds `format_version` and `head_start_s`.
 The reader reads every version up to its own and refuses a newer one in one line."""
 PERF_FORMAT_VERSION = 2
-"""perf.json's format (perf.py). 1: no `format_version` key; 2: adds it."""
+"""perf.json's format (perf.py). 1: no `format_version` key; 2: adds it. A key added beside the
+others (each flow's `ce_rate`, issue 34) is no new version: an older reader ignores it, and a
+perf.json without it reads as null there (archive/upload.py's LATER_KEYS); a version is for a
+change an older reader would misread."""
 LEGACY_HEAD_START_S = 1.0
 """The head start taken where a data dir does not say it: a metadata.json of version 1 (the
 harness's head start then), and the original Pantheon's data dirs (as this analysis always took it)."""

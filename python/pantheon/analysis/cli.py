@@ -72,8 +72,8 @@ def campaign_line(data_dir: Path, runs: int, failed: int) -> str:
 
 def summary_text(analysis) -> str:
     """A few lines for the terminal, in the report's ranking order (best score first): per scheme,
-    its score and the mean throughput, delay and loss of its valid runs; the schemes without a
-    valid run last, each with why."""
+    its score and the mean throughput, delay and loss of its valid runs (and CE marks where its
+    flows used ECN); the schemes without a valid run last, each with why."""
     from pantheon.analysis.analyze import display_name, no_valid_run
     from pantheon.analysis.metrics import bound_text
 
@@ -90,7 +90,9 @@ def summary_text(analysis) -> str:
                          f"run {_first_run(analysis, label)}: {why[label]}")
             continue
         score = f"score {scores[label]:.2f}: " if scores.get(label) is not None else "no score: "
+        ce_rate = s["all"].get("ce_rate", {}).get("mean")
+        ce = f", CE marks {100 * ce_rate:.2f} %" if ce_rate is not None else ""
         lines.append(f"{display_name(analysis.data, label)}: {score}{tput:.2f} Mbit/s, 95th percentile delay {delay:.1f} ms"
-                     f"{clock}, loss {100 * loss:.2f} % ({s['valid_runs']} of {s['runs']} runs valid)")
+                     f"{clock}, loss {100 * loss:.2f} %{ce} ({s['valid_runs']} of {s['runs']} runs valid)")
     lines.append(f"pantheon analyze: wrote {len(analysis.files)} files; perf.json and the report are in {analysis.out}")
     return "\n".join(lines)

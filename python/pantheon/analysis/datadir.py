@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pantheon import queues
 from pantheon import schemes as registry
 from pantheon.analysis import LEGACY_HEAD_START_S, METADATA_FORMAT_VERSION
 from pantheon.analysis.metrics import bound_text
@@ -263,6 +264,10 @@ def _harness_setup(path: Path, metadata: dict, runs: list[RunSource]) -> list[tu
         rows += _remote_setup(metadata, remote, runs)
     if options or remote is None:
         rows.append(("Emulator options", " ".join(options) or "defaults (12 Mbit/s each way, no delay, infinite queue)"))
+        if any(queues.Queue.of(options, d).aqm for d in queues.DIRECTIONS):
+            rows.append(("Queues", queues.describe(options)))
+    if arguments.get("ecn"):
+        rows.append(("ECN", "every flow negotiated ECN (--ecn)"))
     schemes = metadata.get("schemes", {})
     rows.append(("Schemes", "; ".join(f"{v.get('display', k)} ({', '.join(filter(None, (k, v.get('version'))))})"
                                       for k, v in schemes.items())))

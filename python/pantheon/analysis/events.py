@@ -32,18 +32,25 @@ class LinkEvents:
     opportunity_t_us: np.ndarray | None = None
     """Delivery opportunities of the bottleneck; None where the path was not emulated."""
     opportunity_bytes: np.ndarray | None = None
+    send_ecn: np.ndarray | None = None
+    """Each send's ECN codepoint (RFC 3168 §5: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE); None where the
+    source does not say (the original Pantheon's text logs)."""
+    recv_ce: np.ndarray | None = None
+    """Whether each delivery arrived marked Congestion Experienced; None likewise."""
 
     @property
     def flows(self) -> list[int]:
         return sorted(set(np.unique(self.send_flow).tolist()) | set(np.unique(self.recv_flow).tolist()))
 
     @classmethod
-    def build(cls, send: tuple, recv: tuple, opportunities: tuple | None = None) -> LinkEvents:
-        """From (flow, t_us, bytes) sends, (flow, t_us, bytes, delay_us) deliveries and optional
-        (t_us, bytes) opportunities, as sequences or arrays; every array becomes int64."""
+    def build(cls, send: tuple, recv: tuple, opportunities: tuple | None = None, ecn: tuple | None = None) -> LinkEvents:
+        """From (flow, t_us, bytes) sends, (flow, t_us, bytes, delay_us) deliveries, optional
+        (t_us, bytes) opportunities and optional (each send's codepoint, each delivery's CE mark),
+        as sequences or arrays; every array becomes int64 (the CE marks bool)."""
         as64 = lambda values: np.asarray(values, dtype=np.int64).reshape(-1)  # noqa: E731
         opp = (None, None) if opportunities is None else (as64(opportunities[0]), as64(opportunities[1]))
-        return cls(*map(as64, send), *map(as64, recv), *opp)
+        marks = (None, None) if ecn is None else (as64(ecn[0]), np.asarray(ecn[1], dtype=bool).reshape(-1))
+        return cls(*map(as64, send), *map(as64, recv), *opp, *marks)
 
 
 @dataclass

@@ -285,11 +285,18 @@ def _first_copies(flow: np.ndarray, uid: np.ndarray, received: np.ndarray) -> np
     return np.sort(order[first])
 
 
+ECN_COLUMNS = ("ecn", "ce")
+"""records.parquet's ECN columns (harness/records.py); records written before them read as Not-ECT,
+never marked."""
+
+
 def read_records(path: Path, direction: str = "data") -> tuple[LinkEvents, Problems]:
-    """LinkEvents of one direction of a run's records.parquet (flows renumbered from 1); a LogError
-    naming the file when it cannot be read as records."""
+    """LinkEvents of one direction of a run's records.parquet (flows renumbered from 1), with each
+    send's ECN codepoint and each delivery's CE mark (0 and False in records without them); a
+    LogError naming the file when it cannot be read as records."""
     wanted = ["flow", "direction", "uid", "size_bytes", "send_us", "recv_us"]
     try:
+        wanted += [c for c in ECN_COLUMNS if c in pq.read_schema(path).names]
         table = pq.read_table(path, columns=wanted)
         table = table.filter(pc.equal(table["direction"], direction))
         flow = table["flow"].to_numpy().astype(np.int64) + 1
@@ -298,6 +305,10 @@ def read_records(path: Path, direction: str = "data") -> tuple[LinkEvents, Probl
         size = table["size_bytes"].to_numpy().astype(np.int64)
         received = pc.is_valid(table["recv_us"]).to_numpy(zero_copy_only=False)
         recv_all = table["recv_us"].fill_null(0).to_numpy().astype(np.int64)
+        ecn = (table["ecn"].fill_null(0).to_numpy().astype(np.int64) if "ecn" in wanted
+               else np.zeros(flow.size, dtype=np.int64))
+        ce_all = (table["ce"].fill_null(False).to_numpy(zero_copy_only=False).astype(bool) if "ce" in wanted
+                  else np.zeros(flow.size, dtype=bool))
     except (OSError, pa.ArrowException, KeyError, ValueError, TypeError) as e:
         raise LogError(f"cannot read {path} as records ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     problems = Problems(Path(path).name, unit="row")
@@ -307,9 +318,11 @@ def read_records(path: Path, direction: str = "data") -> tuple[LinkEvents, Probl
         copies[keep] = False
         problems.add("datagrams logged more than once (same flow and uid), counted once", np.flatnonzero(copies) + 1)
         flow, send_us, size, received, recv_all = flow[keep], send_us[keep], size[keep], received[keep], recv_all[keep]
+        ecn, ce_all = ecn[keep], ce_all[keep]
     recv_us = recv_all[received]
     delay_us = recv_us - send_us[received]
     rows = keep + 1
     problems.add("negative one-way delays (clocks out of step?), left out of delay statistics",
                  rows[received][delay_us < 0])
-    return LinkEvents.build((flow, send_us, size), (flow[received], recv_us, size[received], delay_us)), problems
+    return LinkEvents.build((flow, send_us, size), (flow[received], recv_us, size[received], delay_us),
+                            ecn=(ecn, ce_all[received])), problems

@@ -9,6 +9,9 @@ Per flow, and for all flows of a run taken together:
                     ceil(0.95·n)-th smallest); also the mean and the median (50th, nearest rank)
   loss_rate         1 − bytes delivered / bytes sent; a packet still queued when the run ended
                     never arrived and counts as lost
+  ce_rate           data packets delivered marked Congestion Experienced / data packets delivered
+                    (RFC 3168: an AQM's mark instead of a drop); None unless the flow sent
+                    ECN-capable packets (or delivered none)
 Per run: capacity_mbps (delivery-opportunity bits over the span of the opportunities, where the
 path was emulated), utilization (all flows' throughput / capacity), Jain's fairness index of the
 flows' throughputs (Jain, Chiu, Hawe, DEC-TR-301, 1984), and Kleinrock's power
@@ -67,6 +70,9 @@ class FlowMetrics:
     delay_mean_ms: float | None
     delay_median_ms: float | None
     loss_rate: float | None
+    ce_rate: float | None = None
+    """Delivered packets that arrived CE-marked / delivered packets; None where the flow used no
+    ECN (it sent no ECN-capable packet) or delivered nothing."""
 
 
 @dataclass
@@ -96,8 +102,16 @@ def _rate_mbps(t_us: np.ndarray, size_bytes: np.ndarray) -> float:
     return float(size_bytes.sum()) * 8 / span_us if span_us > 0 else 0.0
 
 
+def ce_rate(send_ecn: np.ndarray | None, recv_ce: np.ndarray | None) -> float | None:
+    """The share of deliveries marked CE, where some send was ECN-capable (codepoint not 0)."""
+    if send_ecn is None or recv_ce is None or not recv_ce.size or not send_ecn.any():
+        return None
+    return float(np.count_nonzero(recv_ce)) / recv_ce.size
+
+
 def flow_metrics(flow: str, scheme: str | None, send_t_us: np.ndarray, send_bytes: np.ndarray,
-                 recv_t_us: np.ndarray, recv_bytes: np.ndarray, delay_us: np.ndarray) -> FlowMetrics:
+                 recv_t_us: np.ndarray, recv_bytes: np.ndarray, delay_us: np.ndarray,
+                 send_ecn: np.ndarray | None = None, recv_ce: np.ndarray | None = None) -> FlowMetrics:
     delays_ms = np.sort(delay_us[delay_us >= 0]) / 1000.0
     sent, delivered = int(send_bytes.sum()), int(recv_bytes.sum())
     first = lambda t: float(t.min()) / 1e6 if t.size else None  # noqa: E731
@@ -117,6 +131,7 @@ def flow_metrics(flow: str, scheme: str | None, send_t_us: np.ndarray, send_byte
         delay_mean_ms=float(delays_ms.mean()) if delays_ms.size else None,
         delay_median_ms=nearest_rank(delays_ms, 50) if delays_ms.size else None,
         loss_rate=(1 - delivered / sent) if sent else None,
+        ce_rate=ce_rate(send_ecn, recv_ce),
     )
 
 
@@ -147,14 +162,16 @@ def run_metrics(events: LinkEvents, flow_schemes: dict[int, str] | None = None) 
     """Every metric of one run; flow_schemes names each flow's scheme where it is known."""
     flow_schemes = flow_schemes or {}
     flows = []
+    send_ecn, recv_ce = events.send_ecn, events.recv_ce
     for flow in events.flows:
         sent = events.send_flow == flow
         recv = events.recv_flow == flow
         flows.append(flow_metrics(str(flow), flow_schemes.get(flow), events.send_t_us[sent], events.send_bytes[sent],
-                                  events.recv_t_us[recv], events.recv_bytes[recv], events.delay_us[recv]))
+                                  events.recv_t_us[recv], events.recv_bytes[recv], events.delay_us[recv],
+                                  None if send_ecn is None else send_ecn[sent], None if recv_ce is None else recv_ce[recv]))
     schemes = {m.scheme for m in flows}
     total = flow_metrics("all", schemes.pop() if len(schemes) == 1 else None, events.send_t_us, events.send_bytes,
-                         events.recv_t_us, events.recv_bytes, events.delay_us)
+                         events.recv_t_us, events.recv_bytes, events.delay_us, events.send_ecn, events.recv_ce)
     capacity = capacity_mbps(events)
     return RunMetrics(
         all=total, flows=flows, capacity_mbps=capacity,
@@ -211,7 +228,8 @@ def delivery_flags(run: RunMetrics) -> list[str]:
     return flags
 
 
-SCHEME_METRICS = ("throughput_mbps", "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
+SCHEME_METRICS = ("throughput_mbps", "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate",
+                  "ce_rate")
 RUN_METRICS = ("capacity_mbps", "utilization", "jain_index", "power")
 
 

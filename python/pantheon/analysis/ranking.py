@@ -70,7 +70,8 @@ def describe(values: Sequence[float | None]) -> dict[str, float | int | None]:
 @dataclass(frozen=True)
 class Ranked:
     """One scheme's row of the ranking: its score and the statistics (describe()) of its valid
-    runs' all-flows throughput, 95th-percentile delay and loss rate (a fraction)."""
+    runs' all-flows throughput, 95th-percentile delay, loss rate and CE-mark rate (fractions; the
+    CE rate's n is 0 where no run used ECN)."""
     label: str
     score: float | None
     throughput_mbps: dict
@@ -78,6 +79,7 @@ class Ranked:
     loss_rate: dict
     valid_runs: int
     runs: int
+    ce_rate: dict
 
 
 def rank_key(valid_runs: int, score: float | None) -> tuple[bool, bool, float]:
@@ -96,5 +98,6 @@ def rank(runs_by_label: dict[str, list[RunMetrics]]) -> list[Ranked]:
         delay = describe([r.all.delay_p95_ms for r in valid])
         loss = describe([r.all.loss_rate for r in valid])
         score = power(throughput["mean"], delay["mean"])
-        rows.append(Ranked(label, score, throughput, delay, loss, len(valid), len(runs)))
+        rows.append(Ranked(label, score, throughput, delay, loss, len(valid), len(runs),
+                           describe([r.all.ce_rate for r in valid])))
     return sorted(rows, key=lambda r: rank_key(r.valid_runs, r.score))

@@ -6,7 +6,8 @@ fetched, so it opens offline and can be mailed), and report.pdf, A4 pages drawn 
 Contents: first the ranking, every scheme in one table, best score first (ranking.py: the archive's
 score, ln(mean throughput / mean p95 delay), each mean with its Student-t 95% confidence interval),
 with a note beside the loss where the emulated path's queue was infinite (packets still queued at
-the end count as lost). Then, in the order of the original Pantheon's report (Yan et al., ATC 2018,
+the end count as lost). Where a run used ECN, every table has a column of CE marks beside the loss
+(the share of delivered packets an AQM marked instead of dropping). Then, in the order of the original Pantheon's report (Yan et al., ATC 2018,
 §3.2): the setup (path — emulated, or real between two hosts and which way the data flowed —
 schemes and versions, runs, flows, machine), the two summary plots (each run; scheme means with
 1-σ ellipses), the schemes side by side as Flent draws them (the CDF of their packets' delays, box
@@ -30,7 +31,7 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from pantheon import __version__, files  # noqa: E402
+from pantheon import __version__, files, queues  # noqa: E402
 from pantheon.analysis.metrics import FlowMetrics, RunMetrics, bound_text  # noqa: E402
 from pantheon.analysis.ranking import Ranked  # noqa: E402
 from pantheon.wording import counted  # noqa: E402
@@ -42,8 +43,13 @@ RANKING_WIDTHS = [0.19, 0.07, 0.11, 0.13, 0.11, 0.12, 0.07, 0.11, 0.09]
 RANKING_NOTE = ("Score: ln(mean throughput in Mbit/s / mean 95th-percentile one-way delay in ms) over the scheme's valid runs, "
                 "higher is better (the archive's). Each mean with its 95% confidence interval (Student's t, n − 1 degrees "
                 "of freedom; – with fewer than two valid runs).")
-INFINITE_QUEUE_NOTE = ("Loss: the emulated path's queue is infinite (no --uplink-queue-bytes or --uplink-queue-packets) and "
-                       "drops nothing; packets still queued when a run ended count as lost.")
+INFINITE_QUEUE_NOTE = ("Loss: the emulated path's queue is infinite (no --uplink-queue, --uplink-queue-bytes or "
+                       "--uplink-queue-packets) and drops nothing; packets still queued when a run ended count as lost.")
+CE_COLUMN = "CE marks\n(%)"
+"""Beside each "Loss\n(%)" where a run used ECN (uses_ecn)."""
+CE_DEFINITION = ("CE marks: delivered packets that arrived marked Congestion Experienced / delivered packets, for "
+                 "flows that sent ECN-capable packets (RFC 3168: an AQM marks such a packet where it would drop "
+                 "another); – for flows without ECN.")
 FIGURE_CAPTIONS = {
     "runs": "Each valid run: average throughput against 95th-percentile one-way delay.",
     "means": "Per scheme: mean of its valid runs and the 1-σ ellipse of their spread.",
@@ -136,14 +142,34 @@ def _ci(stat: dict, digits: int = 2, scale: float = 1.0) -> str:
     return f"{stat['ci_low'] * scale:.{digits}f}–{stat['ci_high'] * scale:.{digits}f}"
 
 
-def ranking_rows(ranking: list[Ranked], display) -> list[list[str]]:
-    """One row per scheme in the ranking's order, the ranked ones numbered."""
+def uses_ecn(analysis) -> bool:
+    """Whether a run of the data dir had a flow that sent ECN-capable packets (its ce_rate is a number)."""
+    return any(r.metrics.all.ce_rate is not None for r in analysis.runs)
+
+
+def with_ce(header: tuple[str, ...], ecn: bool, after: str = "Loss\n(%)") -> tuple[str, ...]:
+    """The header with CE_COLUMN after the column `after` (the loss, or the ranking's loss CI) where `ecn`."""
+    if not ecn:
+        return header
+    at = header.index(after, header.index("Loss\n(%)")) + 1
+    return (*header[:at], CE_COLUMN, *header[at:])
+
+
+def ranking_header(analysis) -> tuple[str, ...]:
+    ecn = uses_ecn(analysis)
+    return with_ce(with_clock(RANKING_COLUMNS, _ranking_bound(analysis), run=False), ecn, after="95% CI")
+
+
+def ranking_rows(ranking: list[Ranked], display, ecn: bool = False) -> list[list[str]]:
+    """One row per scheme in the ranking's order, the ranked ones numbered; with `ecn` the mean
+    share of CE-marked deliveries after the loss."""
     rows = []
     for i, r in enumerate(ranking, 1):
         name = f"{i}. {display(r.label)}" if r.score is not None else display(r.label)
+        ce = [_num(r.ce_rate["mean"], 2, 100)] if ecn else []
         rows.append([name, _num(r.score), _num(r.throughput_mbps["mean"]), _ci(r.throughput_mbps),
                      _num(r.delay_p95_ms["mean"], 1), _ci(r.delay_p95_ms, 1), _num(r.loss_rate["mean"], 2, 100),
-                     _ci(r.loss_rate, 2, 100), f"{r.valid_runs} of {r.runs}"])
+                     _ci(r.loss_rate, 2, 100), *ce, f"{r.valid_runs} of {r.runs}"])
     return rows
 
 
@@ -158,12 +184,12 @@ def unranked_line(analysis, display) -> str:
 def infinite_queue(analysis) -> bool:
     """Whether the data flowed through an emulated queue without a limit: an emulated or simulated
     path (metadata's emulator_options; none is the default path) whose uplink, the data's way, has
-    no DropTail limit. Unknown (the original Pantheon's data dirs, a real path) is False."""
+    the infinite queue (no limit, no AQM: queues.py reads it). Unknown (the original Pantheon's
+    data dirs, a real path) is False."""
     meta = analysis.data.metadata
     if analysis.data.layout != "harness" or "remote" in meta:
         return False
-    options = meta.get("emulator_options") or []
-    return not any(o.startswith(("--uplink-queue-bytes", "--uplink-queue-packets")) for o in options)
+    return queues.Queue.of(meta.get("emulator_options") or [], "uplink").infinite
 
 
 def _ranking_bound(analysis) -> float | None:
@@ -180,19 +206,20 @@ def _ranking_notes(analysis, display) -> list[str]:
     return notes
 
 
-def scheme_rows(summary: dict) -> list[list[str]]:
+def scheme_rows(summary: dict, ecn: bool = False) -> list[list[str]]:
     def row(name: str, s: dict) -> list[str]:
+        ce = [_mean_sd(s["ce_rate"], 2, 100) if "ce_rate" in s else "–"] if ecn else []
         return [name, _mean_sd(s["throughput_mbps"]), _mean_sd(s["delay_p95_ms"], 1), _mean_sd(s["delay_mean_ms"], 1),
-                _mean_sd(s["loss_rate"], 2, 100)]
+                _mean_sd(s["loss_rate"], 2, 100), *ce]
     rows = [row(f"Flow {flow}", s) for flow, s in summary["flows"].items()]
     if len(rows) != 1:
         rows.append(row("All flows", summary["all"]))
     return rows
 
 
-def run_rows(run: RunMetrics, display) -> list[list[str]]:
+def run_rows(run: RunMetrics, display, ecn: bool = False) -> list[list[str]]:
     """Per flow, then all flows; a flow's scheme is named beside it when the run mixes schemes;
-    each delay followed by the run's clock bound where it has one."""
+    each delay followed by the run's clock bound where it has one; with `ecn` the CE marks after the loss."""
     mixed = len({m.scheme for m in run.flows}) > 1
     bound = f" ± {bound_text(run.delay_bound_ms)}" if run.delay_bound_ms is not None else ""
 
@@ -201,8 +228,9 @@ def run_rows(run: RunMetrics, display) -> list[list[str]]:
 
     def row(m: FlowMetrics) -> list[str]:
         name = "All flows" if m.flow == "all" else f"Flow {m.flow}" + (f" ({display(m.scheme)})" if mixed and m.scheme else "")
+        ce = [_num(m.ce_rate, 2, 100)] if ecn else []
         return [name, _num(m.throughput_mbps), _num(m.ingress_mbps), delay(m.delay_p95_ms), delay(m.delay_mean_ms),
-                delay(m.delay_median_ms), _num(m.loss_rate, 2, 100), f"{m.delivered_packets:,} of {m.sent_packets:,}"]
+                delay(m.delay_median_ms), _num(m.loss_rate, 2, 100), *ce, f"{m.delivered_packets:,} of {m.sent_packets:,}"]
     return [row(m) for m in run.flows] + ([row(run.all)] if len(run.flows) != 1 else [])
 
 
@@ -224,7 +252,8 @@ def _scheme_order(analysis) -> list[str]:
 
 
 def _definitions(analysis) -> tuple[str, ...]:
-    return DEFINITIONS + ((CLOCK_DEFINITION,) if any(r.metrics.delay_bound_ms is not None for r in analysis.runs) else ())
+    return (DEFINITIONS + ((CE_DEFINITION,) if uses_ecn(analysis) else ())
+            + ((CLOCK_DEFINITION,) if any(r.metrics.delay_bound_ms is not None for r in analysis.runs) else ()))
 
 
 # --- HTML -------------------------------------------------------------------------------------
@@ -277,9 +306,9 @@ def table_html(header: tuple[str, ...], rows: list[list[str]]) -> str:
 def html_report(analysis, display) -> str:
     title, sub = _title(analysis)
     looks = analysis.data.looks
+    ecn = uses_ecn(analysis)
     parts = [f"<header><h1>{title}</h1><p class=sub>{html.escape(sub)}</p></header>", "<h2>Ranking</h2>",
-             table_html(with_clock(RANKING_COLUMNS, _ranking_bound(analysis), run=False),
-                        ranking_rows(analysis.ranking, display)),
+             table_html(ranking_header(analysis), ranking_rows(analysis.ranking, display, ecn)),
              *(f"<p class=line>{html.escape(note)}</p>" for note in _ranking_notes(analysis, display)),
              "<h2>Setup</h2><table class=setup>"]
     for what, value in analysis.data.setup:
@@ -303,7 +332,8 @@ def html_report(analysis, display) -> str:
         parts.append(f'<h3><span class=swatch style="background:{look.color}"></span>{html.escape(look.display)}'
                      f' <span class=muted>{summary["valid_runs"]} valid of {summary["runs"]} runs</span></h3>')
         if summary["valid_runs"]:
-            parts.append(table_html(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary)))
+            parts.append(table_html(with_ce(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), ecn),
+                                    scheme_rows(summary, ecn)))
             parts.append(f"<p class=line>{html.escape(_summary_line(summary))}</p>")
         else:
             parts.append("<p class=line>No valid run: see the flags of its runs below.</p>")
@@ -316,7 +346,8 @@ def html_report(analysis, display) -> str:
         parts += [f"<span class=flag>{html.escape(f)}</span>" for f in run.flags]
         parts += [f"<span class=warn>{html.escape(w)}</span>" for w in result.warnings]
         if run.flows:
-            parts.append(table_html(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), run_rows(run, display)))
+            parts.append(table_html(with_ce(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), ecn),
+                                    run_rows(run, display, ecn)))
             if line := _run_line(run):
                 parts.append(f"<p class=line>{html.escape(line)}</p>")
         if line := _clock_line(source.clock):
@@ -431,14 +462,25 @@ def pdf_report(analysis, display, path: Path) -> Path:
     return path
 
 
+def _widths(widths: list[float], ecn: bool, at: int, ce_width: float = 0.08) -> list[float]:
+    """A table's column widths, with the CE column's inserted at `at` where `ecn` and the others
+    narrowed to keep the total."""
+    if not ecn:
+        return widths
+    scale = (sum(widths) - ce_width) / sum(widths)
+    narrowed = [w * scale for w in widths]
+    return [*narrowed[:at], ce_width, *narrowed[at:]]
+
+
 def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
     title, sub = _title(analysis)
     looks = analysis.data.looks
+    ecn = uses_ecn(analysis)
     pages.text(title, size=20, weight="bold")
     pages.text(sub, size=9, color="#666666", gap=0.012)
     pages.heading("Ranking")
-    pages.table(with_clock(RANKING_COLUMNS, _ranking_bound(analysis), run=False), ranking_rows(analysis.ranking, display),
-                RANKING_WIDTHS, size=7.5)
+    pages.table(ranking_header(analysis), ranking_rows(analysis.ranking, display, ecn),
+                _widths(RANKING_WIDTHS, ecn, at=8), size=7.5)
     for note in _ranking_notes(analysis, display):
         pages.text(note, size=8, color="#444444", gap=0.003, wrap=125)
     pages.y -= 0.006
@@ -467,7 +509,8 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
         pages.heading(f"{look.display}  ({summary['valid_runs']} of {summary['runs']} runs valid)", size=10, color=look.color,
                       keep_with=0.08)
         if summary["valid_runs"]:
-            pages.table(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), scheme_rows(summary), [0.2, 0.2, 0.2, 0.2, 0.2])
+            pages.table(with_ce(with_clock(SCHEME_COLUMNS, summary["delay_bound_ms"], run=False), ecn),
+                        scheme_rows(summary, ecn), _widths([0.2, 0.2, 0.2, 0.2, 0.2], ecn, at=5))
             pages.text(_summary_line(summary), size=8, color="#444444", gap=0.006, wrap=140)
         else:
             pages.text("No valid run: see the flags of its runs below.", size=8, color="#444444")
@@ -481,8 +524,8 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
         for warning in result.warnings:
             pages.text(f"Warning: {warning}", size=8.5, color="#7a5200")
         if run.flows:
-            pages.table(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), run_rows(run, display),
-                        [0.18, 0.11, 0.11, 0.11, 0.1, 0.1, 0.08, 0.21], size=7.5)
+            pages.table(with_ce(with_clock(RUN_COLUMNS, run.delay_bound_ms, run=True), ecn), run_rows(run, display, ecn),
+                        _widths([0.18, 0.11, 0.11, 0.11, 0.1, 0.1, 0.08, 0.21], ecn, at=7), size=7.5)
             if line := _run_line(run):
                 pages.text(line, size=8, color="#444444", gap=0.006, wrap=140)
         if line := _clock_line(source.clock):

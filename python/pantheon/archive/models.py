@@ -151,6 +151,8 @@ class Flow(Base):
     delay_mean_ms: Mapped[float | None] = mapped_column(Float)
     delay_median_ms: Mapped[float | None] = mapped_column(Float)
     loss_rate: Mapped[float | None] = mapped_column(Float)
+    ce_rate: Mapped[float | None] = mapped_column(Float)
+    """Deliveries marked CE / deliveries; None for a flow without ECN (and those uploaded before it)."""
     run: Mapped[Run] = relationship(back_populates="flows")
 
 

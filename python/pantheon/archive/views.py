@@ -17,7 +17,7 @@ from pantheon.archive.models import Flow, Result, ResultScheme, Run
 from pantheon.archive.stats import describe
 from pantheon.wording import counted
 
-STATISTICS = ("throughput_mbps", "delay_p95_ms", "loss_rate")
+STATISTICS = ("throughput_mbps", "delay_p95_ms", "loss_rate", "ce_rate")
 """The all-flows metrics the result page describes per scheme (mean, sd, 95% CI)."""
 PLOT_SUFFIXES = (".png", ".svg")
 DOWNLOAD_NAMES = ("report.pdf", "report.html", "perf.json", "perf.csv", "perf.parquet", "metadata.json")
@@ -157,7 +157,7 @@ def detail(result: Result, base: str) -> dict:
 
 FLOW_COLUMNS = ("flow", "scheme", "sent_packets", "sent_bytes", "delivered_packets", "delivered_bytes", "first_send_s",
                 "last_send_s", "first_delivery_s", "last_delivery_s", "duration_s", "throughput_mbps", "ingress_mbps",
-                "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate")
+                "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate", "ce_rate")
 RUN_COLUMNS = ("scheme", "number", "valid", "capacity_mbps", "utilization", "jain_index", "power", "delay_bound_ms")
 
 

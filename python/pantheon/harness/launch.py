@@ -14,7 +14,13 @@ own failure ends the tunnel endpoint, whose exit status the harness reports.
 `{local}` and `{peer}` in the command become the tunnel's addresses
 ($PANTHEON_TUNNEL_LOCAL, $PANTHEON_TUNNEL_PEER), which only the tunnel knows.
 
-    python -m pantheon.harness.launch CONTROL_DIR NAME LIFELINE_FD -- CMD ...
+`--sysctl NAME=VALUE` (kernel TCP's `net.ipv4.tcp_ecn=1` for a flow with ECN) is written to
+/proc/sys before the scheme starts. /proc/sys/net shows the network namespace of the process that
+opens it, and the launcher runs in the tunnel endpoint's own (docs/tunnel.md), so the setting is
+the flow's alone and ends with it; the host's is never touched. A setting that cannot be written
+fails the side as a command that cannot start does (status 126, the reason in `NAME.stderr`).
+
+    python -m pantheon.harness.launch CONTROL_DIR NAME LIFELINE_FD [--sysctl NAME=VALUE ...] -- CMD ...
 """
 from __future__ import annotations
 
@@ -34,10 +40,26 @@ POLL_S = 0.005
 STOP_GRACE_S = 2.0
 
 
+def set_sysctls(settings: list[str]) -> str | None:
+    """Writes each `name=value` under /proc/sys, this network namespace's; the first failure in
+    one line, or None. Only net.* settings: every other sysctl is the whole host's."""
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        if not name.startswith("net."):
+            return f"cannot set {name}: only a network namespace's own settings (net.*) are set for a flow"
+        try:
+            Path("/proc/sys", *name.split(".")).write_text(value + "\n")
+        except OSError as e:
+            return f"cannot set {name}={value} in the flow's network namespace: {e.strerror or e}"
+    return None
+
+
 def main(argv: list[str]) -> int:
     control, name, harness = Path(argv[0]), argv[1], int(argv[2])
+    end = argv.index("--")
+    settings = [argv[i + 1] for i in range(3, end) if argv[i] == "--sysctl"]
     local, peer = os.environ.get("PANTHEON_TUNNEL_LOCAL", ""), os.environ.get("PANTHEON_TUNNEL_PEER", "")
-    command = [arg.replace("{local}", local).replace("{peer}", peer) for arg in argv[argv.index("--") + 1 :]]
+    command = [arg.replace("{local}", local).replace("{peer}", peer) for arg in argv[end + 1 :]]
     stopping = False
 
     def on_term(signum: int, frame: object) -> None:
@@ -56,6 +78,10 @@ def main(argv: list[str]) -> int:
             return 0
         time.sleep(POLL_S)
     with open(control / f"{name}.stderr", "wb") as stderr:
+        if failed := set_sysctls(settings):
+            stderr.write(f"{failed}\n".encode())
+            files.write_atomic(control / f"{name}.exit", json.dumps({"status": 126, "exited_early": True}))
+            return 0
         try:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
         except OSError as e:

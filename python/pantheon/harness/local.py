@@ -27,7 +27,7 @@ from pantheon.errors import PantheonError
 from pantheon.experiment import Experiment, describe_path
 from pantheon.harness import leftovers, tunnel
 from pantheon.harness.campaign import run_campaign
-from pantheon.harness.run import SCHEME_PORT, Processes, Run, SessionKeys, launcher, side_name, wait_for_connect_line
+from pantheon.harness.run import Processes, Run, SessionKeys, scheme_side, side_name, wait_for_connect_line
 from pantheon.netns import in_netns, require_root
 from pantheon.processes import lifeline
 
@@ -53,12 +53,12 @@ class EmulatedPath:
         for i, flow in enumerate(run.plan.flows):
             scheme = run.schemes[flow.scheme]
             key = self.keys.new(i)
-            receiver = launcher(self.control, side_name(i, "receiver"), scheme.command("receiver", port=SCHEME_PORT))
+            receiver = scheme_side(self.control, side_name(i, "receiver"), scheme, "receiver", ecn=flow.ecn)
             out = self.dir / f"flow{i}.tunnel-server.out"
             server = self.processes.spawn(f"tunnel server of flow {i}", in_netns(self.namespace, tunnel.server_command(
                 tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver"), clock=False), key, receiver)), out, side_name(i, "receiver"))
             _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
-            sender = launcher(self.control, side_name(i, "sender"), scheme.command("sender", port=SCHEME_PORT))
+            sender = scheme_side(self.control, side_name(i, "sender"), scheme, "sender", ecn=flow.ecn)
             clients.append({
                 "name": side_name(i, "sender"),
                 "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender"), clock=False), sender),
@@ -134,7 +134,8 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
         return name in known.schemes and known.schemes[name].unavailable_reason() is not None
 
     selection = experiment.select(every=known.names(), problem=known.problem, verb="run",
-                                  skip_line="pantheon: skipping {name}: {why}", expected_skip=expected_skip)
+                                  skip_line="pantheon: skipping {name}: {why}", expected_skip=expected_skip,
+                                  ecn_problem=known.ecn_problem)
     used = {name: known.schemes[name] for plan in selection.plans for name in plan.schemes}
     failed = run_campaign(plans=selection.plans, schemes=used, mode=Emulated(emulator_options),
                           data_dir=experiment.data_dir, run_times=experiment.run_times, random_order=random_order,

@@ -15,8 +15,14 @@ zero is impossible unless the bound was exceeded (the data's one-way delay is at
 least one, and the fit's offset error is at most half their round trip); clock_flags says so, with
 the numbers, and reports a clock step.
 
+Each tunnel log line is `t_us uid bytes [ecn]`: the optional 4th column is the inner packet's ECN
+codepoint (RFC 3168: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE), as sent in an ingress log and as
+delivered in an egress log (3: a queue marked it on the way); a log of three columns, the tunnel's
+before ECN, means 0.
+
 Written per run:
-    records.parquet   flow, direction (data|ack), uid, size_bytes, send_us, recv_us (null: lost)
+    records.parquet   flow, direction (data|ack), uid, size_bytes, send_us, recv_us (null: lost),
+                      ecn (the codepoint sent), ce (it arrived CE-marked; null: lost)
     datalink.log, acklink.log  the original Pantheon's merged text form, in ms since t0:
                       `t + size flow`, `t - size delay flow`, and `t # 1500` for each delivery
                       opportunity of the emulator in that direction (the link's capacity);
@@ -40,8 +46,13 @@ from pantheon.plan import Plan
 EPOCH_IN_HEADER = re.compile(r"(\d{15,})\s*us since the Unix epoch")
 SCHEMA = pa.schema([
     ("flow", pa.uint16()), ("direction", pa.string()), ("uid", pa.uint64()), ("size_bytes", pa.uint32()),
-    ("send_us", pa.int64()), ("recv_us", pa.int64()),
+    ("send_us", pa.int64()), ("recv_us", pa.int64()), ("ecn", pa.uint8()), ("ce", pa.bool_()),
 ])
+"""records.parquet's columns, every one nullable (as pyarrow writes them; pantheon-sim writes the
+same types, crates/sim/src/records.rs). `ecn` and `ce` came with ECN (issue 34): the analysis
+reads records without them as Not-ECT, never marked (analysis/logs.py)."""
+CE = 3
+"""The ECN codepoint Congestion Experienced (RFC 3168 §5)."""
 
 
 class RecordsError(ValueError):
@@ -74,9 +85,9 @@ ClockMap = Callable[[int], int]
 """Maps an epoch µs time on one host's clock onto the sender's clock."""
 
 
-def read_tunnel_log(path: Path, t0_us: int, to_sender: ClockMap | None = None) -> dict[int, tuple[int, int]]:
-    """uid -> (t_us since t0, size_bytes) from a native tunnel log (`t_us uid bytes` lines);
-    to_sender maps the log's clock onto the sender's where they differ."""
+def read_tunnel_log(path: Path, t0_us: int, to_sender: ClockMap | None = None) -> dict[int, tuple[int, int, int]]:
+    """uid -> (t_us since t0, size_bytes, ecn codepoint) from a native tunnel log (`t_us uid bytes
+    [ecn]` lines, ecn 0 where absent); to_sender maps the log's clock onto the sender's where they differ."""
     if not path.exists():
         raise RecordsError(f"{path} is missing: the tunnel endpoint did not write its log")
     base_us = _base_epoch_us(path)
@@ -86,13 +97,18 @@ def read_tunnel_log(path: Path, t0_us: int, to_sender: ClockMap | None = None) -
         for number, line in enumerate(f, 1):
             if line.startswith("#"):
                 continue
+            fields = line.split()
             try:
-                t_us, uid, size = (int(field) for field in line.split())
+                if len(fields) not in (3, 4):
+                    raise ValueError
+                t_us, uid, size, ecn = (int(field) for field in (*fields, "0")[:4])
+                if not 0 <= ecn <= CE:
+                    raise ValueError
             except ValueError:
                 # A log cut short (a full disk, a killed endpoint) ends in a partial line.
-                raise RecordsError(f"{path} line {number} is not 't_us uid bytes': {line[:40]!r}") from None
+                raise RecordsError(f"{path} line {number} is not 't_us uid bytes [ecn 0-3]': {line[:40]!r}") from None
             t = t_us + offset_us if to_sender is None else to_sender(base_us + t_us) - t0_us
-            packets[uid] = (t, size)
+            packets[uid] = (t, size, ecn)
     return packets
 
 
@@ -134,7 +150,7 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerCloc
         for direction, sent_log, received_log in (("data", "sender.ingress", "receiver.egress"), ("ack", "receiver.ingress", "sender.egress")):
             sent = read_tunnel_log(run_dir / f"flow{i}.{sent_log}.log", t0_us, maps[sent_log.split(".")[0]])
             received = read_tunnel_log(run_dir / f"flow{i}.{received_log}.log", t0_us, maps[received_log.split(".")[0]])
-            for uid, (send_us, size) in sent.items():
+            for uid, (send_us, size, ecn) in sent.items():
                 recv = received.get(uid)
                 columns["flow"].append(i)
                 columns["direction"].append(direction)
@@ -142,6 +158,8 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerCloc
                 columns["size_bytes"].append(size)
                 columns["send_us"].append(send_us)
                 columns["recv_us"].append(recv[0] if recv else None)
+                columns["ecn"].append(ecn)
+                columns["ce"].append(recv[2] == CE if recv else None)
                 text[direction].append((send_us, f"+ {size} {i + 1}"))
                 if recv:
                     text[direction].append((recv[0], f"- {size} {(recv[0] - send_us) / 1000:.3f} {i + 1}"))

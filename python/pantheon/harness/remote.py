@@ -35,13 +35,12 @@ from pantheon.harness import tunnel
 from pantheon.harness.campaign import run_campaign
 from pantheon.harness.channel import Channel, ChannelError, ssh_argv, ssh_hostname
 from pantheon.harness.run import (
-    SCHEME_PORT,
     STOP_TIMEOUT_S,
     Processes,
     Run,
     RunFailed,
     SessionKeys,
-    launcher,
+    scheme_side,
     side_name,
     wait_for_connect_line,
 )
@@ -126,10 +125,10 @@ class RealPath:
         local_side, remote_side = self.setup.local_side, self.setup.remote_side
         for i, flow in enumerate(run.plan.flows):
             key = self.keys.new(i)
-            command = launcher(self.control, side_name(i, local_side),
-                               run.schemes[flow.scheme].command(local_side, port=SCHEME_PORT))
+            command = scheme_side(self.control, side_name(i, local_side), run.schemes[flow.scheme], local_side, ecn=flow.ecn)
             logs = tunnel.EndpointLogs.under(self.dir, side_name(i, local_side), clock=True)
-            far = {"op": "endpoint", "flow": i, "side": remote_side, "scheme": flow.scheme, "key": key.read_text().strip()}
+            far = {"op": "endpoint", "flow": i, "side": remote_side, "scheme": flow.scheme, "ecn": flow.ecn,
+                   "key": key.read_text().strip()}
             if self.setup.tunnel_server == "remote":
                 port = self._remote({**far, "role": "server"})["port"]
                 self.processes.spawn(f"tunnel client of flow {i}", tunnel.client_command(
@@ -271,7 +270,7 @@ def run_remote(experiment: Experiment, setup: Setup, *, ssh_config: Path | None,
             setup = dataclasses.replace(setup, local_addr=hello["ssh_client"])
 
         selection = experiment.select(every=names, problem=problem, verb="run", skip_line="pantheon: skipping {name}: {why}",
-                                      expected_skip=lambda name: True)
+                                      expected_skip=lambda name: True, ecn_problem=known.ecn_problem)
         used = {name: known.schemes[name] for plan in selection.plans for name in plan.schemes}
         failed = run_campaign(plans=selection.plans, schemes=used, mode=Remote(channel, setup, hello),
                               data_dir=experiment.data_dir, run_times=experiment.run_times, random_order=random_order,

@@ -28,7 +28,7 @@ from typing import Protocol
 from pantheon.harness import leftovers, tunnel
 from pantheon.plan import Plan
 from pantheon.processes import lifeline
-from pantheon.schemes import Scheme
+from pantheon.schemes import KERNEL_TCP_ECN, Scheme
 
 HEAD_START_S = 1.0
 READY_TIMEOUT_S = 15.0
@@ -69,10 +69,21 @@ def last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def launcher(control: Path, name: str, command: list[str]) -> list[str]:
+def launcher(control: Path, name: str, command: list[str], sysctls: tuple[str, ...] = ()) -> list[str]:
     """The launcher's command line (launch.py): it runs `command` when `NAME.go` appears, and ends
-    it at `NAME.stop` or when this process is gone (its lifeline, which `Processes.spawn` passes on)."""
-    return [sys.executable, "-m", "pantheon.harness.launch", str(control), name, str(lifeline()), "--", *command]
+    it at `NAME.stop` or when this process is gone (its lifeline, which `Processes.spawn` passes on);
+    `sysctls` (`net.ipv4.tcp_ecn=1`) it sets first, in the tunnel endpoint's namespace it runs in."""
+    settings = [arg for setting in sysctls for arg in ("--sysctl", setting)]
+    return [sys.executable, "-m", "pantheon.harness.launch", str(control), name, str(lifeline()), *settings, "--", *command]
+
+
+def scheme_side(control: Path, name: str, scheme: Scheme, side: str, *, ecn: bool) -> list[str]:
+    """The launcher of one side of a flow of `scheme`; with `ecn` the side negotiates ECN as its
+    scheme does (Scheme.ecn_switch): kernel TCP by the sysctl in the side's own namespace, where
+    both sides set it (the receiver's default, 2, would accept ECN too; 1 says so whatever the
+    host's is), a crates/cc sender by its spec."""
+    sysctls = (KERNEL_TCP_ECN,) if ecn and scheme.ecn_switch() == "sysctl" else ()
+    return launcher(control, name, scheme.command(side, port=SCHEME_PORT, ecn=ecn), sysctls)
 
 
 def wait_for_connect_line(server: subprocess.Popen, out: Path, what: str) -> tuple[str, int]:

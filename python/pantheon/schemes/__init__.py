@@ -31,6 +31,23 @@ SCHEMES_DIR = ROOT / "schemes"
 SETUP_LOGS = ROOT / ".setup-logs"
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 SIDES = ("receiver", "sender")
+UDP_SENDER = "pantheon-udp"
+"""The sender program of the schemes whose controller is crates/cc's (`pantheon-udp send --cc SPEC`)."""
+KERNEL_TCP_ECN = "net.ipv4.tcp_ecn=1"
+"""How kernel TCP negotiates ECN (ip-sysctl.rst: 1 requests it on outgoing connections and accepts
+it on incoming ones); the sysctl is per network namespace, and the harness sets it only in a
+flow's own (harness/launch.py), never the host's."""
+
+
+def ecn_spec(spec: str) -> str:
+    """A crates/cc spec with the flow's ECN on: `cubic` -> `cubic:ecn=1`, `copa:delta=0.5` ->
+    `copa:delta=0.5,ecn=1`; a spec that says ecn already as it is. A controller that always uses
+    ECN of its own (DCTCP, Prague: crates/cc's `scalable_ecn`) keeps its codepoint whatever the
+    flow's option says (crates/cc/src/flow/controller.rs)."""
+    _, _, params = spec.partition(":")
+    if "ecn" in (item.split("=", 1)[0].strip() for item in params.split(",")):
+        return spec
+    return f"{spec}{',' if params else ':'}ecn=1"
 
 
 class SchemeError(PantheonError):
@@ -73,10 +90,34 @@ class Scheme:
     def expand(self, part: str, **values: str) -> str:
         return part.format(python=sys.executable, dir=str(self.directory), **values)
 
-    def command(self, side: str, *, port: int) -> list[str]:
-        """The side's command line; `{local}` and `{peer}` stay for whoever knows the addresses."""
+    def command(self, side: str, *, port: int, ecn: bool = False) -> list[str]:
+        """The side's command line; `{local}` and `{peer}` stay for whoever knows the addresses.
+        `ecn`: a crates/cc sender's spec turns ECN on (ecn_spec); kernel TCP's sysctl is the
+        launcher's to set (ecn_switch)."""
         template = self.receiver if side == "receiver" else self.sender
-        return [self.expand(part, port=str(port), local="{local}", peer="{peer}") for part in template]
+        command = [self.expand(part, port=str(port), local="{local}", peer="{peer}") for part in template]
+        if ecn and side == "sender" and (spec := self.cc_spec()) is not None:
+            command[command.index("--cc") + 1] = ecn_spec(spec)
+        return command
+
+    def cc_spec(self) -> str | None:
+        """The crates/cc spec the sender runs (`copa:delta=0.5`), or None when the sender is not
+        pantheon-udp with a controller."""
+        sender = self.sender
+        if not sender or Path(sender[0]).name != UDP_SENDER or "--cc" not in sender:
+            return None
+        at = sender.index("--cc")
+        return sender[at + 1] if at + 1 < len(sender) else None
+
+    def ecn_switch(self) -> str | None:
+        """How a flow of this scheme negotiates ECN: "sysctl" (kernel TCP: KERNEL_TCP_ECN in the
+        flow's namespaces), "spec" (a crates/cc controller: ecn=1 in its spec); None where it cannot
+        be asked to (QUIC libraries, a browser, a scheme's own program)."""
+        if self.cc_spec():
+            return "spec"
+        if self.needs_kernel_cc and "pantheon.kernel_tcp" in self.sender:
+            return "sysctl"
+        return None
 
     def unavailable_reason(self) -> str | None:
         """Why this scheme cannot run on this machine whatever is installed, or None."""
@@ -117,6 +158,12 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted({*self.schemes, *self.broken})
+
+    def ecn_problem(self, name: str) -> str | None:
+        """Why a flow of the named (sound) scheme cannot negotiate ECN, or None."""
+        if self.schemes[name].ecn_switch() is None:
+            return f"{name} cannot be asked to use ECN (kernel TCP and pantheon-udp schemes can: docs/harness.md)"
+        return None
 
     def problem(self, name: str) -> str | None:
         """Why the named scheme cannot run now (unknown, broken, unavailable, not set up), or None."""

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from pantheon import files
 from pantheon.progress import Progress
+from pantheon.schemes import ecn_spec
 from pantheon.sim import simulator
 from pantheon.trials import Trial
 
@@ -108,7 +109,8 @@ def _simulate(run: SimRun, result: RunResult) -> None:
     """The simulation into `run.run_dir`, its failures into `result`, sim.json and run.json."""
     plan = run.trial.plan
     run.run_dir.mkdir(parents=True)
-    flows = [simulator.FlowArg(run.cc[f.scheme], f.start_s, f.duration_s) for f in plan.flows]
+    flows = [simulator.FlowArg(ecn_spec(run.cc[f.scheme]) if f.ecn else run.cc[f.scheme], f.start_s, f.duration_s)
+             for f in plan.flows]
     argv = simulator.run_command(run.run_dir, flows, run.path_options, plan.runtime_s, run.seed, run.text_logs)
     child = simulator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     interrupted = False

@@ -11,19 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pantheon.schemes import UDP_SENDER as SENDER_PROGRAM
 from pantheon.schemes import Registry, Scheme
-
-SENDER_PROGRAM = "pantheon-udp"
 
 
 def cc_spec(scheme: Scheme) -> str | None:
     """The crates/cc spec the scheme's sender runs (`copa:delta=0.5`), or None when the sender is
-    not pantheon-udp."""
-    sender = scheme.sender
-    if not sender or Path(sender[0]).name != SENDER_PROGRAM or "--cc" not in sender:
-        return None
-    at = sender.index("--cc")
-    return sender[at + 1] if at + 1 < len(sender) else None
+    not pantheon-udp (Scheme.cc_spec, which the harness reads too, to turn ECN on)."""
+    return scheme.cc_spec()
 
 
 def _program(sender: tuple[str, ...]) -> str:
