@@ -22,6 +22,11 @@ Paths (the parity set; each way unless said)
     lte    TMobile-LTE-short (Mahimahi's recorded traces: .up carries the data), 30 ms,
            DropTail 150 000 bytes
     fast   100 Mbit/s, 10 ms, DropTail 250 000 bytes (1 BDP)
+    codel  the bdp path with CoDel (RFC 8289) instead of DropTail: target 5 ms, interval 100 ms,
+           a limit of 1000 packets (issue 34 §4: Mahimahi's own CoDel against ours)
+    pie    the bdp path with PIE (RFC 8033): qdelay_ref 15 ms, max_burst 150 ms, 1000 packets
+    The AQMs are given to both emulators in Mahimahi's words (`--uplink-queue=codel
+    --uplink-queue-args=...`); kernel TCP here is not ECN-capable, so both drop.
     A constant rate is, for Mahimahi, the trace bench/support.py writes (opportunities on
     whole milliseconds); ours takes --uplink-rate.
 Write lateness (--lateness)
@@ -87,9 +92,14 @@ class ParityPath:
     downlink: str
     queue_bytes: int | None
     """Uplink and downlink DropTail limit; None: infinite."""
+    aqm: str = ""
+    """An AQM instead of DropTail, as Mahimahi names it, and its arguments (the limit included)."""
+    aqm_args: str = ""
 
     def describe(self) -> str:
         queue = f"DropTail {self.queue_bytes} B" if self.queue_bytes else "infinite queue"
+        if self.aqm:
+            queue = f"{self.aqm} [{self.aqm_args}]"
         rate = f"{self.uplink} Mbit/s" if self.uplink.isdigit() else f"trace {self.uplink}"
         return f"{rate}, {self.delay_ms} ms, {queue}"
 
@@ -99,6 +109,8 @@ PATHS = {
     "inf": ParityPath("inf", 30, "12", "12", None),
     "lte": ParityPath("lte", 30, "TMobile-LTE-short.up", "TMobile-LTE-short.down", 150_000),
     "fast": ParityPath("fast", 10, "100", "100", 250_000),
+    "codel": ParityPath("codel", 30, "12", "12", None, "codel", "packets=1000,target=5,interval=100"),
+    "pie": ParityPath("pie", 30, "12", "12", None, "pie", "packets=1000,qdelay_ref=15,max_burst=150"),
 }
 
 
@@ -133,7 +145,7 @@ def parse_args() -> argparse.Namespace:
                                      epilog="Paths: " + "; ".join(f"{p.name}: {p.describe()}" for p in PATHS.values()))
     parser.add_argument("--runs", type=int, default=3, help="runs per emulator and cell (default 3)")
     parser.add_argument("--runtime", type=int, default=15, help="seconds each flow runs (default 15)")
-    parser.add_argument("--paths", default="bdp,inf,lte,fast", help="comma-separated (default all)")
+    parser.add_argument("--paths", default="bdp,inf,lte,fast", help="comma-separated (default bdp,inf,lte,fast)")
     parser.add_argument("--schemes", default="cubic,bbr,reno,copa,vegas",
                         help="kernel cubic|bbr|reno or pantheon-udp --cc names, comma-separated")
     parser.add_argument("--timing", default="mahimahi",
@@ -272,10 +284,19 @@ def trace_file(spec: str, tmp: Path) -> Path:
     return TRACES / spec
 
 
+def queue_options(path: ParityPath) -> tuple[str, str] | None:
+    """The queue's kind and arguments in Mahimahi's words, or None for an infinite queue."""
+    if path.aqm:
+        return path.aqm, path.aqm_args
+    if path.queue_bytes:
+        return "droptail", f"bytes={path.queue_bytes}"
+    return None
+
+
 def mahimahi_chain(path: ParityPath, log: Path, tmp: Path) -> str:
     queues = ""
-    if path.queue_bytes:
-        queues = "".join(f" --{d}-queue=droptail --{d}-queue-args=bytes={path.queue_bytes}" for d in ("uplink", "downlink"))
+    if queue := queue_options(path):
+        queues = "".join(f" --{d}-queue={queue[0]} --{d}-queue-args={queue[1]}" for d in ("uplink", "downlink"))
     return (f"mm-delay {path.delay_ms} mm-link {trace_file(path.uplink, tmp)} {trace_file(path.downlink, tmp)}"
             f"{queues} --uplink-log={log} -- ")
 
@@ -284,8 +305,8 @@ def our_path_options(path: ParityPath) -> list[str]:
     options = ["--delay", str(path.delay_ms)]
     for direction, spec in (("uplink", path.uplink), ("downlink", path.downlink)):
         options += [f"--{direction}-rate", spec] if spec.isdigit() else [f"--{direction}-trace", str(TRACES / spec)]
-        if path.queue_bytes:
-            options += [f"--{direction}-queue", "droptail", f"--{direction}-queue-bytes", str(path.queue_bytes)]
+        if queue := queue_options(path):
+            options += [f"--{direction}-queue", queue[0], f"--{direction}-queue-args", queue[1]]
     return options
 
 

@@ -35,6 +35,11 @@ What is measured
        seconds; the analysis is left out (--no-analyze: it is `pantheon analyze`'s cost, not the
        simulator's). Also at 12 Mbit/s with --text-logs (the tunnel and link logs kept too).
        --e2e-runtime sets the seconds; --no-e2e skips it.
+    6. The cost of each queue discipline (issue 34 §5): the 100 Mbit/s metrics case with the uplink
+       queue DropTail (1 BDP, the anchor), CoDel, PIE, FQ-CoDel, RED and DualPI2 (their defaults, a
+       limit of 1 BDP in bytes), us/packet and its ratio to DropTail's in the same invocation. The
+       controller sees a different queue, so the packet counts differ; us/packet is the comparable
+       figure. --only-queues runs this section alone.
 
 Why
     Calibration (paper §4) and Indigo's training need thousands of runs; the issue's targets are
@@ -89,6 +94,8 @@ BATCH_JOB_S = 0.2
 PROCESS_JOBS = 20
 E2E_RATES_MBPS = (12, 100)
 E2E_TARGET_X = {12: 1000, 100: 100}
+QUEUES = ("droptail", "codel", "pie", "fq-codel", "red", "dualpi2")
+"""Section 6's disciplines; DropTail first, the anchor."""
 E2E_SCHEME = "cubic-user"
 """The scheme whose controller is crates/cc's `cubic`, the CC of the cases above."""
 
@@ -144,10 +151,26 @@ def simulate_files(sim: Path, rate_mbps: float, sim_s: float, repeat: int, scrat
         shutil.rmtree(out)
 
 
-def simulate_metrics(sim: Path, rate_mbps: float, sim_s: float, repeat: int) -> Timed:
-    """The same simulation as one job of `pantheon-sim batch`: metrics only, no files."""
-    job = Job([FlowSpec(CC)], path_options(rate_mbps), runtime_s=sim_s, seed=0)
+def simulate_metrics(sim: Path, rate_mbps: float, sim_s: float, repeat: int, queue: str = "droptail") -> Timed:
+    """The same simulation as one job of `pantheon-sim batch`: metrics only, no files; the uplink's
+    queue `queue` with its defaults and a limit of 1 BDP."""
+    options = [*link_options(rate_mbps=rate_mbps, delay_ms=DELAY_MS), "--uplink-queue", queue,
+               "--uplink-queue-bytes", str(bdp_bytes(rate_mbps))]
+    job = Job([FlowSpec(CC)], options, runtime_s=sim_s, seed=0)
     return best([str(sim), "batch", "--jobs", "1"], repeat, stdin=job.line(0) + "\n")
+
+
+def print_queue_costs(sim: Path, repeat: int) -> None:
+    """Section 6: each discipline's us/packet against DropTail's."""
+    print(f"\nqueue disciplines at {LINEAR_RATE_MBPS} Mbit/s, {SIM_S:g} s, metrics (limit 1 BDP): us/packet against DropTail")
+    print(f"{'queue':<10} {'wall s':>8} {'packets':>10} {'us/packet':>9} {'x DropTail':>10}")
+    anchor_us = None
+    for queue in QUEUES:
+        t = simulate_metrics(sim, LINEAR_RATE_MBPS, SIM_S, repeat, queue)
+        packets = sum(f["sent_packets"] for f in t.report["flows"])
+        us_per_packet = t.wall_s * 1e6 / packets
+        anchor_us = anchor_us or us_per_packet
+        print(f"{queue:<10} {t.wall_s:8.3f} {packets:10,} {us_per_packet:9.3f} {us_per_packet / anchor_us:10.2f}", flush=True)
 
 
 def install(packages: list[str], why: str) -> str | None:
@@ -245,6 +268,7 @@ def main() -> int:
     parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end pantheon sim rows")
     parser.add_argument("--e2e-runtime", type=float, default=600.0, help="simulated seconds of the end-to-end run (default 600)")
     parser.add_argument("--only-e2e", action="store_true", help="the end-to-end rows alone")
+    parser.add_argument("--only-queues", action="store_true", help="the queue disciplines' rows alone (section 6)")
     args = parser.parse_args()
     try:
         sim = binary(PROGRAM)
@@ -252,6 +276,9 @@ def main() -> int:
         sys.exit(f"sim_speed: {e}")
     if args.only_e2e:
         return print_end_to_end(args)
+    if args.only_queues:
+        print_queue_costs(sim, args.repeat)
+        return 0
     if not Path(GNU_TIME).exists() and (why := install(["time"], f"{GNU_TIME} (GNU time, for peak memory) is missing")):
         sys.exit(f"sim_speed: {why}")
     why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3_ready()
@@ -298,6 +325,7 @@ def main() -> int:
         print(f"{rate:<7} {sim_s:10g} {t.report['wall_s']:11.2f} {ns3_x:8.3f} {t.report['throughput_mbps']:11.2f} {ours} "
               f"{files_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
 
+    print_queue_costs(sim, args.repeat)
     batch_ms, process_ms = batch_overhead()
     print(f"\nbatch API overhead ({BATCH_JOBS} jobs of {BATCH_JOB_S:g} s at 12 Mbit/s, --jobs 1): {batch_ms:.3f} ms per job; "
           f"one pantheon-sim run process per job: {process_ms:.2f} ms per job")
