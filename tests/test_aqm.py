@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from pantheon import link_log
 from test_behaviour import BDP_BYTES, DELAY_MS, RATE_MBPS, campaign, queueing_p95_ms, ready, summary_of
 from test_harness import pantheon
 
@@ -32,6 +33,13 @@ RUNTIME_S = 10
 PATH = ["--delay", str(DELAY_MS), "--uplink-rate", str(RATE_MBPS), "--downlink-rate", str(RATE_MBPS)]
 LINK_MBPS = RATE_MBPS * 1464 / 1500
 """What the link carries of the tunnel's inner datagrams, which the analysis counts."""
+
+
+def aqm_drops_and_marks(run_dir: Path) -> tuple[int, int]:
+    """The uplink's AQM drops and CE marks, from the emulator's link log (the analysis's loss rate
+    also counts what was still in flight when the run ended: 40-odd datagrams of 10 000)."""
+    log = link_log.read(run_dir / "uplink.log")
+    return sum(cause == "aqm" for *_, cause in log.drops), sum(d.ce for d in log.departures)
 
 
 @pytest.mark.timeout(300)
@@ -45,9 +53,12 @@ def test_cubic_behind_codel_keeps_a_short_queue_and_with_ecn_is_marked_not_dropp
     assert queueing_p95_ms(codel, "cubic") < 25, summary_of(codel, "cubic")
     plain, ecn = summary_of(codel, "cubic")["all"], summary_of(marked, "cubic")["all"]
     assert plain["ce_rate"]["mean"] is None, "nothing ECN-capable, nothing marked"
-    assert plain["loss_rate"]["mean"] > 0, "CoDel drops a Not-ECT Cubic"
-    assert ecn["ce_rate"]["mean"] > 0 and ecn["loss_rate"]["mean"] < 0.002, ecn
-    assert ecn["throughput_mbps"]["mean"] > 0.8 * LINK_MBPS, ecn
+    drops, marks = aqm_drops_and_marks(tmp_path / "codel" / "cubic" / "run1")
+    assert drops > 0 and marks == 0, "CoDel drops a Not-ECT Cubic"
+    drops, marks = aqm_drops_and_marks(tmp_path / "ecn" / "cubic" / "run1")
+    # Retransmissions are Not-ECT (RFC 3168 §6.1.5), so a mark that came too late may be a drop.
+    assert marks > 0 and drops <= marks // 4, (drops, marks)
+    assert ecn["ce_rate"]["mean"] > 0 and ecn["throughput_mbps"]["mean"] > 0.8 * LINK_MBPS, ecn
 
 
 @pytest.mark.timeout(300)

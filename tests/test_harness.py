@@ -49,7 +49,7 @@ def native_log(path: Path) -> dict[int, tuple[int, int]]:
     rows = {}
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
-            t_us, uid, size = map(int, line.split())
+            t_us, uid, size, *_ecn = map(int, line.split())
             rows[uid] = (t_us, size)
     return rows
 
