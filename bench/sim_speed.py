@@ -74,13 +74,12 @@ import support
 from pantheon.binaries import MissingBinary, binary
 from pantheon.sim.batch import FlowSpec, Job, link_options, run_batch
 from pantheon.sim.simulator import PROGRAM
+from support import ns3
 
 REPO_ROOT = support.REPO
 
 GNU_TIME = "/usr/bin/time"
-NS3_SOURCE = REPO_ROOT / "bench" / "ns3" / "dumbbell.cc"
-NS3_BINARY = REPO_ROOT / "target" / "ns3" / "dumbbell"
-NS3_MODULES = ("ns3-core", "ns3-network", "ns3-internet", "ns3-point-to-point", "ns3-applications", "ns3-traffic-control")
+NS3_BINARY = ns3.binary("dumbbell")
 CC = "cubic"
 DELAY_MS = 20
 RATES_MBPS = (12, 100, 1000)
@@ -173,37 +172,7 @@ def print_queue_costs(sim: Path, repeat: int) -> None:
         print(f"{queue:<10} {t.wall_s:8.3f} {packets:10,} {us_per_packet:9.3f} {us_per_packet / anchor_us:10.2f}", flush=True)
 
 
-def install(packages: list[str], why: str) -> str | None:
-    """apt-get installs `packages`, saying so first; None on success, else why not."""
-    if os.geteuid() != 0:
-        return f"{why}, and installing {' '.join(packages)} needs root: apt-get install {' '.join(packages)}"
-    print(f"sim_speed: {why}; installing Debian's {' '.join(packages)} (apt-get update && apt-get install -y "
-          f"{' '.join(packages)}) ...", file=sys.stderr, flush=True)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
-        if subprocess.run(step, env=env, stdout=subprocess.DEVNULL).returncode != 0:
-            return f"{' '.join(step)} failed"
-    return None
-
-
-def ns3_ready() -> str | None:
-    """Builds dumbbell.cc (installing libns3-dev first if needed); None when ready, else why not."""
-    if (subprocess.run(["pkg-config", "--exists", *NS3_MODULES]).returncode != 0
-            and (why := install(["libns3-dev"], "ns-3 is not installed"))):
-        return why
-    if not NS3_BINARY.exists() or NS3_BINARY.stat().st_mtime < NS3_SOURCE.stat().st_mtime:
-        NS3_BINARY.parent.mkdir(parents=True, exist_ok=True)
-        # --libs-only-l: Debian's .pc files also name libgsl.so by path, which only libgsl-dev
-        # provides and which dumbbell.cc does not use.
-        libs = subprocess.run(["pkg-config", "--libs-only-l", *NS3_MODULES], capture_output=True, text=True, check=True).stdout.split()
-        print(f"sim_speed: building {NS3_BINARY.relative_to(REPO_ROOT)} ...", file=sys.stderr, flush=True)
-        done = subprocess.run(["g++", "-O2", "-std=c++17", str(NS3_SOURCE), "-o", str(NS3_BINARY), *libs], capture_output=True, text=True)
-        if done.returncode != 0:
-            return f"building dumbbell.cc failed: {done.stderr.strip()[-300:]}"
-    return None
-
-
-def ns3(rate_mbps: float, sim_s: float) -> Timed:
+def run_ns3(rate_mbps: float, sim_s: float) -> Timed:
     """Once: its runs last seconds to minutes, long enough that a best-of adds little but time."""
     return best([str(NS3_BINARY), f"--rate-mbps={rate_mbps:g}", f"--delay-ms={DELAY_MS}",
                  f"--queue-bytes={bdp_bytes(rate_mbps)}", f"--seconds={sim_s:g}"], 1)
@@ -279,9 +248,9 @@ def main() -> int:
     if args.only_queues:
         print_queue_costs(sim, args.repeat)
         return 0
-    if not Path(GNU_TIME).exists() and (why := install(["time"], f"{GNU_TIME} (GNU time, for peak memory) is missing")):
+    if not Path(GNU_TIME).exists() and (why := ns3.install(["time"], f"{GNU_TIME} (GNU time, for peak memory) is missing", "sim_speed")):
         sys.exit(f"sim_speed: {why}")
-    why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3_ready()
+    why_no_ns3 = "skipped (--no-ns3)" if args.no_ns3 else ns3.ready("dumbbell", "sim_speed")
 
     header = f"{'case':<28} {'wall s':>8} {'x real time':>11} {'Mevents/s':>9} {'peak MiB':>8} {'packets':>10} {'us/packet':>9}"
     files_x, metrics_x = {}, {}
@@ -320,7 +289,7 @@ def main() -> int:
             print(f"{rate:<7} {'-':>10} {'-':>11} {'-':>8} {'-':>11} {ours} {'-':>10} {'-':>12} {goal}")
             continue
         sim_s = args.ns3_gbit_seconds if rate >= 1000 else SIM_S
-        t = ns3(rate, sim_s)
+        t = run_ns3(rate, sim_s)
         ns3_x = sim_s / t.report["wall_s"]
         print(f"{rate:<7} {sim_s:10g} {t.report['wall_s']:11.2f} {ns3_x:8.3f} {t.report['throughput_mbps']:11.2f} {ours} "
               f"{files_x[rate] / ns3_x:10,.0f} {metrics_x[rate] / ns3_x:12,.0f} {goal}", flush=True)
