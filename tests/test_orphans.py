@@ -5,11 +5,13 @@ group and session (setsid): the command runs in a PID namespace whose init dies 
 tunnel endpoint, when the scheme daemonizes and when the harness disappears."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,6 @@ import pytest
 from conftest import links_in
 from pantheon.harness.run import launcher
 from pantheon.harness.tunnel import write_session_key
-from pantheon.processes import lifeline
 from supervision import finish, left, without_root
 from support.emulator import in_ns
 from support.supervised import RECORDED, start, translate
@@ -131,24 +132,37 @@ def launched_scheme(netns: str, tmp: Path, lifeline: int) -> subprocess.Popen[by
     return proc
 
 
+@contextlib.contextmanager
+def harness_lifeline() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """A lifeline (the read end, for the launcher) whose write end a stand-in harness process holds
+    alone, and that process. Not this process's own lifeline (`pantheon.processes.lifeline`): in
+    the whole suite's pytest process its write end was once found closed under this test, the
+    launcher read end-of-file and stopped the scheme as if the harness had gone."""
+    read_end, write_end = os.pipe()
+    harness = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], pass_fds=(write_end,))
+    os.close(write_end)
+    try:
+        yield read_end, harness
+    finally:
+        os.close(read_end)
+        harness.kill()
+        harness.wait()
+
+
 def test_a_launched_schemes_daemon_ends_with_the_run(netns: str, tmp_path: Path) -> None:
-    proc = launched_scheme(netns, tmp_path, lifeline())
-    (tmp_path / "control" / "side.stop").touch()
-    assert finish(proc) == 0
+    with harness_lifeline() as (read_end, _harness):
+        proc = launched_scheme(netns, tmp_path, read_end)
+        (tmp_path / "control" / "side.stop").touch()
+        assert finish(proc) == 0
     wait_until_gone(netns, tmp_path, ("cmd", "daemon"))
 
 
 def test_a_launched_schemes_daemon_ends_when_the_harness_disappears(netns: str, tmp_path: Path) -> None:
     """The launcher, inside the tunnel's PID namespace where the harness has no pid, sees the
     harness's SIGKILL by its lifeline and ends the scheme; the daemon then ends with the tunnel."""
-    read_end, write_end = os.pipe()
-    harness = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], pass_fds=(write_end,))
-    os.close(write_end)
-    try:
+    with harness_lifeline() as (read_end, harness):
         proc = launched_scheme(netns, tmp_path, read_end)
-    finally:
-        os.close(read_end)
         harness.kill()
         harness.wait()
-    assert finish(proc) == 0
+        assert finish(proc) == 0
     wait_until_gone(netns, tmp_path, ("cmd", "daemon"))
