@@ -23,7 +23,8 @@
 //! sends it, and is told every mark.
 //!
 //! Layout: one file per algorithm, a family in its folder with the helpers only it uses
-//! (`pcc/`, `sprout/`, `verus/`, `indigo/`); `fixed` is a constant window, Indigo's yardstick;
+//! (`pcc/`, `sprout/`, `verus/`, `indigo/`); `fixed` is a constant window, Indigo's yardstick; `cbr` a constant rate, unresponsive cross
+//! traffic and latency probes;
 //! `filter` serves several families; `params` (a spec's parameters and their error) is a leaf the
 //! algorithms import, and `registry` (`build`, `KNOWN`) imports the algorithms. build.rs builds
 //! Indigo's committed weights (data/indigo/) into the crate.
@@ -40,6 +41,7 @@ use std::any::Any;
 pub use pantheon_link::Ecn;
 
 pub mod bbr;
+pub mod cbr;
 pub mod copa;
 pub mod cubic;
 pub mod dctcp;

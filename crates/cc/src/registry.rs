@@ -5,6 +5,7 @@
 //! (params.rs); a key no algorithm read is an error, so a typo never silently runs the defaults.
 
 use crate::bbr::{Bbr, BbrConfig};
+use crate::cbr::{Cbr, CbrConfig};
 use crate::copa::{Copa, CopaConfig};
 use crate::cubic::{Cubic, CubicConfig};
 use crate::dctcp::{Dctcp, DctcpConfig};
@@ -24,8 +25,8 @@ use crate::CongestionControl;
 
 /// Every name `build` accepts.
 pub const KNOWN: &[&str] = &[
-    "allegro", "bbr", "copa", "cubic", "dctcp", "fixed", "indigo", "ledbat", "prague", "reno", "scream", "sprout",
-    "vegas", "verus", "vivace",
+    "allegro", "bbr", "cbr", "copa", "cubic", "dctcp", "fixed", "indigo", "ledbat", "prague", "reno", "scream",
+    "sprout", "vegas", "verus", "vivace",
 ];
 
 /// Builds the controller a spec names, e.g. `copa:delta=0.1`.
@@ -37,6 +38,7 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
     let cc: Box<dyn CongestionControl + Send> = match name {
         "allegro" => Box::new(Allegro::new(AllegroConfig::from_params(&mut p)?)),
         "bbr" => Box::new(Bbr::new(BbrConfig::from_params(&mut p)?)),
+        "cbr" => Box::new(Cbr::new(CbrConfig::from_params(&mut p)?)),
         "copa" => Box::new(Copa::new(CopaConfig::from_params(&mut p)?)),
         "cubic" => Box::new(Cubic::new(CubicConfig::from_params(&mut p)?)),
         "dctcp" => Box::new(Dctcp::new(DctcpConfig::from_params(&mut p)?)),
@@ -73,10 +75,11 @@ mod tests {
         for &name in KNOWN {
             assert_eq!(build(&buildable(name)).unwrap().name(), name);
         }
-        // All with their defaults alone but `fixed`, and `indigo` unless trained weights are built in.
+        // All with their defaults alone but `cbr` and `fixed`, and `indigo` unless trained weights
+        // are built in.
         let need_more: Vec<&str> = KNOWN.iter().copied().filter(|&name| build(name).is_err()).collect();
         let trained = crate::indigo::built_in_models().any(|m| m == crate::indigo::DEFAULT_MODEL);
-        assert_eq!(need_more, if trained { &["fixed"][..] } else { &["fixed", "indigo"][..] });
+        assert_eq!(need_more, if trained { &["cbr", "fixed"][..] } else { &["cbr", "fixed", "indigo"][..] });
     }
 
     #[test]
@@ -120,7 +123,7 @@ mod tests {
     #[test]
     fn mistakes_are_one_line_and_say_what_to_do() {
         assert_eq!(err("foo"), format!("unknown cc 'foo'; known: {}", KNOWN.join(", ")));
-        assert!(err("foo").contains("bbr, copa, cubic"));
+        assert!(err("foo").contains("bbr, cbr, copa, cubic"));
         assert_eq!(err("copa:delta=-1"), "copa: delta must be > 0, got -1");
         assert_eq!(err("copa:delta=x"), "copa: delta must be a number, got 'x'");
         assert_eq!(err("copa:delta"), "copa: expected key=value, got 'delta'");

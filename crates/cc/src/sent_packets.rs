@@ -158,6 +158,9 @@ pub struct SentPackets {
     /// Nonzero while application-limited: the `delivered_bytes` value past which the flow stops
     /// counting as application-limited.
     app_limited_until_bytes: u64,
+    /// Packets the peer is known to have received: each acknowledged packet once, those
+    /// acknowledged after being declared lost included (a byte budget counts these, flow/mod.rs).
+    acked_packets: u64,
 }
 
 impl Default for SentPackets {
@@ -180,6 +183,7 @@ impl SentPackets {
             delivered_time_us: 0,
             first_sent_time_us: 0,
             app_limited_until_bytes: 0,
+            acked_packets: 0,
         }
     }
 
@@ -246,6 +250,7 @@ impl SentPackets {
         }
         if packet.declared_lost {
             self.ring[slot].declared_lost = false;
+            self.acked_packets += 1;
             self.rtt.sample(now_us.saturating_sub(packet.sent_us));
             self.timer_restarted_us = now_us;
             return None;
@@ -256,6 +261,7 @@ impl SentPackets {
         self.timer_restarted_us = now_us;
         self.ring[slot].in_flight = false;
         self.inflight_bytes -= packet.bytes;
+        self.acked_packets += 1;
         let rtt_us = now_us.saturating_sub(packet.sent_us);
         self.rtt.sample(rtt_us);
         self.largest_acked_seq = Some(self.largest_acked_seq.map_or(seq, |s| s.max(seq)));
@@ -380,6 +386,12 @@ impl SentPackets {
     pub fn delivered_bytes(&self) -> u64 {
         self.delivered_bytes
     }
+
+    /// Packets acknowledged, each once, late acknowledgements of packets declared lost included
+    /// (unlike `delivered_bytes`, the delivery-rate state, which counts only packets in flight).
+    pub fn acked_packets(&self) -> u64 {
+        self.acked_packets
+    }
 }
 
 #[cfg(test)]
@@ -446,9 +458,11 @@ mod tests {
         // SRTT = 7/8 · 20 ms + 1/8 · 400 ms.
         assert_eq!(s.srtt_us(), Some(67_500));
         assert_eq!((s.inflight_bytes(), s.delivered_bytes()), (0, delivered));
-        // A duplicate is no second sample.
+        assert_eq!(s.acked_packets(), 2);
+        // A duplicate is no second sample, and no second packet received.
         assert_eq!(s.on_ack(900_000, 1, 0), None);
         assert_eq!(s.srtt_us(), Some(67_500));
+        assert_eq!(s.acked_packets(), 2);
     }
 
     #[test]

@@ -21,7 +21,15 @@
 //!   that paces from a bandwidth estimate, BBR, would otherwise send at full rate into a dead path
 //!   forever: without acknowledgements its estimate never ages);
 //! - `on_sent`: the driver sent the datagram the verdict allowed;
-//! - `deadline`: the earliest time anything above is next due.
+//! - `deadline`: the earliest time anything above is next due;
+//! - `with_budget_packets` / `done`: a finite transfer (docs/transport.md, "Transfers"). Nothing
+//!   is retransmitted, so a budget of N datagrams counts datagrams acknowledged, not sent: the
+//!   flow never has more than N − acknowledged in flight, a datagram declared lost frees its
+//!   place for a new one, and once N are acknowledged the flow is done, sends nothing more and
+//!   asks for no wake-up. "Acknowledged" counts each datagram once, a late acknowledgement of one
+//!   declared lost included (`SentPackets::acked_packets`), because the receiver counts that
+//!   datagram too: the sender is done when the receiver has N distinct datagrams, not later. A
+//!   bulk flow has no budget.
 //!
 //! Times are `Instant`s on the flow's clock, from its start (instant.rs says why a type rather
 //! than a suffix): the controller and the bookkeeping read them in µs, the pacer in ns. The one
@@ -99,6 +107,8 @@ pub struct Flow {
     unreported_ce_marks: u64,
     /// When a classic controller was last told of a mark, µs.
     last_mark_response_us: Option<u64>,
+    /// Datagrams to have acknowledged in all, for a finite transfer; `None` for a bulk flow.
+    budget_packets: Option<u64>,
     counts: Counts,
 }
 
@@ -114,8 +124,30 @@ impl Flow {
             classic_ecn: false,
             unreported_ce_marks: 0,
             last_mark_response_us: None,
+            budget_packets: None,
             counts: Counts::default(),
         }
+    }
+
+    /// Makes the flow a finite transfer of `budget_packets` datagrams (the header's rule), or a
+    /// bulk flow with `None`.
+    pub fn with_budget_packets(mut self, budget_packets: Option<u64>) -> Flow {
+        self.budget_packets = budget_packets;
+        self
+    }
+
+    /// Every datagram of the budget is acknowledged; never for a bulk flow.
+    pub fn done(&self) -> bool {
+        self.budget_packets.is_some_and(|budget| self.book.acked_packets() >= budget)
+    }
+
+    /// Whether the budget forbids another datagram in flight now: every datagram not yet
+    /// acknowledged is already in flight (always, once done).
+    fn budget_spent(&self) -> bool {
+        self.budget_packets.is_some_and(|budget| {
+            let inflight_packets = self.book.inflight_bytes() / PACKET_BYTES;
+            self.book.acked_packets() + inflight_packets >= budget
+        })
     }
 
     /// Turns RFC 3168 ECN on (or off) for a classic controller: its datagrams carry ECT(0). A
@@ -238,6 +270,10 @@ impl Flow {
     /// The send rule at `now`.
     pub fn next_send(&self, now: Instant) -> Verdict {
         let now_us = now.as_us();
+        // Before silence: a probe is a datagram of the budget too.
+        if self.budget_spent() {
+            return Verdict::Closed;
+        }
         if self.silent(now_us) {
             if now_us < self.next_probe_us {
                 return Verdict::At(Instant::from_us(self.next_probe_us));
@@ -272,8 +308,11 @@ impl Flow {
     }
 
     /// The earliest time something is due: the send `send_at` the last verdict named, the loss
-    /// deadline, the controller's wake-up, or the start of silence.
+    /// deadline, the controller's wake-up, or the start of silence. Nothing once done.
     pub fn deadline(&self, now: Instant, send_at: Option<Instant>) -> Option<Instant> {
+        if self.done() {
+            return None;
+        }
         let silence_us = (!self.silent(now.as_us())).then_some(self.last_ack_us + SILENCE_US);
         [
             send_at,
@@ -418,6 +457,88 @@ mod tests {
         }
         assert_eq!(f.decision().cwnd_bytes, Some(7_320));
         assert_eq!((f.counts().ce_marks, f.counts().lost), (10, 0));
+    }
+
+    /// A budget of 3 under Cubic's IW10: the budget, not the window, stops the flow.
+    fn three_sent_of_three() -> Flow {
+        let mut f = flow("cubic").with_budget_packets(Some(3));
+        assert_eq!(send_all(&mut f, Instant::ZERO), 3);
+        assert_eq!(f.next_send(Instant::ZERO), Verdict::Closed);
+        f
+    }
+
+    #[test]
+    fn a_budget_replaces_a_lost_datagram_and_ends_after_its_last_acknowledgement() {
+        let mut f = three_sent_of_three();
+        // 0 and 2 acknowledged at 20 ms: 1 is still in flight, so nothing more may go.
+        for seq in [0, 2] {
+            f.on_ack(Instant::from_us(20_000), seq, 0, 0);
+            f.detect_losses(Instant::from_us(20_000));
+        }
+        assert_eq!(f.next_send(Instant::from_us(20_000)), Verdict::Closed);
+        // 1 is lost at 9/8 · 20 ms after its send: its place goes to a 4th datagram, seq 3.
+        let lost_at = Instant::from_us(22_500);
+        assert_eq!(f.deadline(Instant::from_us(20_000), None), Some(lost_at));
+        f.run_timers(lost_at);
+        assert_eq!(f.counts().lost, 1);
+        assert_eq!(f.next_seq(), 3);
+        assert_eq!(send_all(&mut f, lost_at), 1);
+        assert!(!f.done());
+        f.on_ack(Instant::from_us(42_500), 3, 0, 0);
+        assert!(f.done());
+        assert_eq!((f.counts().sent, f.counts().acked, f.counts().lost), (4, 3, 1));
+    }
+
+    #[test]
+    fn a_done_flow_sends_nothing_and_asks_for_no_wake_up() {
+        let mut f = three_sent_of_three();
+        for seq in 0..3 {
+            f.on_ack(Instant::from_us(20_000), seq, 0, 0);
+        }
+        assert!(f.done());
+        // Not even a silence probe, and no deadline: not the silence, not a controller's timer.
+        for at_us in [20_000, 20_000 + SILENCE_US, 60_000_000] {
+            assert_eq!(f.next_send(Instant::from_us(at_us)), Verdict::Closed);
+            assert_eq!(f.deadline(Instant::from_us(at_us), None), None);
+        }
+    }
+
+    #[test]
+    fn a_late_acknowledgement_of_a_lost_datagram_counts_once() {
+        // As above, 1 lost at 22.5 ms and replaced by 3; then 1's own acknowledgement arrives: the
+        // receiver has 0, 1 and 2, three distinct datagrams, and so the budget is done.
+        let mut f = three_sent_of_three();
+        for seq in [0, 2] {
+            f.on_ack(Instant::from_us(20_000), seq, 0, 0);
+        }
+        f.run_timers(Instant::from_us(22_500));
+        assert_eq!(send_all(&mut f, Instant::from_us(22_500)), 1);
+        f.on_ack(Instant::from_us(30_000), 1, 0, 0);
+        assert!(f.done());
+        assert_eq!(f.counts().late_acks, 1);
+    }
+
+    #[test]
+    fn duplicate_acknowledgements_count_once() {
+        let mut f = three_sent_of_three();
+        for _ in 0..3 {
+            f.on_ack(Instant::from_us(20_000), 0, 0, 0);
+        }
+        f.on_ack(Instant::from_us(20_000), 1, 0, 0);
+        assert!(!f.done());
+        // One datagram remains in flight and the budget has no room for another.
+        assert_eq!(f.next_send(Instant::from_us(20_000)), Verdict::Closed);
+    }
+
+    #[test]
+    fn without_a_budget_a_flow_is_bulk() {
+        let mut f = flow("cubic").with_budget_packets(None);
+        assert_eq!(send_all(&mut f, Instant::ZERO), 10);
+        for seq in 0..10 {
+            f.on_ack(Instant::from_us(20_000), seq, 0, 0);
+        }
+        assert!(!f.done());
+        assert_eq!(send_all(&mut f, Instant::from_us(20_000)), 20);
     }
 
     #[test]

@@ -7,10 +7,12 @@ pub fn indigo_fixture() -> String {
     format!("{}/tests/fixtures/indigo/lstm32.safetensors", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `name` with what it must be given: `fixed` a window, `indigo` weights (and, since the test
+/// `name` with what it must be given: `cbr` a rate (6 Mbit/s, half of the tests' usual 12 Mbit/s
+/// link, so that it neither starves nor floods it), `fixed` a window, `indigo` weights (and, since the test
 /// network's own choices are arbitrary, the expert's policy, whose window settles at its oracle).
 pub fn buildable(name: &str) -> String {
     match name {
+        "cbr" => "cbr:rate_mbps=6".to_string(),
         "fixed" => "fixed:cwnd_packets=20".to_string(),
         "indigo" => format!("indigo:weights={},policy=expert,oracle_cwnd_packets=40", indigo_fixture()),
         _ => name.to_string(),
