@@ -3,9 +3,11 @@
 //! acknowledges every datagram with the time it arrived, so every scheme built on crates/cc —
 //! Copa, Vegas, LEDBAT, BBR, Cubic, Reno in userspace — has the same harness around it and
 //! differs only in its controller (Yan et al., USENIX ATC 2018, §3.1.1: every scheme is a
-//! full-throttle flow until killed).
+//! full-throttle flow until killed). A sender may instead carry one finite transfer (`send --bytes
+//! N`): it ends once ⌈N / 1464⌉ of its datagrams are acknowledged, and the receiver logs when the
+//! transfer completed (docs/transport.md, "Transfers").
 //!
-//! - [`wire`]: the data datagram (sequence number, send time, padding to 1464-byte IP packets,
+//! - [`wire`]: the data datagram (sequence number, send time, transfer and budget, padding to 1464-byte IP packets,
 //!   the tunnel's inner MTU) and the acknowledgement (sequence number, echoed send time, the
 //!   receiver's receive time, its count of CE-marked datagrams: ECN, RFC 3168).
 //! - [`sender`]: the event loop: acknowledgements, timers and sends as `pantheon_cc::flow::Flow`
@@ -14,8 +16,8 @@
 //!   for our datagrams (`pantheon_cc::flow::controller`) — are sans-IO in crates/cc, which the
 //!   simulator drives too.
 //! - [`receiver`]: acknowledges each datagram to its source; it keeps only each sender's count of
-//!   CE marks.
-//! - [`log`]: the sender's per-acknowledgement log.
+//!   CE marks and, for a transfer under way, the sequence numbers received.
+//! - [`log`]: the sender's per-acknowledgement log, and the transfers logs of both ends.
 //!
 //! Batched UDP I/O, the clocks and the stop on SIGTERM/SIGINT come from `pantheon_sys`, shared
 //! with the tunnel and the emulator.

@@ -1,3 +1,12 @@
+//! The two logs `pantheon-udp` writes.
+//!
+//! The transfers log (`--transfers-log FILE`, `TransferLog`): one line per transfer, `transfer_id
+//! epoch_us`, the time on CLOCK_REALTIME in µs, so that the harness can place it on the run's
+//! timeline. The receiver writes a transfer's end (the kernel's receive time of the datagram that
+//! completed it), a sender its beginning (when its first datagram left). Each line is flushed as it
+//! is written: the harness reads the file while the run goes on, and a receiver stopped by SIGKILL
+//! loses nothing already logged.
+//!
 //! The sender's optional per-acknowledgement log (`pantheon-udp send --log FILE`), for watching a
 //! controller work: one line per acknowledgement the controller was given, with its decision
 //! right after it. Text, space-separated, `-` where the controller leaves a value unset:
@@ -16,6 +25,22 @@ use std::io::{self, BufWriter, Write};
 use pantheon_cc::{Acked, Decision};
 
 const BUFFER_BYTES: usize = 64 << 10;
+
+/// `transfer_id epoch_us` lines, each flushed.
+pub struct TransferLog {
+    out: File,
+}
+
+impl TransferLog {
+    pub fn new(file: File) -> TransferLog {
+        TransferLog { out: file }
+    }
+
+    /// One line, written with one write(2).
+    pub fn line(&mut self, transfer_id: u32, epoch_us: u64) -> io::Result<()> {
+        self.out.write_all(format!("{transfer_id} {epoch_us}\n").as_bytes())
+    }
+}
 
 pub struct AckLog {
     out: BufWriter<File>,

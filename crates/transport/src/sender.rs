@@ -32,8 +32,14 @@
 //! datagram per `PROBE_INTERVAL_US`, each still told to the bookkeeping and the controller, until
 //! an acknowledgement comes back; then the controller is in charge again. A controller that paces
 //! from a bandwidth estimate (BBR) would otherwise keep sending at full rate into a dead path
-//! forever, since without acknowledgements its estimate never ages. The sender never exits on its
-//! own: ICMP port-unreachable errors (ECONNREFUSED) and an unreachable network are ignored.
+//! forever, since without acknowledgements its estimate never ages. A bulk sender never exits on
+//! its own: ICMP port-unreachable errors (ECONNREFUSED) and an unreachable network are ignored.
+//!
+//! Transfers (`send --bytes N`, `Transfer`): the flow has a budget of ⌈N / 1464⌉ datagrams
+//! (`Flow::with_budget_packets`: never more in flight than are still to be acknowledged, a datagram
+//! declared lost replaced by a new one), every data datagram names the transfer and its budget
+//! (wire.rs), and the sender returns once the flow is done, every datagram of the budget
+//! acknowledged.
 //!
 //! ECN: every data datagram carries the flow's codepoint (`Flow::ecn`: ECT(0) with
 //! `ecn=1` in the spec for a classic controller, a scalable controller's own, otherwise Not-ECT),
@@ -41,8 +47,10 @@
 //! of CE-marked datagrams, 16 bits of it (wire.rs); the sender restores the full count and hands
 //! it to the flow, which tells the controller of new marks.
 //!
-//! The flow always has data: it is never application-limited, and nothing is retransmitted (see
-//! lib.rs for why Pantheon's flows need no reliability).
+//! A bulk flow always has data: it is never application-limited, and nothing is retransmitted (see
+//! lib.rs for why Pantheon's flows need no reliability). A transfer's last window is limited by
+//! its budget rather than by the controller; its delivery-rate samples are not marked
+//! application-limited, which only a long-lived controller state would care about.
 
 use std::fmt;
 use std::io;
@@ -50,11 +58,11 @@ use std::io;
 use pantheon_cc::flow::pacer::gap_ns;
 use pantheon_cc::flow::{Flow, Instant, Permit, Verdict};
 use pantheon_cc::CongestionControl;
-use pantheon_sys::clock::{tighten_timer_slack, FlowClock, RealtimeOffset};
+use pantheon_sys::clock::{epoch_us, tighten_timer_slack, FlowClock, RealtimeOffset};
 use pantheon_sys::signal::Signals;
 use pantheon_sys::udp::{is_unreachable, RecvBatch, UdpSocket};
 
-use crate::log::AckLog;
+use crate::log::{AckLog, TransferLog};
 use crate::wait::{spin_ns, wait, Ready};
 use crate::wire::{unwrap_ce_count, Ack, Data, ACK_BYTES, DATA_BYTES, PACKET_BYTES};
 
@@ -103,7 +111,17 @@ impl fmt::Display for Totals {
     }
 }
 
-/// A `Flow` with what real time adds: the clock, the socket's buffers, the log.
+/// A finite transfer (`send --bytes N --transfer-id K`).
+pub struct Transfer {
+    /// The id every data datagram carries, and the log's lines.
+    pub id: u32,
+    /// Datagrams to have acknowledged: ⌈bytes / 1464⌉, at least 1.
+    pub budget_packets: u32,
+    /// Where `id began_epoch_us` goes when the first datagram leaves (`--transfers-log`).
+    pub log: Option<TransferLog>,
+}
+
+/// A `Flow` with what real time adds: the clock, the socket's buffers, the logs.
 struct LiveFlow {
     clock: FlowClock,
     /// The controller, the bookkeeping, pacing and silence: every decision, sans-IO.
@@ -122,21 +140,28 @@ struct LiveFlow {
     last_ack_at: Instant,
     /// The largest CE count the acknowledgements have carried, unwrapped (wire.rs).
     largest_ce_count: u64,
+    /// The transfer the datagrams name: id and budget, both 0 for a bulk flow.
+    transfer_id: u32,
+    budget_packets: u32,
+    /// The transfer's log, until its first datagram is logged.
+    began_log: Option<TransferLog>,
 }
 
-/// Runs a flow to `socket` (connected to the receiver) until `signals` request a stop, handing the
-/// totals so far to `report` whenever they are asked for (SIGUSR1). `ecn`: a classic controller
-/// uses ECN (RFC 3168).
+/// Runs a flow to `socket` (connected to the receiver) until `signals` request a stop, or a
+/// `transfer` is done, handing the totals so far to `report` whenever they are asked for
+/// (SIGUSR1). `ecn`: a classic controller uses ECN (RFC 3168).
 pub fn run(
     cc: Box<dyn CongestionControl + Send>,
     ecn: bool,
     socket: &UdpSocket,
     signals: &Signals,
     log: Option<AckLog>,
+    transfer: Option<Transfer>,
     report: &mut dyn FnMut(&Totals),
 ) -> io::Result<Totals> {
     tighten_timer_slack();
-    let flow = Flow::new(cc).with_ecn(ecn);
+    let budget_packets = transfer.as_ref().map(|t| u64::from(t.budget_packets));
+    let flow = Flow::new(cc).with_ecn(ecn).with_budget_packets(budget_packets);
     socket.set_tos(flow.ecn().bits())?;
     let mut live = LiveFlow {
         clock: FlowClock::start(),
@@ -150,6 +175,9 @@ pub fn run(
         unreachable: 0,
         last_ack_at: Instant::ZERO,
         largest_ce_count: 0,
+        transfer_id: transfer.as_ref().map_or(0, |t| t.id),
+        budget_packets: transfer.as_ref().map_or(0, |t| t.budget_packets),
+        began_log: transfer.and_then(|t| t.log),
     };
     let outcome = live.run(socket, signals, report);
     let log = live.log.take().map(AckLog::finish);
@@ -180,6 +208,9 @@ impl LiveFlow {
             }
             if ready.readable {
                 self.drain_acks(socket)?;
+            }
+            if self.flow.done() {
+                return Ok(());
             }
             if ready.writable {
                 self.blocked = false;
@@ -253,10 +284,15 @@ impl LiveFlow {
 
     /// Sends the next datagram; if the socket does not take it, nothing is recorded.
     fn transmit(&mut self, socket: &UdpSocket, now: Instant, permit: Permit) -> io::Result<()> {
-        Data { seq: self.flow.next_seq(), send_us: now.as_us() }.encode(&mut self.datagram);
+        let seq = self.flow.next_seq();
+        Data { seq, send_us: now.as_us(), transfer_id: self.transfer_id, budget_packets: self.budget_packets }
+            .encode(&mut self.datagram);
         match socket.send(&self.datagram[..]) {
             Ok(()) => {
                 self.flow.on_sent(now, permit);
+                if let Some(mut log) = self.began_log.take() {
+                    log.line(self.transfer_id, epoch_us())?;
+                }
                 Ok(())
             }
             Err(err) => match err.kind() {

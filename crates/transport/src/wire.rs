@@ -11,15 +11,24 @@
 //! ```text
 //! data, 1436 bytes                         acknowledgement, 32 bytes
 //!  0..4   magic "PUDP"                      0..4   magic "PUDP"
-//!  4      version = 2                       4      version = 2
+//!  4      version = 3                       4      version = 3
 //!  5      kind = 1 (data)                   5      kind = 2 (acknowledgement)
 //!  6..8   zero                              6..8   ce_count: u16, CE-marked data datagrams
 //!                                                  from this sender so far, wrapping
 //!  8..16  seq: u64, from 0, +1 per datagram 8..16  seq of the data datagram
 //! 16..24  send_us: u64, sender's clock µs  16..24  its send_us, echoed
-//! 24..    zero padding                     24..32  recv_us: u64, when the receiver's kernel
-//!                                                  received it, receiver's clock (µs)
+//! 24..28  transfer_id: u32                 24..32  recv_us: u64, when the receiver's kernel
+//! 28..32  budget_packets: u32, 0 = bulk            received it, receiver's clock (µs)
+//! 32..    zero padding
 //! ```
+//!
+//! Transfers (version 3): a sender with a byte budget (`send --bytes N`) names its transfer and
+//! the budget in datagrams in every data datagram, so that the receiver, which keeps no other
+//! state, knows when the transfer is complete: when it has received `budget_packets` distinct
+//! sequence numbers from that sender (receiver.rs). A bulk flow sends budget 0 (and transfer 0).
+//! Nothing is retransmitted, so the budget counts datagrams delivered, and a sender's sequence
+//! numbers may run past it (a datagram declared lost is replaced by a new one,
+//! `pantheon_cc::flow::Flow::with_budget_packets`).
 //!
 //! The two clocks are unrelated: the sender's counts from its flow's start, the receiver's is its
 //! CLOCK_MONOTONIC. Only differences of `recv_us`, or `recv_us − send_us` up to a constant, mean
@@ -31,12 +40,12 @@
 //! do (RFC 9000 §13.4.1) and TCP's Accurate ECN: a lost acknowledgement loses no mark, the next
 //! one carries it. Only the low 16 bits travel; the sender restores the
 //! rest from the largest count it has seen ([`unwrap_ce_count`]), which is exact as long as fewer
-//! than 32 768 marks separate two acknowledgements it receives. Version 1 had zero there; a
-//! version 1 datagram is not read.
+//! than 32 768 marks separate two acknowledgements it receives. Version 1 had zero there, and
+//! version 2 no transfer fields; a datagram of either is not read.
 
 /// "PUDP": Pantheon UDP.
 pub const MAGIC: [u8; 4] = *b"PUDP";
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 const KIND_DATA: u8 = 1;
 const KIND_ACK: u8 = 2;
 
@@ -44,8 +53,10 @@ pub use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYT
 
 /// The UDP payload of a data datagram.
 pub const DATA_BYTES: usize = PACKET_BYTES as usize - IP_UDP_HEADER_BYTES;
-/// The header every datagram starts with, and all a data datagram carries besides padding.
+/// The header every datagram starts with: magic, version, kind, seq and send_us.
 pub const HEADER_BYTES: usize = 24;
+/// All a data datagram carries besides padding: the header, the transfer id and the budget.
+pub const DATA_HEADER_BYTES: usize = HEADER_BYTES + 8;
 /// An acknowledgement is the header and the receive time, nothing more.
 const _: () = assert!(ACK_BYTES == HEADER_BYTES + 8);
 
@@ -54,6 +65,10 @@ const _: () = assert!(ACK_BYTES == HEADER_BYTES + 8);
 pub struct Data {
     pub seq: u64,
     pub send_us: u64,
+    /// The transfer this datagram belongs to (the sender's `--transfer-id`); 0 for a bulk flow.
+    pub transfer_id: u32,
+    /// Distinct datagrams that complete the transfer; 0 for a bulk flow.
+    pub budget_packets: u32,
 }
 
 /// An acknowledgement: which datagram, when it was sent (echoed), when it arrived, and how many
@@ -108,12 +123,16 @@ impl Data {
     /// sender zeroes its one buffer once).
     pub fn encode(&self, datagram: &mut [u8; DATA_BYTES]) {
         write_header(datagram, KIND_DATA, self.seq, self.send_us);
+        datagram[24..28].copy_from_slice(&self.transfer_id.to_be_bytes());
+        datagram[28..32].copy_from_slice(&self.budget_packets.to_be_bytes());
     }
 
     /// Any datagram that starts with a data header counts, whatever its length, so that a sender
     /// with another datagram size is still acknowledged.
     pub fn decode(bytes: &[u8]) -> Option<Data> {
-        read_header(bytes, KIND_DATA, HEADER_BYTES).map(|(seq, send_us)| Data { seq, send_us })
+        let (seq, send_us) = read_header(bytes, KIND_DATA, DATA_HEADER_BYTES)?;
+        let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        Some(Data { seq, send_us, transfer_id: word(24), budget_packets: word(28) })
     }
 }
 
@@ -145,13 +164,24 @@ mod tests {
     #[test]
     fn data_layout_is_the_documented_one() {
         let mut datagram = [0u8; DATA_BYTES];
-        Data { seq: 0x0102_0304_0506_0708, send_us: 1_000_000 }.encode(&mut datagram);
-        assert_eq!(&datagram[0..8], b"PUDP\x02\x01\x00\x00");
+        let data = Data { seq: 0x0102_0304_0506_0708, send_us: 1_000_000, transfer_id: 7, budget_packets: 100 };
+        data.encode(&mut datagram);
+        assert_eq!(&datagram[0..8], b"PUDP\x03\x01\x00\x00");
         assert_eq!(datagram[8..16], [1, 2, 3, 4, 5, 6, 7, 8]);
         // 1 000 000 = 0x0F4240
         assert_eq!(datagram[16..24], [0, 0, 0, 0, 0, 0x0f, 0x42, 0x40]);
-        assert!(datagram[24..].iter().all(|&b| b == 0));
-        assert_eq!(Data::decode(&datagram), Some(Data { seq: 0x0102_0304_0506_0708, send_us: 1_000_000 }));
+        assert_eq!(datagram[24..28], [0, 0, 0, 7]);
+        assert_eq!(datagram[28..32], [0, 0, 0, 100]);
+        assert!(datagram[32..].iter().all(|&b| b == 0));
+        assert_eq!(Data::decode(&datagram), Some(data));
+    }
+
+    #[test]
+    fn a_version_2_data_datagram_is_not_read() {
+        let mut datagram = [0u8; DATA_BYTES];
+        Data { seq: 1, send_us: 2, transfer_id: 0, budget_packets: 0 }.encode(&mut datagram);
+        datagram[4] = 2;
+        assert_eq!(Data::decode(&datagram), None);
     }
 
     #[test]
@@ -159,7 +189,7 @@ mod tests {
         let ack = Ack { seq: 7, send_us: 123, recv_us: u64::MAX - 1, ce_count: 0x0102 };
         let mut datagram = [0u8; ACK_BYTES];
         ack.encode(&mut datagram);
-        assert_eq!(&datagram[0..8], b"PUDP\x02\x02\x01\x02");
+        assert_eq!(&datagram[0..8], b"PUDP\x03\x02\x01\x02");
         assert_eq!(datagram[8..16], 7u64.to_be_bytes());
         assert_eq!(datagram[24..32], (u64::MAX - 1).to_be_bytes());
         assert_eq!(Ack::decode(&datagram), Some(ack));
@@ -193,7 +223,8 @@ mod tests {
         // An acknowledgement is not data, and data is not an acknowledgement.
         assert_eq!(Data::decode(&ack), None);
         let mut data = [0u8; DATA_BYTES];
-        Data { seq: 1, send_us: 2 }.encode(&mut data);
+        let sent = Data { seq: 1, send_us: 2, transfer_id: 3, budget_packets: 4 };
+        sent.encode(&mut data);
         assert_eq!(Ack::decode(&data[..ACK_BYTES]), None);
         assert_eq!(Ack::decode(&ack[..ACK_BYTES - 1]), None);
         let mut other_version = ack;
@@ -202,8 +233,8 @@ mod tests {
         let mut other_magic = ack;
         other_magic[0] = b'Q';
         assert_eq!(Ack::decode(&other_magic), None);
-        // A shorter data datagram from another sender is still data.
-        assert_eq!(Data::decode(&data[..HEADER_BYTES]), Some(Data { seq: 1, send_us: 2 }));
-        assert_eq!(Data::decode(&data[..HEADER_BYTES - 1]), None);
+        // A shorter data datagram from another sender is still data, down to its header's end.
+        assert_eq!(Data::decode(&data[..DATA_HEADER_BYTES]), Some(sent));
+        assert_eq!(Data::decode(&data[..DATA_HEADER_BYTES - 1]), None);
     }
 }

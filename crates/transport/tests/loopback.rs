@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -210,7 +210,7 @@ fn acknowledgements_echo_each_senders_count_of_ce_marked_datagrams_and_are_not_e
     let mut counts = [0u16; 2];
     for (seq, &(sender, tos)) in plan.iter().enumerate() {
         let mut datagram = [0u8; DATA_BYTES];
-        Data { seq: seq as u64, send_us: 1000 + seq as u64 }.encode(&mut datagram);
+        Data { seq: seq as u64, send_us: 1000 + seq as u64, transfer_id: 0, budget_packets: 0 }.encode(&mut datagram);
         senders[sender].send_to(&datagram, to, tos).unwrap();
         counts[sender] += u16::from(tos == 0b11);
         expected.push((sender, seq as u64, counts[sender]));
@@ -288,6 +288,117 @@ fn a_receiver_outlives_its_senders() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// The lines of a transfers log: (transfer_id, epoch_us).
+fn transfer_lines(path: &PathBuf) -> Vec<(u32, u64)> {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let (id, epoch_us) = line.split_once(' ').unwrap_or_else(|| panic!("not 'id epoch_us': {line:?}"));
+            (id.parse().unwrap(), epoch_us.parse().unwrap())
+        })
+        .collect()
+}
+
+fn epoch_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64
+}
+
+/// Waits up to 10 s for `sender` to exit on its own; its status.
+/// A receiver logging its transfers to `dir`/received.log, on a free port, given time to bind.
+fn transfers_receiver(dir: &Path) -> (String, PathBuf, Process) {
+    let port = free_port().to_string();
+    let received_log = dir.join("received.log");
+    let receiver = Process::start(
+        &["recv", "--bind", "127.0.0.1", "--transfers-log", received_log.to_str().unwrap(), &port],
+        dir.join("recv.stderr"),
+    );
+    sleep(Duration::from_millis(200));
+    (port, received_log, receiver)
+}
+
+fn exits_on_its_own(sender: &mut Process) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = sender.child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "a transfer still running after 10 s: {}", sender.stderr());
+        sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_transfer_ends_when_acknowledged_and_the_receiver_logs_it_once() {
+    let dir = scratch("transfer");
+    let (port, received_log, mut receiver) = transfers_receiver(&dir);
+    let began_log = dir.join("began.log");
+    let before_us = epoch_us();
+    // 146 400 bytes: exactly 100 datagrams of 1464.
+    let args = [
+        "send",
+        "--cc",
+        "cubic",
+        "--bytes",
+        "146400",
+        "--transfer-id",
+        "42",
+        "--transfers-log",
+        began_log.to_str().unwrap(),
+        "127.0.0.1",
+        &port,
+    ];
+    let mut sender = Process::start(&args, dir.join("send.stderr"));
+    let status = exits_on_its_own(&mut sender);
+    let after_us = epoch_us();
+    assert!(status.success(), "{status}: {}", sender.stderr());
+    let (sent, acked, lost) = sender_counts(&sender.stderr());
+    assert_eq!(acked, 100, "{}", sender.stderr());
+    assert_eq!(sent, acked + lost, "every datagram acknowledged or lost: {}", sender.stderr());
+    // The receiver keeps going, for the next sender; the log has the transfer once.
+    sleep(Duration::from_millis(200));
+    assert!(receiver.running(), "{}", receiver.stderr());
+    let ended = transfer_lines(&received_log);
+    let began = transfer_lines(&began_log);
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!((ended[0].0, began[0].0), (42, 42));
+    assert!(before_us <= began[0].1 && began[0].1 <= ended[0].1 && ended[0].1 <= after_us, "{began:?} {ended:?}");
+    receiver.terminate();
+    assert!(receiver.stderr().contains(", 1 transfers complete"), "{}", receiver.stderr());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn concurrent_transfers_are_each_logged_once_by_one_receiver() {
+    let dir = scratch("transfers");
+    let (port, received_log, mut receiver) = transfers_receiver(&dir);
+    // Two at once (1 MB, 684 datagrams, and 100 kB, 69), then a third from a rate-paced sender;
+    // a bulk sender runs beside them all and is never logged.
+    let start = |args: &[&str], name: &str| Process::start(args, dir.join(name));
+    let mut bulk = start(&["send", "--cc", "cubic", "127.0.0.1", &port], "bulk.stderr");
+    let mut first =
+        start(&["send", "--cc", "cubic", "--bytes", "1000000", "--transfer-id", "1", "127.0.0.1", &port], "1.stderr");
+    let mut second =
+        start(&["send", "--cc", "bbr", "--bytes", "100000", "--transfer-id", "2", "127.0.0.1", &port], "2.stderr");
+    for sender in [&mut first, &mut second] {
+        let status = exits_on_its_own(sender);
+        assert!(status.success(), "{status}: {}", sender.stderr());
+    }
+    let mut third = start(
+        &["send", "--cc", "cbr:rate_mbps=12", "--bytes", "14640", "--transfer-id", "3", "127.0.0.1", &port],
+        "3.stderr",
+    );
+    assert!(exits_on_its_own(&mut third).success(), "{}", third.stderr());
+    assert_eq!(sender_counts(&third.stderr()).1, 10, "{}", third.stderr());
+    sleep(Duration::from_millis(200));
+    assert!(bulk.running(), "{}", bulk.stderr());
+    bulk.terminate();
+    let mut ids: Vec<u32> = transfer_lines(&received_log).iter().map(|&(id, _)| id).collect();
+    ids.sort();
+    assert_eq!(ids, [1, 2, 3]);
+    receiver.terminate();
+    fs::remove_dir_all(dir).unwrap();
+}
+
 /// One line on stderr, exit status 2.
 fn rejected(args: &[&str]) -> String {
     let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().unwrap();
@@ -318,4 +429,13 @@ fn bad_command_lines_are_one_line_and_status_2() {
         .starts_with("pantheon-udp: cannot listen on 10.255.255.254:9000"));
     assert!(rejected(&["send", "--cc", "cubic", "--log", "/nonexistent/dir/log", "127.0.0.1", "9000"])
         .starts_with("pantheon-udp: --log /nonexistent/dir/log: cannot create it"));
+    assert!(rejected(&["send", "--cc", "cubic", "--bytes", "0", "127.0.0.1", "9000"]).contains("--bytes"));
+    assert_eq!(
+        rejected(&["send", "--cc", "cubic", "--bytes", "18446744073709551615", "127.0.0.1", "9000"]),
+        "pantheon-udp: --bytes: 18446744073709551615 bytes are 12600235023025651 datagrams, more than a transfer can count (4294967295)"
+    );
+    assert!(rejected(&["send", "--cc", "cubic", "--transfer-id", "3", "127.0.0.1", "9000"])
+        .contains("required arguments were not provided"));
+    assert!(rejected(&["recv", "--transfers-log", "/nonexistent/dir/log", "9000"])
+        .starts_with("pantheon-udp: --transfers-log /nonexistent/dir/log: cannot create it"));
 }
