@@ -16,6 +16,8 @@ own namespaces). Then, from the endpoints' logs:
              the tunnel's few us from reading a datagram to handing it to the path: median |error|
              <= 50 us, p99 <= 500 us (the emulator alone: 20 and 200, tests/test_emulator_fidelity.py;
              here typically 15-25 and 70-200)
+  extra      a client's --extra-delay-ms adds twice its value to kernel TCP's round trip, and its
+             value to each direction's one-way delay in the logs
   start-up   kernel BBR's first second over 12 Mbit/s, 20 ms, 90 kB has the same p95 one-way delay
              (within 15 %) inside the tunnel and straight through the emulator (bench/tunnel_ks.py
              compares whole runs)
@@ -194,6 +196,33 @@ def test_one_way_delay_is_the_emulators(netns: str, emu: Path, tunnel: Path, tmp
             return
     pytest.fail(f"all {DELAY_ATTEMPTS} attempts missed median <= {DELAY_MEDIAN_BOUND_US} us, p99 <= "
                 f"{DELAY_P99_BOUND_US} us: " + " | ".join(attempts))
+
+
+EXTRA_DELAY_MS = 15
+
+
+def test_extra_delay_adds_twice_its_value_to_the_round_trip(netns: str, emu: Path, tunnel: Path, tmp_path: Path) -> None:
+    """A client with --extra-delay-ms 15 behind an emulator of 10 ms each way: kernel TCP's min
+    RTT (TCP_INFO, the sender's log) is 2 x (10 + 15) = 50 ms, within 2 ms; and in the logs each
+    direction's one-way delay is at least 25 ms (data logged at the client's ingress before it is
+    held, acknowledgements at the client's egress when they leave the delay line), the least of
+    them within 1.5 ms of it."""
+    state = tmp_path / "state.log"
+    sender = shlex.join([sys.executable, "-m", "pantheon.kernel_tcp", "sender", "PEER", str(TCP_PORT), "--cc", "cubic",
+                         "--log", str(state)]).replace("PEER", "$PANTHEON_TUNNEL_PEER")
+    flow = f"{sender} & s=$!; sleep 1.5; kill $s; wait $s"
+    path = ["--delay", "10", "--uplink-rate", "12", "--downlink-rate", "12"]
+    with server(netns, tunnel, tmp_path, [sys.executable, "-m", "pantheon.kernel_tcp", "receiver", str(TCP_PORT)]) as srv:
+        done = through_emulator(netns, emu, path, client_argv(tunnel, tmp_path, srv, ["sh", "-c", flow],
+                                                              options=("--extra-delay-ms", str(EXTRA_DELAY_MS))))
+        srv.finish()
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    one_way_us = (10 + EXTRA_DELAY_MS) * 1000
+    min_rtt_us = int(state.read_text().splitlines()[-1].split()[7])
+    assert 2 * one_way_us <= min_rtt_us <= 2 * one_way_us + 2000, min_rtt_us
+    for sent, arrived in [("client.ingress", "server.egress"), ("server.ingress", "client.egress")]:
+        delays_us = one_way_delays_us(read_native(tmp_path / f"{sent}.log"), read_native(tmp_path / f"{arrived}.log"))
+        assert len(delays_us) > 100 and one_way_us <= min(delays_us) <= one_way_us + 1500, (sent, min(delays_us))
 
 
 FIRST_SECOND_ATTEMPTS = 3

@@ -104,10 +104,11 @@ def server(netns: str, tunnel: Path, tmp: Path, command: list[str], stem: str = 
             proc.wait()
 
 
-def client_argv(tunnel: Path, tmp: Path, srv: Server, command: list[str], stem: str = "client") -> str:
+def client_argv(tunnel: Path, tmp: Path, srv: Server, command: list[str], stem: str = "client",
+                options: tuple[str, ...] = ()) -> str:
     """The shell command, run as the emulator's command, that starts the client endpoint."""
     return (f"exec {shlex.quote(str(tunnel))} client $MAHIMAHI_BASE:{srv.port} --key-file {srv.key} "
-            f"{shlex.join(log_options(tmp, stem))} -- {shlex.join(command)}")
+            f"{shlex.join([*options, *log_options(tmp, stem)])} -- {shlex.join(command)}")
 
 
 def through_emulator(netns: str, emu: Path, options: list[str], shell_command: str) -> subprocess.CompletedProcess[str]:

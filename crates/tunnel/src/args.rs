@@ -44,6 +44,11 @@ pub enum Endpoint {
         /// The server's UDP address, as its first line printed it (with an address this end reaches it at).
         #[arg(value_name = "SERVER_IP:PORT")]
         server: SocketAddrV4,
+        /// Hold every data datagram this many milliseconds more in each direction, before it is
+        /// sent and after it is received (the flow's round trip grows by twice this); logged
+        /// before the delay when sent, after it when received. Fractions allowed, up to 10 000.
+        #[arg(long, value_name = "MS", default_value = "0", value_parser = parse_extra_delay_us)]
+        extra_delay_ms: ExtraDelayUs,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -78,6 +83,20 @@ pub struct CommonArgs {
     pub command: Vec<OsString>,
 }
 
+/// `--extra-delay-ms` in whole microseconds (the relay's grain).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtraDelayUs(pub u64);
+
+/// The largest extra delay: 10 s each way is beyond any path on Earth; a larger one is a typo.
+const MAX_EXTRA_DELAY_MS: f64 = 10_000.0;
+
+fn parse_extra_delay_us(text: &str) -> Result<ExtraDelayUs, String> {
+    match text.parse::<f64>() {
+        Ok(ms) if (0.0..=MAX_EXTRA_DELAY_MS).contains(&ms) => Ok(ExtraDelayUs((ms * 1000.0).round() as u64)),
+        _ => Err(format!("expected milliseconds from 0 to {MAX_EXTRA_DELAY_MS}, e.g. 20 or 2.5")),
+    }
+}
+
 /// IPv4's minimum MTU (RFC 791: every host must take 576-byte datagrams) plus the overhead.
 const MIN_PATH_MTU_BYTES: i64 = 576 + OVERHEAD_BYTES as i64;
 
@@ -107,11 +126,31 @@ mod tests {
         assert!(parse(&["server", "--", "true"]).is_err());
         let words = ["client", "192.0.2.1:5000", "--key-file", "k", "--egress-log", "e.log", "--clock-log", "c.log"];
         let args = parse(&[&words[..], &["--", "sh", "-c", "x"]].concat()).unwrap();
-        let Endpoint::Client { server, common } = args.endpoint else { panic!() };
+        let Endpoint::Client { server, common, .. } = args.endpoint else { panic!() };
         assert_eq!((server, common.key_file.to_str()), ("192.0.2.1:5000".parse().unwrap(), Some("k")));
         assert_eq!(common.clock_log, Some(PathBuf::from("c.log")));
         assert_eq!(common.egress_log, Some(PathBuf::from("e.log")));
         assert_eq!(common.command, ["sh", "-c", "x"]);
+    }
+
+    #[test]
+    fn extra_delay_is_the_clients_in_microseconds() {
+        let client = |delay: &[&str]| {
+            parse(&[&["client", "192.0.2.1:5000", "--key-file", "k"], delay, &["--", "true"]].concat()).map(|args| {
+                match args.endpoint {
+                    Endpoint::Client { extra_delay_ms, .. } => extra_delay_ms.0,
+                    Endpoint::Server { .. } => panic!(),
+                }
+            })
+        };
+        assert_eq!(client(&[]).unwrap(), 0);
+        assert_eq!(client(&["--extra-delay-ms", "20"]).unwrap(), 20_000);
+        assert_eq!(client(&["--extra-delay-ms", "2.5"]).unwrap(), 2_500);
+        assert_eq!(client(&["--extra-delay-ms", "10000"]).unwrap(), 10_000_000);
+        for bad in ["-1", "10001", "nan", "inf", "x"] {
+            assert!(client(&["--extra-delay-ms", bad]).is_err(), "{bad}");
+        }
+        assert!(parse(&["server", "--extra-delay-ms", "5", "--key-file", "k", "--", "true"]).is_err());
     }
 
     #[test]

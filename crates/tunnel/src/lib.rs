@@ -31,7 +31,8 @@
 //! UIDs and log formats are data the simulator writes too, so they live in `pantheon_format`
 //! (`tunnel_wire`, `tunnel_log`). ECN crosses the tunnel as RFC 6040 says ([`ecn`]): the outer
 //! header carries the inner codepoint, and a mark the path sets on it reaches the inner datagram.
-//! The driver ([`relay`], [`endpoint`]) moves datagrams in
+//! A client may hold its data datagrams a constant extra time each way ([`delay`]): one flow's
+//! longer propagation delay outside a shared path. The driver ([`relay`], [`endpoint`]) moves datagrams in
 //! batches; namespaces, the TUN device, the supervised command and the batched UDP socket come
 //! from `pantheon_sys`, shared with the emulator and the UDP transport.
 
@@ -39,6 +40,7 @@ pub mod args;
 pub mod auth;
 pub mod checksum;
 pub mod coalesce;
+pub mod delay;
 pub mod ecn;
 pub mod endpoint;
 pub mod log;

@@ -177,6 +177,10 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
     if let Some(server) = admission.peer() {
         peer.set(server);
     }
+    let extra_delay_us = match &args.endpoint {
+        Endpoint::Client { extra_delay_ms, .. } => extra_delay_ms.0,
+        Endpoint::Server { .. } => 0,
+    };
     let keepalive = (role == Role::Client).then(|| Keepalive::new(monotonic_us()));
     let prober = common.clock_log.is_some().then(|| Prober {
         socket: Arc::clone(&socket),
@@ -195,6 +199,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         log: ingress_log,
         base_epoch_us,
         inner_mtu_bytes: inner_mtu,
+        extra_delay_us,
         stop: stop.fd(),
     };
     let inbound = Inbound {
@@ -206,6 +211,7 @@ fn run(args: TunnelArgs) -> Result<i32, String> {
         control,
         clock_log,
         base_epoch_us,
+        extra_delay_us,
         stop: stop.fd(),
     };
     let outbound_thread = std::thread::Builder::new().name("outbound".into()).spawn(move || outbound.run());

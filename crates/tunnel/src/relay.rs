@@ -15,6 +15,14 @@
 //!   the answers to its own;
 //! - prober: sends this endpoint's clock probes on their schedule ([`probe`]), once connected.
 //!
+//! A client with an extra delay ([`delay`]) holds each data datagram that long in each
+//! direction: the outbound thread after logging and sealing it, before sending it; the inbound
+//! thread after receiving it, before admitting it, and logs it at its receive time plus the
+//! delay, the moment it leaves the delay line on time. So the one-way delays of the logs include
+//! the extra delay both ways. Control messages (hellos, welcomes, clock probes and answers) are
+//! never held: clock exchanges stay symmetric, and so unbiased. Without an extra delay nothing
+//! is copied or timed for it.
+//!
 //! Both sleep in poll(2) when there is nothing to move; nothing is allocated per datagram. The
 //! kernel refusing a send, a TUN write failing, a full receive buffer and datagrams from strangers
 //! are counted and reported at the end, never fatal: the tunnel goes on like a lossy link.
@@ -39,6 +47,7 @@
 //! [`auth`]: crate::auth
 //! [`session`]: crate::session
 //! [`probe`]: crate::probe
+//! [`delay`]: crate::delay
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -48,14 +57,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pantheon_format::ip_ecn;
-use pantheon_format::tunnel_wire::{data_header, Control, EcnExit, Uids, HEADER_BYTES};
+use pantheon_format::tunnel_wire::{self, data_header, Control, EcnExit, Message, Uids, HEADER_BYTES};
 use pantheon_link::Ecn;
-use pantheon_sys::clock::{epoch_us, monotonic_us, tighten_timer_slack};
+use pantheon_sys::clock::{epoch_us, monotonic_us, tighten_timer_slack, RealtimeOffset};
 use pantheon_sys::poll::wait;
 use pantheon_sys::udp::{self, RecvBatch, SendBatch, UdpSocket};
 
 use crate::auth::{ControlSender, DirectionKey};
 use crate::coalesce::Coalescer;
+use crate::delay::DelayLine;
 use crate::ecn::decapsulate;
 use crate::log::{ClockLog, Log};
 use crate::probe::ProbeSchedule;
@@ -140,8 +150,13 @@ pub struct Outbound {
     pub log: Log,
     pub base_epoch_us: u64,
     pub inner_mtu_bytes: usize,
+    /// How long each data datagram is held before it is sent (µs; 0: sent at once).
+    pub extra_delay_us: u64,
     pub stop: RawFd,
 }
+
+/// A sealed datagram in the outbound delay line: where it goes and its TOS byte.
+type OutboundMeta = (Option<SocketAddrV4>, u8);
 
 impl Outbound {
     pub fn run(mut self) -> io::Result<(OutboundTotals, io::Result<()>)> {
@@ -149,9 +164,13 @@ impl Outbound {
         let mut batch = SendBatch::new(BATCH, HEADER_BYTES + self.inner_mtu_bytes);
         let mut packet = vec![0u8; virtio::HEADER_BYTES + MAX_DATAGRAM_BYTES].into_boxed_slice();
         let mut uids = Uids::default();
+        let mut delayed = (self.extra_delay_us > 0).then(|| DelayLine::<OutboundMeta>::new(self.extra_delay_us));
+        if delayed.is_some() {
+            tighten_timer_slack();
+        }
         loop {
-            let timeout_us = self.keepalive.as_ref().map(|k| k.due_in_us(monotonic_us()));
-            if timeout_us == Some(0) {
+            let keepalive_us = self.keepalive.as_ref().map(|k| k.due_in_us(monotonic_us()));
+            if keepalive_us == Some(0) {
                 let keepalive = self.keepalive.as_mut().expect("a timeout comes from a keepalive");
                 let hello = self.control.message(Control::Hello, &[]);
                 // A lost keepalive is retried at the next interval.
@@ -159,6 +178,11 @@ impl Outbound {
                 keepalive.sent(monotonic_us());
                 continue;
             }
+            let release_us = delayed.as_ref().and_then(|line| line.due_in_us(monotonic_us()));
+            let timeout_us = match (keepalive_us, release_us) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if wait(self.tun, false, self.stop, timeout_us.map(|us| us * 1000))?.stop {
                 break;
             }
@@ -176,6 +200,7 @@ impl Outbound {
                     }
                 }
                 let t_us = epoch_us().saturating_sub(self.base_epoch_us);
+                let read_us = if delayed.is_some() { monotonic_us() } else { 0 };
                 let Some((header, ip)) = packet[..n as usize].split_first_chunk_mut::<{ virtio::HEADER_BYTES }>()
                 else {
                     totals.malformed += 1;
@@ -222,8 +247,23 @@ impl Outbound {
                     slot[..HEADER_BYTES].copy_from_slice(&data_header(uid));
                     self.key.seal(uid, &mut slot[..HEADER_BYTES + len]);
                     self.log.record(t_us, uid, len, ecn);
-                    batch.commit(HEADER_BYTES + len, to, ecn.bits());
+                    match delayed.as_mut() {
+                        // The slot is not committed: the next datagram is written over it.
+                        Some(line) => line.hold(read_us, &slot[..HEADER_BYTES + len], (to, ecn.bits())),
+                        None => batch.commit(HEADER_BYTES + len, to, ecn.bits()),
+                    }
                 }
+            }
+            if let Some(line) = delayed.as_mut() {
+                line.release(monotonic_us(), |datagram, (to, tos), _| {
+                    if batch.is_full() {
+                        self.flush(&mut batch, &mut totals)?;
+                    }
+                    let slot = batch.slot().expect("a batch is flushed when full");
+                    slot[..datagram.len()].copy_from_slice(datagram);
+                    batch.commit(datagram.len(), to, tos);
+                    Ok::<(), io::Error>(())
+                })?;
             }
             self.flush(&mut batch, &mut totals)?;
         }
@@ -322,70 +362,56 @@ pub struct Inbound {
     /// Where this endpoint's completed clock exchanges go.
     pub clock_log: ClockLog,
     pub base_epoch_us: u64,
+    /// How long each data datagram is held after it is received (µs; 0: handled at once).
+    pub extra_delay_us: u64,
     pub stop: RawFd,
 }
+
+/// A received datagram in the inbound delay line: who sent it, its outer ECN codepoint, and when
+/// it was received (µs since the epoch).
+type InboundMeta = (SocketAddrV4, Ecn, u64);
 
 impl Inbound {
     pub fn run(mut self) -> io::Result<(InboundTotals, io::Result<()>)> {
         let mut totals = InboundTotals::default();
         let mut batch = RecvBatch::new(BATCH, MAX_DATAGRAM_BYTES);
         let mut coalescer = Coalescer::default();
+        let mut delayed = (self.extra_delay_us > 0).then(|| DelayLine::<InboundMeta>::new(self.extra_delay_us));
         tighten_timer_slack();
         loop {
-            if wait(self.socket.fd(), false, self.stop, None)?.stop {
+            let release_us = delayed.as_ref().and_then(|line| line.due_in_us(monotonic_us()));
+            if wait(self.socket.fd(), false, self.stop, release_us.map(|us| us * 1000))?.stop {
                 break;
             }
             let received = batch.receive(&self.socket)?;
+            let clocks = delayed.is_some().then(RealtimeOffset::now);
             for i in 0..received {
                 let datagram = batch.get(i);
                 let received_epoch_us = datagram.realtime_ns.map_or_else(epoch_us, |ns| ns / 1000);
-                let t_us = received_epoch_us.saturating_sub(self.base_epoch_us);
                 if let Some(drops) = datagram.overflow_drops {
                     totals.overflow_drops = drops;
                 }
                 let from = datagram.from;
                 // The socket reports every datagram's TOS (`SOCKET`).
                 let outer = datagram.tos.map_or(Ecn::NotEct, Ecn::from_tos);
-                match self.admission.on_datagram(from, datagram.bytes) {
-                    Verdict::Deliver { uid, inner } => {
-                        debug_assert_eq!(inner.len(), datagram.bytes.len() - HEADER_BYTES);
-                        // Authenticated: now the inner header may be rewritten where it lies.
-                        let inner = &mut batch.bytes_mut(i)[HEADER_BYTES..];
-                        let ecn = match decapsulate(inner, outer) {
-                            EcnExit::Forward { ecn, alarm } => {
-                                totals.ecn_alarms += u64::from(alarm);
-                                ecn
-                            }
-                            EcnExit::Drop => {
-                                totals.ce_drops += 1;
-                                continue;
-                            }
-                        };
-                        self.log.record(t_us, uid, inner.len(), ecn);
-                        if !coalescer.append(inner) {
-                            self.write(&mut coalescer, &mut totals);
-                            coalescer.start(inner);
-                        }
+                if let (Some(line), Some(clocks)) = (delayed.as_mut(), clocks) {
+                    if matches!(tunnel_wire::decapsulate(datagram.bytes), Ok(Message::Data { .. })) {
+                        let arrived_us =
+                            datagram.realtime_ns.map_or_else(monotonic_us, |ns| clocks.to_monotonic_us(ns));
+                        line.hold(arrived_us, datagram.bytes, (from, outer, received_epoch_us));
+                        continue;
                     }
-                    Verdict::Answer(welcome) => {
-                        if let Some(peer) = self.admission.peer() {
-                            self.peer.set(peer);
-                        }
-                        // A lost welcome is answered again at the client's next hello.
-                        let _ = self.socket.send_to(&welcome, from, CONTROL_TOS);
-                    }
-                    Verdict::Probed { t1_us } => {
-                        // t3 as late as can be: the tag is computed after it.
-                        let answer = self.control.message(Control::Answer, &[t1_us, received_epoch_us, epoch_us()]);
-                        // A lost answer is a lost exchange, of which there are many.
-                        let _ = self.socket.send_to(&answer, from, CONTROL_TOS);
-                    }
-                    Verdict::Exchanged { t1_us, t2_us, t3_us } => {
-                        self.clock_log.record(t1_us, t2_us, t3_us, received_epoch_us);
-                    }
-                    Verdict::Welcomed => {}
-                    Verdict::Drop(dropped) => totals.dropped.count(dropped),
                 }
+                self.handle(from, batch.bytes_mut(i), outer, received_epoch_us, &mut coalescer, &mut totals);
+            }
+            if let Some(line) = delayed.as_mut() {
+                let delay_us = line.delay_us();
+                line.release(monotonic_us(), |datagram, (from, outer, received_epoch_us), _| {
+                    // Logged when it leaves the line on time: its receive time plus the delay.
+                    let left_epoch_us = received_epoch_us + delay_us;
+                    self.handle(from, datagram, outer, left_epoch_us, &mut coalescer, &mut totals);
+                    Ok::<(), io::Error>(())
+                })?;
             }
             self.write(&mut coalescer, &mut totals);
             if let Some(pause_us) = moderation_pause_us(received) {
@@ -394,6 +420,61 @@ impl Inbound {
         }
         let log = self.log.finish().and(self.clock_log.finish());
         Ok((totals, log))
+    }
+
+    /// Admits, decapsulates and logs one datagram from `from` (received at `received_epoch_us`,
+    /// µs since the epoch, with the outer codepoint `outer`), or answers it; a data datagram's
+    /// inner datagram goes into `coalescer`.
+    fn handle(
+        &mut self,
+        from: SocketAddrV4,
+        bytes: &mut [u8],
+        outer: Ecn,
+        received_epoch_us: u64,
+        coalescer: &mut Coalescer,
+        totals: &mut InboundTotals,
+    ) {
+        let t_us = received_epoch_us.saturating_sub(self.base_epoch_us);
+        match self.admission.on_datagram(from, bytes) {
+            Verdict::Deliver { uid, inner } => {
+                debug_assert_eq!(inner.len(), bytes.len() - HEADER_BYTES);
+                // Authenticated: now the inner header may be rewritten where it lies.
+                let inner = &mut bytes[HEADER_BYTES..];
+                let ecn = match decapsulate(inner, outer) {
+                    EcnExit::Forward { ecn, alarm } => {
+                        totals.ecn_alarms += u64::from(alarm);
+                        ecn
+                    }
+                    EcnExit::Drop => {
+                        totals.ce_drops += 1;
+                        return;
+                    }
+                };
+                self.log.record(t_us, uid, inner.len(), ecn);
+                if !coalescer.append(inner) {
+                    self.write(coalescer, totals);
+                    coalescer.start(inner);
+                }
+            }
+            Verdict::Answer(welcome) => {
+                if let Some(peer) = self.admission.peer() {
+                    self.peer.set(peer);
+                }
+                // A lost welcome is answered again at the client's next hello.
+                let _ = self.socket.send_to(&welcome, from, CONTROL_TOS);
+            }
+            Verdict::Probed { t1_us } => {
+                // t3 as late as can be: the tag is computed after it.
+                let answer = self.control.message(Control::Answer, &[t1_us, received_epoch_us, epoch_us()]);
+                // A lost answer is a lost exchange, of which there are many.
+                let _ = self.socket.send_to(&answer, from, CONTROL_TOS);
+            }
+            Verdict::Exchanged { t1_us, t2_us, t3_us } => {
+                self.clock_log.record(t1_us, t2_us, t3_us, received_epoch_us);
+            }
+            Verdict::Welcomed => {}
+            Verdict::Drop(dropped) => totals.dropped.count(dropped),
+        }
     }
 
     /// Writes what the coalescer holds to the TUN device.
