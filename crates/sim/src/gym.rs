@@ -127,7 +127,15 @@ impl Env {
         let step_us = (config.step_ms * 1e3).round() as u64;
         let run_us = runtime_us("steps × step_ms", config.steps as f64 * step_us as f64 / 1e6)?;
         let paths: PathPair = parse_path(&config.path, Some(config.seed))?;
-        let plan = FlowPlan { cc: "gym".into(), ecn: false, start_us: 0, end_us: run_us };
+        let plan = FlowPlan {
+            flow: 0,
+            cc: "gym".into(),
+            ecn: false,
+            start_us: 0,
+            end_us: run_us,
+            bytes: None,
+            extra_delay_us: 0,
+        };
         let scenario = Scenario::new(vec![plan], run_us, paths)?;
         let (controller, steer) = steered::steered();
         let sim = Simulation::new(&scenario, vec![controller], Meter::default());

@@ -7,18 +7,21 @@
 //! faster than real time at modest rates. It depends on sans-IO crates only: the formats of the
 //! files it writes are the emulator's and the tunnel's own code (`pantheon_format`).
 //!
-//! - [`scenario`]: the run (path, flows, runtime) and its validation;
+//! - [`scenario`]: the run (path, flows, runtime) and its validation; [`flows_file`]: the flows
+//!   of `pantheon-sim run --flows-file`, transfers and extra delays included;
 //! - [`simulation`]: the event loop; [`host`]: the hosts' wake-up latencies around it;
 //!   [`link_clock`]: where the link's schedule stands when the run begins;
 //! - [`observer`]: what the simulation reports; [`records`] (records.parquet, and from it
 //!   [`merged_logs`]: datalink.log, acklink.log), [`logs`] (the tunnel's and emulator's own text
-//!   logs, on request) and [`metrics`] (`pantheon analyze`'s per-flow numbers) observe it;
+//!   logs, on request), [`metrics`] (`pantheon analyze`'s per-flow numbers) and [`transfers`]
+//!   (transfers.parquet: each transfer's completion) observe it;
 //! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel;
 //!   [`gym`]: a run stepped by a learning agent, one decision interval at a time.
 //!
 //! docs/sim.md describes the model, how it differs from the emulator, and the command line.
 
 pub mod batch;
+pub mod flows_file;
 pub mod gym;
 pub mod host;
 pub mod link_clock;
@@ -30,3 +33,4 @@ pub mod outcome;
 pub mod records;
 pub mod scenario;
 pub mod simulation;
+pub mod transfers;

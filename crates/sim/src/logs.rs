@@ -64,12 +64,23 @@ impl TunnelLog {
 
 /// The scenario in one line, for every header.
 pub fn scenario_line(scenario: &Scenario) -> String {
-    let flows: Vec<String> = scenario
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(i, f)| format!("flow {} {} from {} us to {} us", i + 1, f.cc, f.start_us, f.end_us))
-        .collect();
+    let mut flows: Vec<String> = Vec::with_capacity(scenario.flow_count);
+    for senders in scenario.flows.chunk_by(|a, b| a.flow == b.flow) {
+        let f = &senders[0];
+        let extra = match f.extra_delay_us {
+            0 => String::new(),
+            us => format!(", {us} us extra delay each way"),
+        };
+        flows.push(match f.bytes {
+            None => format!("flow {} {} from {} us to {} us{extra}", f.flow + 1, f.cc, f.start_us, f.end_us),
+            Some(_) => {
+                let bytes: u64 = senders.iter().filter_map(|s| s.bytes).sum();
+                let last_us = senders.iter().map(|s| s.start_us).max().unwrap_or(f.start_us);
+                let (n, first_us) = (senders.len(), f.start_us);
+                format!("flow {} {} {n} transfers of {bytes} bytes in all starting from {first_us} us to {last_us} us{extra}", f.flow + 1, f.cc)
+            }
+        });
+    }
     format!("scenario: runtime {} us; {}", scenario.runtime_us, flows.join("; "))
 }
 
@@ -103,8 +114,8 @@ impl Logs {
             files.push(dir.join(&name));
             dir.join(name)
         };
-        let mut flows = Vec::with_capacity(scenario.flows.len());
-        for i in 0..scenario.flows.len() {
+        let mut flows = Vec::with_capacity(scenario.flow_count);
+        for i in 0..scenario.flow_count {
             let sender = format!("sender of flow {}", i + 1);
             let receiver = format!("receiver of flow {}", i + 1);
             let ingress = "datagrams entering the tunnel here (sent by the command)";

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use pantheon_cli::path_options::PathArgs;
 use pantheon_cli::usage;
 use pantheon_sim::scenario::{parse_runtime_s, FlowPlan, Scenario};
-use pantheon_sim::{batch, gym, outcome};
+use pantheon_sim::{batch, flows_file, gym, outcome};
 
 const NAME: &str = "pantheon-sim";
 /// Most worker threads `batch --jobs` starts: each holds one run in memory, and more threads than
@@ -44,7 +44,8 @@ enum Command {
 #[command(allow_negative_numbers = true)]
 struct RunArgs {
     /// Directory for the run's files (created if missing): records.parquet, datalink.log,
-    /// acklink.log, as the harness writes them for `pantheon analyze` (flows numbered from 0).
+    /// acklink.log, and with transfers transfers.parquet, as the harness writes them for
+    /// `pantheon analyze` (flows numbered from 0).
     #[arg(long, value_name = "RUN_DIR")]
     out: PathBuf,
     /// Also write the text logs of the real experiment: the tunnel's four per flow,
@@ -57,8 +58,19 @@ struct RunArgs {
     runtime_s: String,
     /// A flow: a crates/cc spec (sized for 1464-byte datagrams, as pantheon-udp), from START_S
     /// (default 0) for DURATION_S (default: to the end). Repeat for more flows.
-    #[arg(long = "flow", value_name = "SPEC[@START_S[+DURATION_S]]", required = true)]
+    #[arg(
+        long = "flow",
+        value_name = "SPEC[@START_S[+DURATION_S]]",
+        required_unless_present = "flows_file",
+        conflicts_with = "flows_file"
+    )]
     flows: Vec<String>,
+    /// The run's senders as CSV instead of --flow: header flow,cc,start_s,duration_s,bytes,
+    /// extra_delay_ms, one row per sender (a bulk flow: one row without bytes; a flow with
+    /// transfers: one row per transfer, sizes in bytes); times in seconds, extra delay in ms each
+    /// way. Writes transfers.parquet when a row has bytes (docs/sim.md).
+    #[arg(long, value_name = "FILE")]
+    flows_file: Option<PathBuf>,
     /// Microseconds the link's delivery schedule runs ahead of the run's clock, as pantheon-emu's
     /// link clock runs ahead of a flow the harness starts at an arbitrary microsecond [default:
     /// drawn from --seed, 0 to 999]. 0 puts the flows' starts on the link's own clock (a replay of
@@ -79,12 +91,15 @@ struct BatchArgs {
 fn run(args: &RunArgs) -> Result<i32, String> {
     let paths = args.path.to_paths().map_err(|e| e.to_string())?;
     let runtime_us = parse_runtime_s(&args.runtime_s)?;
-    let flows = args
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(i, text)| FlowPlan::parse(i + 1, text, runtime_us))
-        .collect::<Result<Vec<_>, _>>()?;
+    let flows = match &args.flows_file {
+        Some(path) => flows_file::read(path, runtime_us)?,
+        None => args
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, text)| FlowPlan::parse(i + 1, text, runtime_us))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let mut scenario = Scenario::new(flows, runtime_us, paths)?;
     if let Some(phase_us) = args.link_phase_us {
         scenario = scenario.with_link_phase_us(phase_us);

@@ -7,7 +7,8 @@
 //! pays nothing for logging.
 //!
 //! Times are µs since the run's start; flows are numbered from 0 here (flow 1 of the command line
-//! is 0), as in the harness's file names and records.
+//! is 0), as in the harness's file names and records. A flow is a tunnel (several senders of
+//! transfers may share one); `transfer_complete` alone names a sender.
 
 use pantheon_cc::indigo::Records;
 use pantheon_link::{DropCause, Ecn};
@@ -54,7 +55,10 @@ pub trait Observer {
     fn link_departure(&mut self, _direction: Direction, _departure: LinkDeparture) {}
     fn link_drop(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32, _cause: DropCause) {}
     fn link_opportunity(&mut self, _direction: Direction, _t_us: u64) {}
-    /// At the run's end: the decision records of `flow`'s controller, if it kept them (Indigo's
+    /// The receiver of `sender` (the scenario's index of a sender with a transfer) got the last
+    /// distinct datagram of its budget at `t_us`: the transfer is complete.
+    fn transfer_complete(&mut self, _sender: usize, _t_us: u64) {}
+    /// At the run's end (or when a transfer's sender is done): the decision records of `flow`'s controller, if it kept them (Indigo's
     /// `record=1`, crates/cc/src/indigo/records.rs).
     fn decisions(&mut self, _flow: usize, _records: &Records) {}
 }
@@ -87,6 +91,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         (**self).link_opportunity(direction, t_us);
+    }
+    fn transfer_complete(&mut self, sender: usize, t_us: u64) {
+        (**self).transfer_complete(sender, t_us);
     }
     fn decisions(&mut self, flow: usize, records: &Records) {
         (**self).decisions(flow, records);
@@ -129,6 +136,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         self.0.link_opportunity(direction, t_us);
         self.1.link_opportunity(direction, t_us);
+    }
+    fn transfer_complete(&mut self, sender: usize, t_us: u64) {
+        self.0.transfer_complete(sender, t_us);
+        self.1.transfer_complete(sender, t_us);
     }
     fn decisions(&mut self, flow: usize, records: &Records) {
         self.0.decisions(flow, records);
@@ -179,6 +190,11 @@ impl<O: Observer> Observer for Option<O> {
     fn link_opportunity(&mut self, direction: Direction, t_us: u64) {
         if let Some(o) = self {
             o.link_opportunity(direction, t_us);
+        }
+    }
+    fn transfer_complete(&mut self, sender: usize, t_us: u64) {
+        if let Some(o) = self {
+            o.transfer_complete(sender, t_us);
         }
     }
     fn decisions(&mut self, flow: usize, records: &Records) {

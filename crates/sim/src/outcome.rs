@@ -16,6 +16,7 @@ use crate::observer::Observer;
 use crate::records::Records;
 use crate::scenario::Scenario;
 use crate::simulation;
+use crate::transfers::Transfers;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
@@ -49,21 +50,21 @@ fn expected_packets(scenario: &Scenario) -> usize {
         .delivery
         .mean_rate_mbps()
         .map_or(UNKNOWN, |rate_mbps| rate_mbps * scenario.runtime_us as f64 / (1500.0 * 8.0));
-    (total / scenario.flows.len() as f64).clamp(16.0, MOST) as usize
+    (total / scenario.flow_count as f64).clamp(16.0, MOST) as usize
 }
 
 /// Simulates `scenario` keeping only the metrics (and the decision records controllers keep).
 pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
     let started = Instant::now();
-    let metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
-    let mut observers = (metrics, KeptDecisions(vec![None; scenario.flows.len()]));
+    let metrics = Metrics::new(scenario.flow_count, expected_packets(scenario));
+    let mut observers = (metrics, KeptDecisions(vec![None; scenario.flow_count]));
     let totals = simulation::run(scenario, &mut observers)?;
     let (metrics, kept) = observers;
     Ok(Summary { decisions: kept.0, ..summary(scenario, totals, started, metrics.finish()) })
 }
 
 /// Simulates `scenario` writing into `dir` (created if missing) `records.parquet`,
-/// `datalink.log` and `acklink.log`, and with `text_logs` the tunnel's and the emulator's own logs
+/// `datalink.log` and `acklink.log` (and `transfers.parquet` for a run with transfers), and with `text_logs` the tunnel's and the emulator's own logs
 /// (logs.rs). A run that fails leaves no files behind.
 pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<Summary, String> {
     let started = Instant::now();
@@ -74,10 +75,11 @@ pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<
     } else {
         None
     };
-    let metrics = Metrics::new(scenario.flows.len(), expected_packets(scenario));
-    let mut observers = (Records::new(scenario.flows.len()), (logs, metrics));
+    let metrics = Metrics::new(scenario.flow_count, expected_packets(scenario));
+    let records = (Records::new(scenario.flow_count), Transfers::new(scenario));
+    let mut observers = (records, (logs, metrics));
     let simulated = simulation::run(scenario, &mut observers);
-    let (records, (logs, metrics)) = observers;
+    let ((records, transfers), (logs, metrics)) = observers;
     let totals = match simulated {
         Ok(totals) => totals,
         Err(e) => {
@@ -100,6 +102,7 @@ pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<
         running.into_iter().try_for_each(|r| r.join().expect("writing a file does not panic"))
     })
     .map_err(failed)?;
+    transfers.map_or(Ok(()), |t| t.write_parquet(dir)).map_err(failed)?;
     Ok(summary(scenario, totals, started, metrics.finish()))
 }
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use parquet::basic::Encoding;
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
 use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
@@ -130,24 +130,11 @@ impl Records {
 
     /// Writes `records.parquet` into `dir`.
     pub fn write_parquet(&self, dir: &FsPath) -> io::Result<()> {
-        let path = dir.join("records.parquet");
-        let located = |e: ParquetError| io::Error::other(format!("{}: {e}", path.display()));
-        let file = File::create(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        self.write_columns(BufWriter::with_capacity(1 << 20, file)).map_err(located)
-    }
-
-    fn write_columns(&self, out: BufWriter<File>) -> Result<(), ParquetError> {
-        let schema = Arc::new(parse_message_type(SCHEMA)?);
-        let properties = WriterProperties::builder()
-            .set_statistics_enabled(EnabledStatistics::None)
-            .set_dictionary_enabled(false)
-            .set_encoding(Encoding::DELTA_BINARY_PACKED)
+        let properties = integer_properties()
             .set_column_dictionary_enabled(ColumnPath::from(TEXT_COLUMN), true)
             .set_column_encoding(ColumnPath::from(TEXT_COLUMN), Encoding::PLAIN)
             .set_column_encoding(ColumnPath::from(BOOL_COLUMN), Encoding::PLAIN)
             .build();
-        let mut writer = SerializedFileWriter::new(out, schema, Arc::new(properties))?;
-        let mut group = writer.next_row_group()?;
         let chunks: Vec<(u16, &str, u32, &Crossings)> = self
             .flows
             .iter()
@@ -158,18 +145,50 @@ impl Records {
             .collect();
         let longest = chunks.iter().map(|c| c.3.len()).max().unwrap_or(0);
         let present = vec![1i16; longest];
-        let mut column = 0;
-        while let Some(mut writer) = group.next_column()? {
+        write_parquet_file(&dir.join("records.parquet"), SCHEMA, properties, |column, writer| {
             for &(flow, direction, size_bytes, crossings) in &chunks {
-                write_column(&mut writer, column, flow, direction, size_bytes, crossings, &present)?;
+                write_column(writer, column, flow, direction, size_bytes, crossings, &present)?;
             }
+            Ok(())
+        })
+    }
+}
+
+/// The writer's settings for a file of integers: no statistics, no dictionaries, delta encoding
+/// (the module's header says why); a file with other columns sets theirs on top.
+pub fn integer_properties() -> WriterPropertiesBuilder {
+    WriterProperties::builder()
+        .set_statistics_enabled(EnabledStatistics::None)
+        .set_dictionary_enabled(false)
+        .set_encoding(Encoding::DELTA_BINARY_PACKED)
+}
+
+/// Writes `path`, a Parquet file of one row group of `schema` (Parquet's message syntax), each
+/// column written in full by `column(index in the schema, its writer)`. Errors name the file.
+pub fn write_parquet_file(
+    path: &FsPath,
+    schema: &str,
+    properties: WriterProperties,
+    mut column: impl FnMut(usize, &mut SerializedColumnWriter<'_>) -> Result<(), ParquetError>,
+) -> io::Result<()> {
+    let located = |e: ParquetError| io::Error::other(format!("{}: {e}", path.display()));
+    let file = File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let out = BufWriter::with_capacity(1 << 20, file);
+    let written = (|| {
+        let schema = Arc::new(parse_message_type(schema)?);
+        let mut writer = SerializedFileWriter::new(out, schema, Arc::new(properties))?;
+        let mut group = writer.next_row_group()?;
+        let mut index = 0;
+        while let Some(mut writer) = group.next_column()? {
+            column(index, &mut writer)?;
             writer.close()?;
-            column += 1;
+            index += 1;
         }
         group.close()?;
         writer.close()?;
         Ok(())
-    }
+    })();
+    written.map_err(located)
 }
 
 /// Column `column` (in SCHEMA's order) of one flow and direction; `present` holds at least one

@@ -1,7 +1,13 @@
 //! What one simulated run is: the path (both directions, validated by pantheon-emu's own option
-//! code, so the simulator accepts and rejects exactly what the emulator does), the flows (each a
-//! crates/cc controller spec with its start and end), and how long the run lasts — the harness's
-//! run (docs/harness.md: flows start at their times and stop at theirs, all within the runtime).
+//! code, so the simulator accepts and rejects exactly what the emulator does), the senders (each a
+//! crates/cc controller spec with its start and end, a bulk flow or one finite transfer), and how
+//! long the run lasts — the harness's run (docs/harness.md: flows start at their times and stop
+//! at theirs, all within the runtime).
+//!
+//! A flow (the records' `flow`, numbered from 0) is one tunnel pair of the real experiment. A bulk
+//! flow has one sender; a flow with transfers (a Poisson workload's arrivals) has one sender per
+//! transfer, all of one spec and one extra delay, sharing the flow's records
+//! (docs/sim.md, "Transfers").
 //!
 //! Times on the command line and in jobs are seconds; inside, microseconds from the run's start,
 //! the link model's unit (`seconds_to_us`).
@@ -10,20 +16,32 @@ use pantheon_cli::path_options::PathPair;
 
 use crate::link_clock::link_phase_us;
 
-/// One flow: which controller, and when its sender runs (`start_us` ≤ t < `end_us`).
+/// One sender: which controller, when it runs (`start_us` ≤ t < `end_us`), which flow's
+/// records it belongs to, and whether it carries a finite transfer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowPlan {
+    /// The flow (records' number, from 0) it belongs to; senders of one flow are adjacent.
+    pub flow: usize,
     /// A crates/cc spec (`copa:delta=0.5`); the sender adds `mss_bytes=1464` as pantheon-udp does.
     pub cc: String,
     /// The spec's `ecn=1`: the flow's datagrams are ECN-capable (flow/controller.rs).
     pub ecn: bool,
     pub start_us: u64,
     pub end_us: u64,
+    /// A finite transfer of this many bytes: the sender stops once ⌈bytes / 1464⌉ datagrams are
+    /// acknowledged (`pantheon_cc::flow::Flow::with_budget_packets`); `None`: bulk.
+    pub bytes: Option<u64>,
+    /// Extra one-way propagation delay in each direction for this flow alone, µs, outside the
+    /// shared bottleneck (simulation.rs).
+    pub extra_delay_us: u64,
 }
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The senders, in flow order.
     pub flows: Vec<FlowPlan>,
+    /// How many flows (records' flows) the senders make up.
+    pub flow_count: usize,
     pub runtime_us: u64,
     pub paths: PathPair,
     /// How far the link's clock runs ahead of the run's, µs (link_clock.rs): drawn from the
@@ -35,9 +53,11 @@ pub struct Scenario {
 /// and `inf` or `1e300` would run until killed).
 pub const MAX_RUNTIME_S: f64 = 86_400.0;
 
-/// Most flows in one run: the event loop scans every flow for the next sender deadline (a run has
-/// a handful), so cost grows with the square of the count.
-pub const MAX_FLOWS: usize = 1000;
+/// Most flows in one run: every flow number fits the records' `flow` column (uint16).
+pub const MAX_FLOWS: usize = 1 << 16;
+/// Most senders in one run (a flows file's rows): the senders not yet started or finished cost
+/// nothing (simulation.rs's heap of wake-ups), but each holds its bookkeeping until the end.
+pub const MAX_SENDERS: usize = 100_000;
 
 /// Seconds (validated: finite, not negative) to whole microseconds, to the nearest.
 pub fn seconds_to_us(seconds: f64) -> u64 {
@@ -109,7 +129,36 @@ impl FlowPlan {
             Some(d) => start_us.saturating_add(seconds(&format!("{name}: the duration"), d, false)?).min(runtime_us),
             None => runtime_us,
         };
-        Ok(FlowPlan { cc: cc.trim().to_string(), ecn, start_us, end_us })
+        Ok(FlowPlan {
+            flow: number - 1,
+            cc: cc.trim().to_string(),
+            ecn,
+            start_us,
+            end_us,
+            bytes: None,
+            extra_delay_us: 0,
+        })
+    }
+
+    /// The same sender carrying a finite transfer of `bytes` (> 0) rather than a bulk flow.
+    pub fn with_bytes(self, bytes: u64) -> FlowPlan {
+        FlowPlan { bytes: Some(bytes), ..self }
+    }
+
+    /// The same sender with `extra_delay_us` of extra one-way delay each way.
+    pub fn with_extra_delay_us(self, extra_delay_us: u64) -> FlowPlan {
+        FlowPlan { extra_delay_us, ..self }
+    }
+
+    /// The same sender as part of flow `flow` (from 0).
+    pub fn in_flow(self, flow: usize) -> FlowPlan {
+        FlowPlan { flow, ..self }
+    }
+
+    /// The datagrams its transfer needs acknowledged: ⌈bytes / 1464⌉ (the contract's byte
+    /// budget); `None` for a bulk flow.
+    pub fn budget_packets(&self) -> Option<u64> {
+        self.bytes.map(|bytes| bytes.div_ceil(pantheon_cc::flow::datagram::PACKET_BYTES))
     }
 
     /// A `--flow SPEC[@START_S[+DURATION_S]]` argument. A controller spec never holds '@'.
@@ -135,15 +184,36 @@ impl FlowPlan {
 }
 
 impl Scenario {
+    /// The run of `flows` (senders; their flow numbers from 0, each the previous one's or the
+    /// next) over `paths` for `runtime_us`.
     pub fn new(flows: Vec<FlowPlan>, runtime_us: u64, paths: PathPair) -> Result<Scenario, String> {
         if flows.is_empty() {
             return Err("no flows: give at least one --flow SPEC[@START_S[+DURATION_S]]".into());
         }
-        if flows.len() > MAX_FLOWS {
-            return Err(format!("{} flows, more than the {MAX_FLOWS} a run may have", flows.len()));
+        if flows.len() > MAX_SENDERS {
+            return Err(format!("{} senders, more than the {MAX_SENDERS} a run may have", flows.len()));
+        }
+        let mut flow_count = 0;
+        for plan in &flows {
+            // Each sender's flow is the previous sender's or the next one (the first's is 0).
+            if plan.flow != flow_count && plan.flow + 1 != flow_count {
+                return Err(format!(
+                    "a sender of flow {} after {} flows: flows are numbered from 0 in order, without gaps",
+                    plan.flow, flow_count
+                ));
+            }
+            flow_count = plan.flow + 1;
+        }
+        if flow_count > MAX_FLOWS {
+            return Err(format!("{flow_count} flows, more than the {MAX_FLOWS} a run may have"));
         }
         let link_phase_us = link_phase_us(paths.seed);
-        Ok(Scenario { flows, runtime_us, paths, link_phase_us })
+        Ok(Scenario { flows, flow_count, runtime_us, paths, link_phase_us })
+    }
+
+    /// Whether any sender carries a finite transfer (the run then has transfers.parquet).
+    pub fn has_transfers(&self) -> bool {
+        self.flows.iter().any(|plan| plan.bytes.is_some())
     }
 
     /// The same run with the link's clock `phase_us` ahead of the run's: 0 for a replay of an
@@ -186,12 +256,27 @@ mod tests {
     }
 
     #[test]
-    fn a_run_has_at_most_a_thousand_flows() {
+    fn flows_fit_the_records_uint16_and_senders_a_hundred_thousand() {
         let paths = pantheon_cli::path_options::PathArgs::validate_words(&[]).unwrap();
         let flow = FlowPlan::parse(1, "cubic", RUN_US).unwrap();
-        assert!(Scenario::new(vec![flow.clone(); MAX_FLOWS], RUN_US, paths.clone()).is_ok());
-        let e = Scenario::new(vec![flow; MAX_FLOWS + 1], RUN_US, paths).unwrap_err();
-        assert_eq!(e, "1001 flows, more than the 1000 a run may have");
+        let numbered = |n: usize| (0..n).map(|i| flow.clone().in_flow(i)).collect::<Vec<_>>();
+        let s = Scenario::new(numbered(MAX_FLOWS), RUN_US, paths.clone()).unwrap();
+        assert_eq!(s.flow_count, 65_536);
+        let e = Scenario::new(numbered(MAX_FLOWS + 1), RUN_US, paths.clone()).unwrap_err();
+        assert_eq!(e, "65537 flows, more than the 65536 a run may have");
+        let transfer = flow.with_bytes(1000);
+        let s = Scenario::new(vec![transfer.clone(); MAX_SENDERS], RUN_US, paths.clone()).unwrap();
+        assert_eq!((s.flow_count, s.flows.len()), (1, 100_000));
+        let e = Scenario::new(vec![transfer; MAX_SENDERS + 1], RUN_US, paths).unwrap_err();
+        assert_eq!(e, "100001 senders, more than the 100000 a run may have");
+    }
+
+    #[test]
+    fn a_budget_is_whole_datagrams_of_1464_bytes() {
+        let flow = FlowPlan::parse(1, "cubic", RUN_US).unwrap();
+        assert_eq!(flow.budget_packets(), None);
+        let budgets: Vec<_> = [1, 1464, 1465, 14_640].map(|b| flow.clone().with_bytes(b).budget_packets()).to_vec();
+        assert_eq!(budgets, [Some(1), Some(1), Some(2), Some(10)]);
     }
 
     #[test]

@@ -9,14 +9,27 @@
 //!         └───── tunnel egress ◄── downlink Path ◄── tunnel ingress ◄── ack (60+36 B)
 //! ```
 //!
-//! - Each flow's sender is `pantheon_cc::flow::Flow`: the same controller
+//! - Each sender is `pantheon_cc::flow::Flow`: the same controller
 //!   (`flow::controller::build`, `mss_bytes=1464`), bookkeeping, pacer, timers and send rule as
 //!   the real sender (transport/src/sender.rs), told virtual time instead of reading a clock. Its
-//!   clock starts at the flow's start, as the real sender's does.
+//!   clock starts at its start, as the real sender's does. A bulk flow has one sender; a flow with
+//!   transfers one per transfer (`pantheon-udp send --bytes`), all through the flow's one tunnel.
 //! - Every data datagram is 1464 bytes inside the tunnel and 1500 on the path (docs/tunnel.md:
 //!   36 bytes of tunnel overhead); every acknowledgement is 60 inside (32 bytes of UDP payload,
-//!   crates/cc/src/flow/datagram.rs) and 96 on the path. The tunnel's UIDs count per flow and direction;
-//!   a data datagram's UID is its sequence number, as each data datagram is one tunnel datagram.
+//!   crates/cc/src/flow/datagram.rs) and 96 on the path. The tunnel's UIDs count per flow and
+//!   direction, in the order datagrams enter it: with one sender a data datagram's UID is its
+//!   sequence number; the senders of a flow with transfers share the count, and each datagram
+//!   carries its sender and sequence number so that its acknowledgement finds its way back.
+//! - A transfer's sender has a budget of ⌈bytes / 1464⌉ datagrams (`Flow::with_budget_packets`)
+//!   and stops once all are acknowledged (`Flow::done`). Its transfer is complete when its
+//!   receiver has that many distinct datagrams (the path neither duplicates nor retransmits, so
+//!   arrivals are distinct): the `Observer::transfer_complete` instant, transfers.parquet's end.
+//! - A flow's extra delay (`FlowPlan::extra_delay_us`) lies outside the bottleneck, between the
+//!   tunnel and the path at the sender's side: its data enters the uplink that much after it
+//!   entered the tunnel (one FIFO delay line for the run, ordered by due time then entry, which
+//!   keeps each flow's order since its delay is constant), and its acknowledgements leave the
+//!   tunnel at the sender that much after they left the downlink, and are read a host's wake-up
+//!   later. The tunnel's times are where the tunnel takes them, so its one-way delays include it.
 //! - All flows share one uplink and one downlink `pantheon_link::Path`, built from the same
 //!   configuration and seeds (`PathPair::uplink_seed`) as pantheon-emu builds them.
 //! - The receiver acknowledges each data datagram, stamped with the instant it arrived (the
@@ -26,16 +39,22 @@
 //!   rate-filtering controllers see a cleaner world than the emulator's). Acknowledgements enter
 //!   the downlink, and are read, in the order they were made: a late one holds back those behind
 //!   it, which then come together, as after a descheduled thread.
-//! - A flow's sender runs from its start to its end; after it, it sends nothing and hears
-//!   nothing, but its datagrams in flight still arrive, are acknowledged and logged. The run ends
-//!   at `runtime_us`: what is still in flight then is never delivered (lost, as in the harness).
+//! - A sender runs from its start to its end (or, with a budget, until done); after it, it sends
+//!   nothing and hears nothing, but its datagrams in flight still arrive, are acknowledged and
+//!   logged. The run ends at `runtime_us`: what is still in flight then is never delivered (lost,
+//!   as in the harness).
 //!
-//! Scheduling: the next event is the earliest of a few candidates — each direction's
-//! `next_wakeup_us` and each flow's wake-up — found by a scan (a run has a handful of flows, and
-//! a scan beats a heap at that size). At one instant the uplink is served first, then the
-//! downlink (so an acknowledgement released at t reaches its sender at t), then the senders;
-//! a send at t into a path with no delay is served at t by the next round. The order is fixed,
-//! so a run is a function of its scenario and seed alone.
+//! Scheduling: the next event is the earliest of each direction's `next_wakeup_us`, the delay
+//! line's first due time and the earliest sender wake-up. Sender wake-ups are kept in a min-heap
+//! of (wake µs, sender) with lazy invalidation: an entry counts only while it still equals its
+//! sender's `wake_us`, so a sender not started costs its one entry and a finished one nothing,
+//! and 10 000 transfers cost no more per event than a handful of flows (docs/sim.md, "Scale").
+//! A sender's `Flow` is built at its start and dropped when its transfer is done, so that
+//! senders waiting or finished hold no bookkeeping. At one instant the uplink is served
+//! first, then the delay line releases into it, then the downlink is served (so an
+//! acknowledgement released at t reaches its sender at t), then the senders due, in their order;
+//! data entering a path with no delay at t is served at t by the next round. The order is fixed, so a run is a function of its
+//! scenario and seed alone.
 //!
 //! Time: µs (the link model's unit). The flow's `Instant`s are ns on the flow's clock; a sender
 //! asked to wait until ns `d` is woken at µs ⌈d / 1000⌉, and the pacer, which schedules from due
@@ -43,7 +62,8 @@
 //! rounding. Nothing is allocated per packet: the paths' and the bookkeeping's queues grow to
 //! their high-water marks and are reused.
 
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
 
 use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
@@ -80,13 +100,19 @@ const NEVER: u64 = u64::MAX;
 /// A datagram crossing one direction of the path.
 #[derive(Debug, Clone, Copy)]
 struct Packet {
+    /// The flow (records' number) whose tunnel carries it.
     flow: u32,
+    /// The sender it belongs to, or whose data it acknowledges (the scenario's index).
+    sender: u32,
     /// The tunnel's UID (per flow and direction).
     uid: u64,
-    /// For an acknowledgement, the sequence number of the data it acknowledges; for data, its own.
+    /// For an acknowledgement, the sequence number of the data it acknowledges; for data, its own
+    /// (its sender's numbering).
     seq: u64,
     /// The direction's number for it, in the order datagrams entered (the link log's uid).
     link_uid: u64,
+    /// When it entered the tunnel: for data, when its sender sent it (before the extra delay).
+    sent_us: u64,
     /// When it entered the path.
     entry_us: u64,
     /// For an acknowledgement, when the receiver got the data (the stamp it carries).
@@ -98,7 +124,8 @@ struct Packet {
 }
 
 impl Packet {
-    /// What the link model sees of it: its size on the path, its codepoint, its flow.
+    /// What the link model sees of it: its size on the path, its codepoint, its flow (the
+    /// tunnel's: one 5-tuple, as a flow queue of the emulator's fq_codel sees it).
     fn info(&self, size_bytes: u32) -> PacketInfo {
         PacketInfo { size_bytes, ecn: self.ecn, flow: u64::from(self.flow) }
     }
@@ -106,6 +133,35 @@ impl Packet {
     /// Its departure from a direction at `t_us`, as the link log has it.
     fn departure(&self, t_us: u64, bytes: u32, marked: bool) -> LinkDeparture {
         LinkDeparture { t_us, link_uid: self.link_uid, bytes, entry_us: self.entry_us, marked }
+    }
+}
+
+/// Data on a flow's extra delay, due to enter the uplink at `due_us`.
+#[derive(Debug, Clone, Copy)]
+struct Delayed {
+    due_us: u64,
+    /// The run's count of datagrams put on the delay line: ties of due time leave in entry order.
+    order: u64,
+    packet: Packet,
+}
+
+impl PartialEq for Delayed {
+    fn eq(&self, other: &Self) -> bool {
+        (self.due_us, self.order) == (other.due_us, other.order)
+    }
+}
+
+impl Eq for Delayed {}
+
+impl PartialOrd for Delayed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Delayed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.due_us, self.order).cmp(&(other.due_us, other.order))
     }
 }
 
@@ -118,22 +174,47 @@ struct Unread {
     ce_count: u64,
 }
 
+/// Where a sender stands in its life.
+enum Stage {
+    /// Not started: its controller, to become its `Flow` at its start.
+    Waiting(Box<dyn CongestionControl + Send>),
+    /// Started: its decisions, told its own time (from `start_us`); boxed, as a waiting or
+    /// finished sender needs none of its room.
+    Running(Box<Flow>),
+    /// Its transfer acknowledged in full: nothing left to decide or keep.
+    Done,
+}
+
+/// One sender and its receiver.
 struct FlowState {
-    /// The sender's decisions, told the flow's own time (from `start_us`).
-    sender: Flow,
+    stage: Stage,
+    /// The flow (records' number) it belongs to.
+    flow: u32,
+    ecn: bool,
+    /// Its transfer's datagrams, `None` for a bulk flow.
+    budget_packets: Option<u64>,
     start_us: u64,
     end_us: u64,
+    /// Its flow's extra one-way delay each way, µs.
+    extra_delay_us: u64,
     /// When the sender must next run (`NEVER`: only an acknowledgement can wake it).
     wake_us: u64,
-    /// The receiver's tunnel UID of the next acknowledgement.
-    next_ack_uid: u64,
     /// Data datagrams the receiver got marked CE (echoed in every acknowledgement, as
     /// pantheon-udp's receiver does).
     ce_received: u64,
-    /// Wake-up latencies of this flow's receiver and sender.
+    /// Data datagrams the receiver got (all distinct: the path never duplicates).
+    received_packets: u64,
+    /// Wake-up latencies of this sender's receiver and of the sender.
     host: HostLatency,
     /// Acknowledgements arrived but not yet read, in reading order.
     unread: VecDeque<Unread>,
+}
+
+/// A flow's tunnel: its UIDs count per direction, whichever sender a datagram belongs to.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tunnel {
+    next_data_uid: u64,
+    next_ack_uid: u64,
 }
 
 /// How much happened, for the summary.
@@ -144,6 +225,51 @@ pub struct Totals {
     pub events: u64,
 }
 
+/// The senders' wake-ups: a min-heap of (wake µs, sender), each entry valid while it equals its
+/// sender's `wake_us` (lazy invalidation: a changed wake-up pushes a new entry and leaves the
+/// old one to be discarded when it comes up).
+#[derive(Default)]
+struct Wakeups {
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl Wakeups {
+    /// Sets sender `i`'s wake-up.
+    fn set(&mut self, i: usize, flow: &mut FlowState, wake_us: u64) {
+        flow.wake_us = wake_us;
+        if wake_us != NEVER {
+            self.heap.push(Reverse((wake_us, i as u32)));
+        }
+    }
+
+    /// The earliest wake-up of any sender, discarding stale entries on the way.
+    fn earliest_us(&mut self, flows: &[FlowState]) -> u64 {
+        while let Some(&Reverse((wake_us, i))) = self.heap.peek() {
+            if flows[i as usize].wake_us == wake_us {
+                return wake_us;
+            }
+            self.heap.pop();
+        }
+        NEVER
+    }
+
+    /// Takes the senders due by `t_us` into `due`, in their order, each once.
+    fn take_due(&mut self, t_us: u64, flows: &[FlowState], due: &mut Vec<u32>) {
+        due.clear();
+        while let Some(&Reverse((wake_us, i))) = self.heap.peek() {
+            if wake_us > t_us {
+                break;
+            }
+            self.heap.pop();
+            if flows[i as usize].wake_us == wake_us {
+                due.push(i);
+            }
+        }
+        due.sort_unstable();
+        due.dedup();
+    }
+}
+
 /// A run in progress: `advance_until` moves it on to any instant, so that a driver can act
 /// between instants (the gym steers a window every decision interval, gym.rs); `run` moves it to
 /// its end in one go.
@@ -151,7 +277,17 @@ pub struct Simulation<O: Observer> {
     /// The two directions, on the link's clock (link_clock.rs).
     uplink: PhasedPath<Packet>,
     downlink: PhasedPath<Packet>,
+    /// Data on its flow's extra delay, to enter the uplink (earliest due first).
+    delay_line: BinaryHeap<Reverse<Delayed>>,
+    /// Datagrams put on the delay line so far (each one's `Delayed::order`).
+    delayed_count: u64,
+    /// The senders, in the scenario's order.
     flows: Vec<FlowState>,
+    /// Per flow (records' number), its tunnel's counts.
+    tunnels: Vec<Tunnel>,
+    wakeups: Wakeups,
+    /// The senders due at the instant being simulated (kept to reuse its room).
+    due: Vec<u32>,
     observer: O,
     runtime_us: u64,
     next_uplink_uid: u64,
@@ -190,33 +326,47 @@ fn wake_time_us(start_us: u64, deadline: Instant) -> u64 {
 }
 
 impl<O: Observer> Simulation<O> {
-    /// The run of `scenario` at its start, flow i driven by `controllers[i]` (whatever the plan's
-    /// spec says: `run` builds them from the specs, the gym brings its own).
+    /// The run of `scenario` at its start, sender i driven by `controllers[i]` (whatever the
+    /// plan's spec says: `run` builds them from the specs, the gym brings its own).
     pub fn new(scenario: &Scenario, controllers: Vec<Box<dyn CongestionControl + Send>>, observer: O) -> Simulation<O> {
-        assert_eq!(controllers.len(), scenario.flows.len(), "one controller per flow");
+        assert_eq!(controllers.len(), scenario.flows.len(), "one controller per sender");
         let recording = observer.records_link();
         let paths = &scenario.paths;
         let phase_us = scenario.link_phase_us;
+        let mut wakeups = Wakeups::default();
         let flows = scenario
             .flows
             .iter()
             .zip(controllers)
             .enumerate()
-            .map(|(i, (plan, cc))| FlowState {
-                sender: Flow::new(cc).with_ecn(plan.ecn),
-                start_us: plan.start_us,
-                end_us: plan.end_us,
-                wake_us: plan.start_us,
-                next_ack_uid: 0,
-                ce_received: 0,
-                host: HostLatency::new(paths.seed, i),
-                unread: VecDeque::with_capacity(1024),
+            .map(|(i, (plan, cc))| {
+                let mut flow = FlowState {
+                    stage: Stage::Waiting(cc),
+                    flow: plan.flow as u32,
+                    ecn: plan.ecn,
+                    budget_packets: plan.budget_packets(),
+                    start_us: plan.start_us,
+                    end_us: plan.end_us,
+                    extra_delay_us: plan.extra_delay_us,
+                    wake_us: NEVER,
+                    ce_received: 0,
+                    received_packets: 0,
+                    host: HostLatency::new(paths.seed, i),
+                    unread: VecDeque::new(),
+                };
+                wakeups.set(i, &mut flow, plan.start_us);
+                flow
             })
             .collect();
         Simulation {
             uplink: PhasedPath::new(Path::new(&paths.uplink, paths.uplink_seed(), recording), phase_us),
             downlink: PhasedPath::new(Path::new(&paths.downlink, paths.downlink_seed(), recording), phase_us),
+            delay_line: BinaryHeap::new(),
+            delayed_count: 0,
             flows,
+            tunnels: vec![Tunnel::default(); scenario.flow_count],
+            wakeups,
+            due: Vec::new(),
             observer,
             runtime_us: scenario.runtime_us,
             next_uplink_uid: 0,
@@ -238,13 +388,13 @@ impl<O: Observer> Simulation<O> {
         self.totals
     }
 
-    /// Has flow `i`'s sender run at `t_us` (or earlier, if it is due earlier): a driver that
-    /// changed what its controller decides (a new window) lets it act on the change at once
-    /// rather than at its next acknowledgement. Nothing outside the flow's life.
+    /// Has sender `i` run at `t_us` (or earlier, if it is due earlier): a driver that changed
+    /// what its controller decides (a new window) lets it act on the change at once rather than
+    /// at its next acknowledgement. Nothing outside the sender's life.
     pub fn wake_sender(&mut self, i: usize, t_us: u64) {
         let flow = &mut self.flows[i];
-        if flow.start_us <= t_us && t_us < flow.end_us {
-            flow.wake_us = flow.wake_us.min(t_us);
+        if flow.start_us <= t_us && t_us < flow.end_us && t_us < flow.wake_us {
+            self.wakeups.set(i, flow, t_us);
         }
     }
 
@@ -254,10 +404,11 @@ impl<O: Observer> Simulation<O> {
     pub fn advance_until(&mut self, until_us: u64) -> Result<(), String> {
         let until_us = until_us.min(self.runtime_us);
         loop {
+            let delayed_us = self.delay_line.peek().map_or(NEVER, |d| d.0.due_us);
             let up_us = self.uplink.next_wakeup_us().unwrap_or(NEVER);
             let down_us = self.downlink.next_wakeup_us().unwrap_or(NEVER);
-            let flows_us = self.flows.iter().map(|f| f.wake_us).min().unwrap_or(NEVER);
-            let t_us = up_us.min(down_us).min(flows_us);
+            let flows_us = self.wakeups.earliest_us(&self.flows);
+            let t_us = delayed_us.min(up_us).min(down_us).min(flows_us);
             if t_us >= until_us {
                 return Ok(());
             }
@@ -268,7 +419,8 @@ impl<O: Observer> Simulation<O> {
                     "simulated time stands still at {t_us} us: datagrams cross an unlimited path without delay in no time; give --delay or a rate"
                 ));
             }
-            if self.uplink.packets_inside() + self.downlink.packets_inside() > MAX_PACKETS_INSIDE {
+            let inside = self.uplink.packets_inside() + self.downlink.packets_inside() + self.delay_line.len();
+            if inside > MAX_PACKETS_INSIDE {
                 return Err(format!(
                     "more than {MAX_PACKETS_INSIDE} datagrams inside the path at {t_us} us: a window grows without bound on a path without a rate or queue limit; give a rate or a queue limit"
                 ));
@@ -276,15 +428,19 @@ impl<O: Observer> Simulation<O> {
             if up_us <= t_us {
                 self.poll_uplink(t_us);
             }
+            if delayed_us <= t_us {
+                self.release_delayed(t_us);
+            }
             if down_us <= t_us {
                 self.poll_downlink(t_us);
             }
             if flows_us <= t_us {
-                for i in 0..self.flows.len() {
-                    if self.flows[i].wake_us <= t_us {
-                        self.step_sender(i, t_us);
-                    }
+                let mut due = std::mem::take(&mut self.due);
+                self.wakeups.take_due(t_us, &self.flows, &mut due);
+                for &i in &due {
+                    self.step_sender(i as usize, t_us);
                 }
+                self.due = due;
             }
         }
     }
@@ -296,11 +452,27 @@ impl<O: Observer> Simulation<O> {
             self.poll_uplink(last_us);
             self.poll_downlink(last_us);
         }
-        for (i, flow) in self.flows.iter_mut().enumerate() {
-            // Indigo alone keeps per-decision records (`record=1`), for its trainer.
-            if let Some(records) = flow.sender.controller_mut::<Indigo>().and_then(Indigo::take_records) {
-                self.observer.decisions(i, &records);
+        for flow in &mut self.flows {
+            if let Stage::Running(sender) = &mut flow.stage {
+                keep_decisions(&mut self.observer, flow.flow, sender);
             }
+        }
+    }
+
+    /// Puts the data due by `t_us` off its flow's extra delay into the uplink.
+    fn release_delayed(&mut self, t_us: u64) {
+        while let Some(&Reverse(delayed)) = self.delay_line.peek() {
+            if delayed.due_us > t_us {
+                break;
+            }
+            self.delay_line.pop();
+            let mut packet = delayed.packet;
+            packet.link_uid = self.next_uplink_uid;
+            packet.entry_us = delayed.due_us;
+            self.next_uplink_uid += 1;
+            self.observer.link_entry(Direction::Uplink, packet.entry_us, packet.link_uid, DATA_PATH_BYTES);
+            self.uplink.push(packet.entry_us, packet, packet.info(DATA_PATH_BYTES));
+            self.totals.events += 1;
         }
     }
 
@@ -310,6 +482,7 @@ impl<O: Observer> Simulation<O> {
             uplink,
             downlink,
             flows,
+            tunnels,
             observer,
             next_downlink_uid,
             last_ack_entry_us,
@@ -324,22 +497,30 @@ impl<O: Observer> Simulation<O> {
                     observer.link_departure(Direction::Uplink, packet.departure(t_us, size_bytes, marked));
                     let f = packet.flow as usize;
                     let arrived_ecn = if marked { Ecn::Ce } else { packet.ecn };
-                    observer.data_received(f, packet.uid, t_us, packet.entry_us, arrived_ecn);
-                    let flow = &mut flows[f];
+                    observer.data_received(f, packet.uid, t_us, packet.sent_us, arrived_ecn);
+                    let sender = packet.sender as usize;
+                    let flow = &mut flows[sender];
                     flow.ce_received += u64::from(arrived_ecn == Ecn::Ce);
+                    flow.received_packets += 1;
+                    if flow.budget_packets == Some(flow.received_packets) {
+                        observer.transfer_complete(sender, t_us);
+                    }
                     let sent_us = (receiver_stalls.resume_us(t_us) + flow.host.next_us()).max(*last_ack_entry_us);
                     *last_ack_entry_us = sent_us;
+                    let tunnel = &mut tunnels[f];
                     let ack = Packet {
                         flow: packet.flow,
-                        uid: flow.next_ack_uid,
-                        seq: packet.uid,
+                        sender: packet.sender,
+                        uid: tunnel.next_ack_uid,
+                        seq: packet.seq,
                         link_uid: *next_downlink_uid,
+                        sent_us,
                         entry_us: sent_us,
                         peer_recv_us: t_us,
                         ecn: Ecn::NotEct,
                         ce_count: flow.ce_received,
                     };
-                    flow.next_ack_uid += 1;
+                    tunnel.next_ack_uid += 1;
                     *next_downlink_uid += 1;
                     observer.ack_sent(f, ack.uid, sent_us);
                     observer.link_entry(Direction::Downlink, sent_us, ack.link_uid, ACK_PATH_BYTES);
@@ -355,20 +536,27 @@ impl<O: Observer> Simulation<O> {
         });
     }
 
-    /// Serves the downlink through `t_us`: acknowledgements reach their senders.
+    /// Serves the downlink through `t_us`: acknowledgements reach their senders, after their
+    /// flow's extra delay.
     fn poll_downlink(&mut self, t_us: u64) {
-        let Simulation { downlink, flows, observer, sender_stalls, totals, .. } = self;
+        let Simulation { downlink, flows, wakeups, observer, sender_stalls, totals, runtime_us, .. } = self;
         downlink.poll(t_us, &mut |event| {
             totals.events += 1;
             match event {
                 Event::Departure { t_us, packet, size_bytes, marked, .. } => {
                     observer.link_departure(Direction::Downlink, packet.departure(t_us, size_bytes, marked));
-                    let f = packet.flow as usize;
-                    observer.ack_received(f, packet.uid, t_us);
-                    let flow = &mut flows[f];
-                    if flow.start_us <= t_us && t_us < flow.end_us {
+                    let sender = packet.sender as usize;
+                    let flow = &mut flows[sender];
+                    // It leaves the tunnel at the sender's side after the flow's extra delay;
+                    // after the run's end it never does.
+                    let arrived_us = t_us + flow.extra_delay_us;
+                    if arrived_us >= *runtime_us {
+                        return;
+                    }
+                    observer.ack_received(packet.flow as usize, packet.uid, arrived_us);
+                    if flow.start_us <= arrived_us && arrived_us < flow.end_us {
                         let after_us = flow.unread.back().map_or(0, |u| u.read_us);
-                        let read_us = (sender_stalls.resume_us(t_us) + flow.host.next_us()).max(after_us);
+                        let read_us = (sender_stalls.resume_us(arrived_us) + flow.host.next_us()).max(after_us);
                         let ack = Unread {
                             read_us,
                             seq: packet.seq,
@@ -376,7 +564,9 @@ impl<O: Observer> Simulation<O> {
                             ce_count: packet.ce_count,
                         };
                         flow.unread.push_back(ack);
-                        flow.wake_us = flow.wake_us.min(read_us);
+                        if read_us < flow.wake_us {
+                            wakeups.set(sender, flow, read_us);
+                        }
                     }
                 }
                 Event::Drop { t_us, packet, size_bytes, cause } => {
@@ -391,58 +581,109 @@ impl<O: Observer> Simulation<O> {
     /// Runs sender `i` at `t_us`: its timers, then every send the rule allows, then when it
     /// must run next.
     fn step_sender(&mut self, i: usize, t_us: u64) {
-        let Simulation { uplink, flows, observer, next_uplink_uid, totals, .. } = self;
+        let Simulation {
+            uplink,
+            delay_line,
+            delayed_count,
+            flows,
+            tunnels,
+            wakeups,
+            observer,
+            next_uplink_uid,
+            totals,
+            ..
+        } = self;
         let flow = &mut flows[i];
         totals.events += 1;
         if t_us >= flow.end_us {
             flow.wake_us = NEVER;
             return;
         }
+        flow.stage = match std::mem::replace(&mut flow.stage, Stage::Done) {
+            Stage::Waiting(cc) => {
+                Stage::Running(Box::new(Flow::new(cc).with_ecn(flow.ecn).with_budget_packets(flow.budget_packets)))
+            }
+            stage => stage,
+        };
+        let Stage::Running(sender) = &mut flow.stage else {
+            flow.wake_us = NEVER;
+            return;
+        };
         let now = Instant::from_us(t_us - flow.start_us);
         while let Some(ack) = flow.unread.front().copied().filter(|u| u.read_us <= t_us) {
             flow.unread.pop_front();
             // The receiver's clock is the run's: only its differences matter.
-            flow.sender.on_ack(now, ack.seq, ack.peer_recv_us, ack.ce_count);
-            flow.sender.detect_losses(now);
+            sender.on_ack(now, ack.seq, ack.peer_recv_us, ack.ce_count);
+            sender.detect_losses(now);
         }
-        flow.sender.run_timers(now);
+        if sender.done() {
+            // The transfer is acknowledged: the sender exits, as pantheon-udp's does.
+            keep_decisions(observer, flow.flow, sender);
+            flow.stage = Stage::Done;
+            flow.end_us = t_us;
+            flow.wake_us = NEVER;
+            flow.unread = VecDeque::new();
+            return;
+        }
+        sender.run_timers(now);
+        let tunnel = &mut tunnels[flow.flow as usize];
         let send_at = loop {
-            match flow.sender.next_send(now) {
+            match sender.next_send(now) {
                 Verdict::Send(permit) => {
-                    let seq = flow.sender.next_seq();
-                    let packet = Packet {
-                        flow: i as u32,
-                        uid: seq,
+                    let seq = sender.next_seq();
+                    let mut packet = Packet {
+                        flow: flow.flow,
+                        sender: i as u32,
+                        uid: tunnel.next_data_uid,
                         seq,
-                        link_uid: *next_uplink_uid,
+                        link_uid: 0,
+                        sent_us: t_us,
                         entry_us: t_us,
                         peer_recv_us: 0,
-                        ecn: flow.sender.ecn(),
+                        ecn: sender.ecn(),
                         ce_count: 0,
                     };
-                    *next_uplink_uid += 1;
-                    observer.data_sent(i, seq, t_us, packet.ecn);
-                    observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);
-                    uplink.push(t_us, packet, packet.info(DATA_PATH_BYTES));
-                    flow.sender.on_sent(now, permit);
-                    totals.events += 1;
+                    tunnel.next_data_uid += 1;
+                    observer.data_sent(flow.flow as usize, packet.uid, t_us, packet.ecn);
+                    if flow.extra_delay_us == 0 {
+                        packet.link_uid = *next_uplink_uid;
+                        *next_uplink_uid += 1;
+                        observer.link_entry(Direction::Uplink, t_us, packet.link_uid, DATA_PATH_BYTES);
+                        uplink.push(t_us, packet, packet.info(DATA_PATH_BYTES));
+                        totals.events += 1;
+                    } else {
+                        // It enters the path, and counts as an event, when the delay line lets it.
+                        let due_us = t_us + flow.extra_delay_us;
+                        delay_line.push(Reverse(Delayed { due_us, order: *delayed_count, packet }));
+                        *delayed_count += 1;
+                    }
+                    sender.on_sent(now, permit);
                 }
                 Verdict::At(due) => break Some(due),
                 Verdict::Closed => break None,
             }
         };
-        flow.wake_us = match flow.sender.deadline(now, send_at) {
+        let mut wake_us = match sender.deadline(now, send_at) {
             // Real time always moves on: a deadline already due is met a microsecond later.
             Some(deadline) => wake_time_us(flow.start_us, deadline).max(t_us + 1),
             None => NEVER,
         };
         if let Some(ack) = flow.unread.front() {
-            flow.wake_us = flow.wake_us.min(ack.read_us);
+            wake_us = wake_us.min(ack.read_us);
         }
-        if flow.wake_us >= flow.end_us {
+        if wake_us >= flow.end_us {
             // Nothing it could do after its end matters; the end itself needs no wake-up.
-            flow.wake_us = NEVER;
+            wake_us = NEVER;
         }
+        wakeups.set(i, flow, wake_us);
+    }
+}
+
+/// Hands the observer the decision records `sender`'s controller kept, if any: Indigo alone keeps
+/// them (`record=1`), for its trainer.
+fn keep_decisions<O: Observer>(observer: &mut O, flow: u32, sender: &mut Flow) {
+    if let Some(records) = sender.controller_mut::<Indigo>().and_then(Indigo::take_records) {
+        observer.decisions(flow as usize, &records);
     }
 }
 
@@ -466,6 +707,19 @@ mod tests {
         assert_eq!(wake_time_us(0, Instant::ZERO), 0);
     }
 
+    /// `scenario` run to its end by `advance_until` calls `step_us` apart, as the gym drives it.
+    fn run_in_steps<O: Observer>(scenario: &Scenario, observer: O, step_us: u64) -> Simulation<O> {
+        let controllers = scenario.flows.iter().map(|p| controller::build(&p.cc).unwrap()).collect();
+        let mut stepped = Simulation::new(scenario, controllers, observer);
+        let mut t_us = 0;
+        while t_us < scenario.runtime_us {
+            t_us = (t_us + step_us).min(scenario.runtime_us);
+            stepped.advance_until(t_us).unwrap();
+        }
+        stepped.finish();
+        stepped
+    }
+
     #[test]
     fn advancing_in_steps_is_one_run() {
         let words: Vec<String> =
@@ -483,17 +737,46 @@ mod tests {
         let totals = run(&scenario, &mut whole).unwrap();
         // Intervals of the gym's 10 ms and of an odd 3.333 ms.
         for step_us in [10_000, 3_333] {
-            let controllers = scenario.flows.iter().map(|p| controller::build(&p.cc).unwrap()).collect();
-            let mut stepped = Simulation::new(&scenario, controllers, Metrics::new(2, 16));
-            let mut t_us = 0;
-            while t_us < runtime_us {
-                t_us = (t_us + step_us).min(runtime_us);
-                stepped.advance_until(t_us).unwrap();
-            }
-            stepped.finish();
+            let stepped = run_in_steps(&scenario, Metrics::new(2, 16), step_us);
             assert_eq!(stepped.totals(), totals);
             let Simulation { observer, .. } = stepped;
             assert_eq!(observer.finish(), Metrics { flows: whole.flows.clone() }.finish());
+        }
+    }
+
+    #[test]
+    fn transfers_with_extra_delay_advance_in_steps_as_one_run_and_stop_when_acknowledged() {
+        let words: Vec<String> =
+            ["--delay", "5", "--uplink-rate", "24", "--uplink-queue-bytes", "30000"].map(String::from).to_vec();
+        let paths = PathArgs::validate_words(&words).unwrap();
+        // BBR's start-up overflows the 20-packet queue: the transfers lose datagrams, which the
+        // budget replaces, and finish by 1.8 s.
+        let runtime_us = 3_000_000;
+        let transfer = |start_s: f64, bytes: u64| {
+            FlowPlan::new(2, "cubic", start_s, None, runtime_us).unwrap().with_bytes(bytes).with_extra_delay_us(7_000)
+        };
+        let flows = vec![
+            FlowPlan::new(1, "bbr", 0.0, None, runtime_us).unwrap(),
+            transfer(0.1, 50_000),
+            transfer(0.1, 3_000),
+            transfer(0.3, 400_000),
+        ];
+        let scenario = Scenario::new(flows, runtime_us, paths).unwrap();
+        let mut whole = (Metrics::new(2, 16), crate::transfers::Transfers::new(&scenario).unwrap());
+        let totals = run(&scenario, &mut whole).unwrap();
+        let ends: Vec<_> = whole.1.rows.iter().map(|r| r.end_us).collect();
+        assert!(ends.iter().all(Option::is_some), "{ends:?}");
+        for step_us in [10_000, 3_333] {
+            let observer = (Metrics::new(2, 16), crate::transfers::Transfers::new(&scenario).unwrap());
+            let stepped = run_in_steps(&scenario, observer, step_us);
+            assert_eq!(stepped.totals(), totals);
+            // Every transfer's sender is done: it holds no bookkeeping and has no wake-up.
+            for flow in &stepped.flows[1..] {
+                assert!(matches!(flow.stage, Stage::Done) && flow.wake_us == NEVER);
+            }
+            let Simulation { observer: (metrics, transfers), .. } = stepped;
+            assert_eq!(transfers.rows.iter().map(|r| r.end_us).collect::<Vec<_>>(), ends);
+            assert_eq!(metrics.finish(), Metrics { flows: whole.0.flows.clone() }.finish());
         }
     }
 }
