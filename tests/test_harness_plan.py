@@ -39,18 +39,18 @@ def test_scenario_mixes_schemes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("", "no \\[\\[flow\\]\\] entries"),
+    ("", "no \\[\\[flow\\]\\] entries \\(nor \\[\\[workload\\]\\]\\)"),
     ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\n", "flow 1: needs scheme, start_s and duration_s"),
-    ("[[flow]]\nscheme = 'cubic'\nstart_s = -1\nduration_s = 3\n", "flow 1: start_s must be finite and >= 0"),
-    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = nan\n", "flow 1: start_s must be finite"),
-    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = inf\n", "flow 1: start_s must be finite"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = -1\nduration_s = 3\n", "flow 1: start_s must be a number of seconds >= 0, got -1"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = nan\n", "flow 1: duration_s must be a number of seconds > 0, got nan"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = inf\n", "flow 1: duration_s must be a number of seconds > 0, got inf"),
     ("runtime_s = nan\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a positive, finite"),
     ("[[flow]\n", "not valid TOML"),
     ("runtime_s = 1e300\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "up to 86400 \\(one day\\)"),
     ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 1e300\n", "runtime_s must be .* up to 86400"),
     ("runtime_s = 'soon'\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a number of seconds"),
     ("runtime_s = true\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "runtime_s must be a number of seconds"),
-    ("[[flow]]\nscheme = 'cubic'\nstart_s = true\nduration_s = 3\n", "flow 1: needs scheme, start_s and duration_s"),
+    ("[[flow]]\nscheme = 'cubic'\nstart_s = true\nduration_s = 3\n", "flow 1: start_s must be a number of seconds >= 0, got True"),
     ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n" * 101, "101 flows, more than the 100 a run may have"),
 ])
 def test_bad_scenarios_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

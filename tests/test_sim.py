@@ -82,7 +82,8 @@ def test_campaign_writes_the_harness_data_dir(campaign: tuple[Path, subprocess.C
         run_dir = data / scheme / "run1"
         run = json.loads((run_dir / "run.json").read_text())
         assert run["ok"] and run["t0_epoch_s"] == 0.0 and run["simulated"]
-        assert run["flows"] == [{"scheme": scheme, "start_s": 0.0, "duration_s": float(RUNTIME_S), "ecn": False}]
+        assert run["flows"] == [{"scheme": scheme, "start_s": 0.0, "duration_s": float(RUNTIME_S), "ecn": False,
+                                 "transfers": [], "extra_delay_ms": 0.0, "cc": None, "role": "bulk"}]
         for name in ("records.parquet", "datalink.log", "acklink.log", "sim.json", "throughput.png", "delay.png"):
             assert (run_dir / name).is_file(), name
         assert not list(run_dir.glob("flow*.log")) and not (run_dir / "uplink.log").exists(), "text logs on request only"

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from pantheon import files, presets, queues
 from pantheon import plan as plans
-from pantheon import presets, queues
 from pantheon.errors import PantheonError
 
 _DIRECTION_OPTIONS = (
@@ -146,6 +146,28 @@ def describe_path(options: list[str], emulator: str | None = None) -> str:
     return line
 
 
+MAX_TRACE_BYTES = 256 << 20
+"""A Mahimahi trace of a day at 100 Mbit/s is ~60 MB; reading more (/dev/zero) is not reading a trace."""
+
+
+def uplink_rate_mbps(options: list[str]) -> float | None:
+    """The uplink's mean delivery rate in Mbit/s, which a workload's load is a fraction of: its
+    constant rate (12 by default), its Poisson mean, or its trace's mean (a 1500-byte opportunity
+    per line over the trace's period, as the emulator loops it); None when it is unlimited or the
+    trace cannot be read (the emulator's own check says why)."""
+    values = queues.options_dict(options)
+    try:
+        if trace := values.get("--uplink-trace"):
+            stamps_ms = [int(line) for line in files.read_small_text(Path(trace), MAX_TRACE_BYTES).split()]
+            return len(stamps_ms) * 1500 * 8 / (stamps_ms[-1] * 1e3) if stamps_ms and stamps_ms[-1] > 0 else None
+        if poisson := values.get("--uplink-poisson"):
+            return float(poisson)
+        rate = values.get("--uplink-rate", "12")
+        return None if rate == "unlimited" else float(rate)
+    except (OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Selection:
     plans: list[plans.Plan]
@@ -175,6 +197,9 @@ class Experiment:
     quiet: bool = False
     ecn: bool = False
     """Every flow negotiates ECN (`--ecn`), a scenario's too."""
+    pairs: bool = False
+    """Every pair of the schemes shares the path, each scheme with itself too (`pantheon harm`),
+    instead of each scheme alone."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.run_times <= MAX_RUN_TIMES:
@@ -209,14 +234,15 @@ class Experiment:
 
     def select(self, *, every: list[str], problem: Callable[[str], str | None], verb: str,
                skip_line: str, expected_skip: Callable[[str], bool],
-               ecn_problem: Callable[[str], str | None] | None = None) -> Selection:
+               ecn_problem: Callable[[str], str | None] | None = None, rate_mbps: float | None = None) -> Selection:
         """The runs' plans. `every` is what --all means, `problem(name)` why a scheme cannot `verb`
         here (or None), `ecn_problem(name)` why a flow of it cannot negotiate ECN (None: every
         scheme can); each skipped scheme is reported with `skip_line` (a format of name and why)
         on stderr, and a PantheonError ends it, in one line saying why of each, when nothing is left
-        to run."""
+        to run. `rate_mbps` is the path's bottleneck rate (uplink_rate_mbps), which a scenario's
+        workload load is a fraction of."""
         if self.scenario:
-            plan = plans.scenario(self.scenario)
+            plan = plans.scenario(self.scenario, rate_mbps)
             plan = plan.with_ecn() if self.ecn else plan
             problems = [f"{name}: {why}" for name in plan.schemes if (why := problem(name))]
             if ecn_problem and not problems:
@@ -239,5 +265,8 @@ class Experiment:
         # Under --all a scheme this machine cannot run, or that cannot use ECN with --ecn, is expected.
         not_run = [name for name in skipped
                    if not (self.all_schemes and (expected_skip(name) or not problem(name)))]
+        if self.pairs:
+            return Selection([plans.pair(a, b, self.runtime_s, self.ecn) for i, a in enumerate(wanted) for b in wanted[i:]],
+                             skipped, not_run)
         return Selection([plans.uniform(name, self.flows, self.interval_s, self.runtime_s, self.ecn) for name in wanted],
                          skipped, not_run)

@@ -153,7 +153,8 @@ def _run(trial: Trial, run_seed: int, run_dir: Path, schemes: dict[str, Scheme],
     clock = _merge(run_dir, trial.plan, outcome.t0_epoch_s, outcome, mode) if outcome.t0_epoch_s is not None else {}
     files.write_atomic(run_dir / "run.json", files.json_text({
         **trial.run_keys(run_seed), "ok": outcome.ok, "failures": outcome.failures,
-        "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s, **clock,
+        "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
+        "start_lateness_ms": outcome.start_lateness_ms, **clock,
     }))
     return outcome.failures
 
@@ -181,6 +182,7 @@ def _merge(run_dir: Path, plan: Plan, t0_epoch_s: float, outcome: Outcome, mode:
         return {}
     try:
         summary = records.merge_run(run_dir, plan, t0_epoch_s, peer_clock=peer)
+        records.merge_transfers(run_dir, plan, t0_epoch_s, HEAD_START_S)
     except records.RecordsError as e:
         outcome.failures.append(str(e))
         return {}

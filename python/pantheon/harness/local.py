@@ -24,12 +24,15 @@ from pantheon import schemes
 from pantheon.analysis.cli import after_campaign
 from pantheon.binaries import binary
 from pantheon.errors import PantheonError
-from pantheon.experiment import Experiment, describe_path
+from pantheon.experiment import Experiment, describe_path, uplink_rate_mbps
 from pantheon.harness import leftovers, tunnel
 from pantheon.harness.campaign import run_campaign
-from pantheon.harness.run import Processes, Run, SessionKeys, scheme_side, side_name, wait_for_connect_line
+from pantheon.harness.run import SIDES, Processes, Run, SessionKeys, scheme_side, side_name, wait_for_connect_line
+from pantheon.harness.transfers import TransferFiles, write_schedule
 from pantheon.netns import in_netns, require_root
+from pantheon.plan import Plan
 from pantheon.processes import lifeline
+from pantheon.workload import peak_arrivals_per_s
 
 
 class EmulatedPath:
@@ -53,15 +56,21 @@ class EmulatedPath:
         for i, flow in enumerate(run.plan.flows):
             scheme = run.schemes[flow.scheme]
             key = self.keys.new(i)
-            receiver = scheme_side(self.control, side_name(i, "receiver"), scheme, "receiver", ecn=flow.ecn)
+            transfers = TransferFiles.under(self.dir, i) if flow.transfers else None
+            if transfers:
+                write_schedule(flow, transfers.schedule)
+            receiver = scheme_side(self.control, side_name(i, "receiver"), scheme, "receiver", ecn=flow.ecn,
+                                   transfers=transfers)
             out = self.dir / f"flow{i}.tunnel-server.out"
             server = self.processes.spawn(f"tunnel server of flow {i}", in_netns(self.namespace, tunnel.server_command(
                 tunnel.EndpointLogs.under(self.dir, side_name(i, "receiver"), clock=False), key, receiver)), out, side_name(i, "receiver"))
             _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
-            sender = scheme_side(self.control, side_name(i, "sender"), scheme, "sender", ecn=flow.ecn)
+            sender = scheme_side(self.control, side_name(i, "sender"), scheme, "sender", ecn=flow.ecn, spec=flow.cc,
+                                 transfers=transfers)
             clients.append({
                 "name": side_name(i, "sender"),
-                "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender"), clock=False), sender),
+                "argv": tunnel.client_command(f"$MAHIMAHI_BASE:{port}", key, tunnel.EndpointLogs.under(self.dir, side_name(i, "sender"), clock=False),
+                                              sender, flow.extra_delay_ms),
                 "stdout": str(self.dir / f"flow{i}.tunnel-client.out"),
             })
         plan_file = self.control / "agent.json"
@@ -70,6 +79,9 @@ class EmulatedPath:
         emulate = [str(binary("pantheon-emu")), *self.emulator_options,
                    "--uplink-log", str(self.dir / "uplink.log"), "--downlink-log", str(self.dir / "downlink.log"), "--", *agent]
         self.processes.spawn("emulator", in_netns(self.namespace, emulate), self.dir / "emulator.out")
+
+    def local_sides(self) -> tuple[str, ...]:
+        return SIDES
 
     def signal(self, files: list[str]) -> None:
         for name in files:
@@ -121,6 +133,27 @@ def check_emulator_options(options: list[str]) -> None:
         raise PantheonError(done.stderr.strip().removeprefix("pantheon emulate: ") or f"emulator exited {done.returncode}")
 
 
+MAX_ARRIVALS_PER_S = 200
+"""Most transfers a run may begin within any one second over the emulator: the transfer driver
+begins 200 a second on time on the 2-core development machine (bench/transfer_starts.py); more
+would start late and measure the harness, not the scheme."""
+
+
+def check_transfers(plan: Plan, known: schemes.Registry) -> None:
+    """A PantheonError, before anything runs, for transfers the emulated experiment cannot run: a
+    scheme without finite transfers (Scheme.transfer_mode), or more arrivals in a second than the
+    harness begins on time (the simulator has neither limit)."""
+    for i, flow in enumerate(plan.flows, start=1):
+        if flow.transfers and known.schemes[flow.scheme].transfer_mode() is None:
+            raise PantheonError(f"flow {i} ({flow.scheme}, {flow.role}): {flow.scheme} cannot run finite transfers over "
+                                f"the emulator (kernel TCP and pantheon-udp schemes can: docs/harness.md)")
+    starts = [t.start_s for flow in plan.flows for t in flow.transfers]
+    if (peak := peak_arrivals_per_s(starts)) > MAX_ARRIVALS_PER_S:
+        raise PantheonError(f"{plan.label}: {peak} transfers begin within one second, more than the {MAX_ARRIVALS_PER_S} "
+                            f"the emulated harness begins on time: lower the load, use larger sizes, or run it in "
+                            f"pantheon sim")
+
+
 def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, arguments: dict) -> int:
     """Runs the experiment, then (`analyze`) the analysis of its data dir; 0 when every run
     succeeded and every scheme asked for ran, else 1. `arguments` is the command's record for
@@ -135,7 +168,9 @@ def run_local(experiment: Experiment, *, random_order: bool, analyze: bool, argu
 
     selection = experiment.select(every=known.names(), problem=known.problem, verb="run",
                                   skip_line="pantheon: skipping {name}: {why}", expected_skip=expected_skip,
-                                  ecn_problem=known.ecn_problem)
+                                  ecn_problem=known.ecn_problem, rate_mbps=uplink_rate_mbps(emulator_options) if experiment.scenario else None)
+    for plan in selection.plans:
+        check_transfers(plan, known)
     used = {name: known.schemes[name] for plan in selection.plans for name in plan.schemes}
     failed = run_campaign(plans=selection.plans, schemes=used, mode=Emulated(emulator_options),
                           data_dir=experiment.data_dir, run_times=experiment.run_times, random_order=random_order,

@@ -53,6 +53,14 @@ same types, crates/sim/src/records.rs). `ecn` and `ce` came with ECN (issue 34):
 reads records without them as Not-ECT, never marked (analysis/logs.py)."""
 CE = 3
 """The ECN codepoint Congestion Experienced (RFC 3168 §5)."""
+TRANSFERS_SCHEMA = pa.schema([
+    ("flow", pa.uint16()), ("transfer", pa.uint32()), ("bytes", pa.uint64()), ("start_us", pa.int64()),
+    ("began_us", pa.int64()), ("end_us", pa.int64()),
+])
+"""transfers.parquet's columns (issue 35): one row per planned transfer, flows in order, each
+flow's transfers in plan order; `start_us` when it was due, `began_us` when its sender began it
+(null: never), `end_us` when its receiver had the last byte (null: not by the run's end); µs since
+t0. pantheon-sim writes the same (crates/sim/src/records.rs)."""
 
 
 class RecordsError(ValueError):
@@ -183,6 +191,43 @@ def merge_run(run_dir: Path, plan: Plan, t0_epoch_s: float, peer_clock: PeerCloc
             f.write(f"# init timestamp: {t0_us / 1000:.3f}\n")
             f.writelines(f"{t / 1000:.3f} {rest}\n" for t, rest in lines)
     return summary
+
+
+def _log_columns(path: Path, width: int) -> dict[int, list[int]]:
+    """transfer id -> its other columns, from a transfer log of `width` integers a line; a line
+    cut short (the writer killed mid-line) or not of integers is left out."""
+    rows: dict[int, list[int]] = {}
+    if not path.exists():
+        return rows
+    for line in path.read_text(errors="replace").splitlines():
+        fields = line.split()
+        if len(fields) == width and all(f.lstrip("-").isdigit() for f in fields):
+            rows.setdefault(int(fields[0]), [int(f) for f in fields[1:]])
+    return rows
+
+
+def merge_transfers(run_dir: Path, plan: Plan, t0_epoch_s: float, head_start_s: float) -> None:
+    """Writes transfers.parquet from the transfer logs of the run's flows with transfers
+    (harness/transfers.py): the driver's `id began_epoch_us due_epoch_us`, the receiver's `id
+    end_epoch_us`. A transfer the driver never began is due at its planned offset from the
+    flow's sender's release (`head_start_s` after the flow's start, for a receiver-first scheme)."""
+    if not any(flow.transfers for flow in plan.flows):
+        return
+    t0_us = round(t0_epoch_s * 1e6)
+    columns: dict[str, list] = {name: [] for name in TRANSFERS_SCHEMA.names}
+    for i, flow in enumerate(plan.flows):
+        began = _log_columns(run_dir / f"flow{i}.transfers.sender.log", 3)
+        ended = _log_columns(run_dir / f"flow{i}.transfers.receiver.log", 2)
+        for k, transfer in enumerate(flow.transfers):
+            logged = began.get(k)
+            columns["flow"].append(i)
+            columns["transfer"].append(k)
+            columns["bytes"].append(transfer.bytes)
+            columns["start_us"].append(logged[1] - t0_us if logged else round((transfer.start_s + head_start_s) * 1e6))
+            columns["began_us"].append(logged[0] - t0_us if logged else None)
+            columns["end_us"].append(ended[k][0] - t0_us if k in ended else None)
+    with files.atomic_path(run_dir / "transfers.parquet") as tmp:
+        pq.write_table(pa.table(columns, schema=TRANSFERS_SCHEMA), tmp, compression="zstd")
 
 
 def clock_flags(summary: Summary, fit: ClockFit) -> list[str]:

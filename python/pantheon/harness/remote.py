@@ -125,10 +125,11 @@ class RealPath:
         local_side, remote_side = self.setup.local_side, self.setup.remote_side
         for i, flow in enumerate(run.plan.flows):
             key = self.keys.new(i)
-            command = scheme_side(self.control, side_name(i, local_side), run.schemes[flow.scheme], local_side, ecn=flow.ecn)
+            command = scheme_side(self.control, side_name(i, local_side), run.schemes[flow.scheme], local_side, ecn=flow.ecn,
+                                  spec=flow.cc)
             logs = tunnel.EndpointLogs.under(self.dir, side_name(i, local_side), clock=True)
             far = {"op": "endpoint", "flow": i, "side": remote_side, "scheme": flow.scheme, "ecn": flow.ecn,
-                   "key": key.read_text().strip()}
+                   "spec": flow.cc, "key": key.read_text().strip()}
             if self.setup.tunnel_server == "remote":
                 port = self._remote({**far, "role": "server"})["port"]
                 self.processes.spawn(f"tunnel client of flow {i}", tunnel.client_command(
@@ -140,6 +141,9 @@ class RealPath:
                                               side_name(i, local_side))
                 _, port = wait_for_connect_line(server, out, f"flow {i}: the tunnel server")
                 self._remote({**far, "role": "client", "server": f"{self.setup.local_addr}:{port}"})
+
+    def local_sides(self) -> tuple[str, ...]:
+        return (self.setup.local_side,)
 
     def signal(self, files: list[str]) -> None:
         far = [name for name in files if name.split(".")[1] == self.setup.remote_side]
@@ -271,6 +275,10 @@ def run_remote(experiment: Experiment, setup: Setup, *, ssh_config: Path | None,
 
         selection = experiment.select(every=names, problem=problem, verb="run", skip_line="pantheon: skipping {name}: {why}",
                                       expected_skip=lambda name: True, ecn_problem=known.ecn_problem)
+        for plan in selection.plans:
+            if local_only := next((f for f in plan.flows if f.transfers or f.extra_delay_ms), None):
+                raise PantheonError(f"{plan.label}: a {local_only.role} flow with finite transfers or an extra delay runs "
+                                    f"in pantheon test local and pantheon sim, not yet over a real path")
         used = {name: known.schemes[name] for plan in selection.plans for name in plan.schemes}
         failed = run_campaign(plans=selection.plans, schemes=used, mode=Remote(channel, setup, hello),
                               data_dir=experiment.data_dir, run_times=experiment.run_times, random_order=random_order,

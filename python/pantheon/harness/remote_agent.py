@@ -10,7 +10,7 @@ Requests (the harness's, each with an "id"), each answered by one {"op": "ok", "
     hello {schemes}             -> versions (git commit, pantheon, each scheme's), this machine and
                                    its sysctls, the ssh client's address, what killed agents left
     run {index}                 a new run: a private run directory with its control directory
-    endpoint {flow, side, role, scheme, ecn, key, server}
+    endpoint {flow, side, role, scheme, ecn, spec, key, server}
                                 writes the flow's session key (0600) and starts this side's tunnel
                                 endpoint (role "server", answered with its port, or "client"
                                 connecting to `server`), whose command is the launcher (launch.py)
@@ -143,7 +143,9 @@ class Agent:
         with os.fdopen(fd, "w") as f:
             f.write(message["key"] + "\n")
         scheme = self.registry.schemes[message["scheme"]]
-        command = scheme_side(self.control, name, scheme, side, ecn=bool(message.get("ecn", False)))
+        spec = message.get("spec")
+        command = scheme_side(self.control, name, scheme, side, ecn=bool(message.get("ecn", False)),
+                              spec=spec if isinstance(spec, str) else None)
         logs = tunnel.EndpointLogs.under(self.run_dir, name, clock=True)
         out = self.run_dir / f"flow{i}.tunnel-{role}.out"
         what = f"tunnel {role} of flow {i}"

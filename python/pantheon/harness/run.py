@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pantheon.harness import leftovers, tunnel
+from pantheon.harness.transfers import TransferFiles, side_command
 from pantheon.plan import Plan
 from pantheon.processes import lifeline
 from pantheon.schemes import KERNEL_TCP_ECN, Scheme
@@ -46,6 +47,9 @@ class Outcome:
     t0_epoch_s: float | None = None
     """Wall-clock time (this host's clock) the run's clock started (flow start times count from here)."""
     ended_epoch_s: float | None = None
+    start_lateness_ms: list[float | None] = field(default_factory=list)
+    """Per flow, how long after it was due its later-started side was started (the launchers'
+    `.started` against the schedule; None where no side of it on this host started)."""
 
     @property
     def ok(self) -> bool:
@@ -77,13 +81,19 @@ def launcher(control: Path, name: str, command: list[str], sysctls: tuple[str, .
     return [sys.executable, "-m", "pantheon.harness.launch", str(control), name, str(lifeline()), *settings, "--", *command]
 
 
-def scheme_side(control: Path, name: str, scheme: Scheme, side: str, *, ecn: bool) -> list[str]:
+def scheme_side(control: Path, name: str, scheme: Scheme, side: str, *, ecn: bool, spec: str | None = None,
+                transfers: TransferFiles | None = None) -> list[str]:
     """The launcher of one side of a flow of `scheme`; with `ecn` the side negotiates ECN as its
     scheme does (Scheme.ecn_switch): kernel TCP by the sysctl in the side's own namespace, where
     both sides set it (the receiver's default, 2, would accept ECN too; 1 says so whatever the
-    host's is), a crates/cc sender by its spec."""
+    host's is), a crates/cc sender by its spec. `spec` replaces a crates/cc sender's spec (the
+    flow's `cc`); `transfers`: the flow's finite transfers, run by the transfer driver
+    (harness/transfers.py) instead of one bulk flow."""
     sysctls = (KERNEL_TCP_ECN,) if ecn and scheme.ecn_switch() == "sysctl" else ()
-    return launcher(control, name, scheme.command(side, port=SCHEME_PORT, ecn=ecn), sysctls)
+    command = scheme.command(side, port=SCHEME_PORT, ecn=ecn, spec=spec)
+    if transfers is not None:
+        command = side_command(scheme, side, command, transfers, SCHEME_PORT)
+    return launcher(control, name, command, sysctls)
 
 
 def wait_for_connect_line(server: subprocess.Popen, out: Path, what: str) -> tuple[str, int]:
@@ -190,6 +200,9 @@ class Endpoints(Protocol):
     def signal(self, files: list[str]) -> None:
         """Creates these control files (`NAME.go`, `NAME.stop`) where the side NAME runs."""
 
+    def local_sides(self) -> tuple[str, ...]:
+        """The sides ("receiver", "sender") whose launchers run on this host's clock."""
+
     def check(self) -> None:
         """RunFailed if one of the run's processes (not a scheme: the launchers report those) ended."""
 
@@ -221,7 +234,27 @@ class Run:
             outcome.failures += self.endpoints.stop()
             outcome.ended_epoch_s = time.time()
         outcome.failures += self._scheme_failures(outcome)
+        if outcome.t0_epoch_s is not None:
+            outcome.start_lateness_ms = self._start_lateness_ms(outcome.t0_epoch_s)
         return outcome
+
+    def _start_lateness_ms(self, t0_epoch_s: float) -> list[float | None]:
+        """Each flow's start lateness (Outcome.start_lateness_ms), from the sides on this host's
+        clock (Endpoints.local_sides): the harness releasing 50 bulk flows at once started the
+        last of them 2.4 s late (issue 35 §5)."""
+        due: dict[str, float] = {}
+        for at_s, names in self._schedule():
+            due.update({name.removesuffix(".go"): at_s for name in names if name.endswith(".go")})
+        lateness: list[float | None] = []
+        for i in range(len(self.plan.flows)):
+            late = []
+            for side in self.endpoints.local_sides():
+                name = side_name(i, side)
+                with contextlib.suppress(OSError, ValueError):
+                    started_s = float((self.control / f"{name}.started").read_text())
+                    late.append(round((started_s - t0_epoch_s - due[name]) * 1e3, 3))
+            lateness.append(max(late) if late else None)
+        return lateness
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -62,10 +62,15 @@ def server_command(logs: EndpointLogs, key_file: Path, command: list[str], liste
     return [str(binary("pantheon-tunnel")), "server", *where, "--key-file", str(key_file), *logs.options(), "--", *command]
 
 
-def client_command(server: str, key_file: Path, logs: EndpointLogs, command: list[str]) -> list[str]:
+def client_command(server: str, key_file: Path, logs: EndpointLogs, command: list[str],
+                   extra_delay_ms: float = 0.0) -> list[str]:
     """The client endpoint, connecting out to `server` ("HOST:PORT"; local mode passes
-    "$MAHIMAHI_BASE:PORT", which its agent expands inside the emulated namespace)."""
-    return [str(binary("pantheon-tunnel")), "client", server, "--key-file", str(key_file), *logs.options(), "--", *command]
+    "$MAHIMAHI_BASE:PORT", which its agent expands inside the emulated namespace).
+    `extra_delay_ms`: the flow's own extra one-way delay, each direction, which the client holds
+    its outer datagrams for (outside the emulator's shared bottleneck: docs/tunnel.md)."""
+    delay = ["--extra-delay-ms", repr(float(extra_delay_ms))] if extra_delay_ms else []
+    return [str(binary("pantheon-tunnel")), "client", server, "--key-file", str(key_file), *logs.options(), *delay,
+            "--", *command]
 
 
 def parse_connect_line(line: str) -> tuple[str, int]:

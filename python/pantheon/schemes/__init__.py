@@ -90,14 +90,16 @@ class Scheme:
     def expand(self, part: str, **values: str) -> str:
         return part.format(python=sys.executable, dir=str(self.directory), **values)
 
-    def command(self, side: str, *, port: int, ecn: bool = False) -> list[str]:
+    def command(self, side: str, *, port: int, ecn: bool = False, spec: str | None = None) -> list[str]:
         """The side's command line; `{local}` and `{peer}` stay for whoever knows the addresses.
-        `ecn`: a crates/cc sender's spec turns ECN on (ecn_spec); kernel TCP's sysctl is the
-        launcher's to set (ecn_switch)."""
+        `spec`: a crates/cc spec replacing a pantheon-udp sender's own (a flow's `cc`: the cbr
+        scheme's rate). `ecn`: a crates/cc sender's spec turns ECN on (ecn_spec); kernel TCP's
+        sysctl is the launcher's to set (ecn_switch)."""
         template = self.receiver if side == "receiver" else self.sender
         command = [self.expand(part, port=str(port), local="{local}", peer="{peer}") for part in template]
-        if ecn and side == "sender" and (spec := self.cc_spec()) is not None:
-            command[command.index("--cc") + 1] = ecn_spec(spec)
+        if side == "sender" and (own := self.cc_spec()) is not None:
+            chosen = spec or own
+            command[command.index("--cc") + 1] = ecn_spec(chosen) if ecn else chosen
         return command
 
     def cc_spec(self) -> str | None:
@@ -117,6 +119,16 @@ class Scheme:
             return "spec"
         if self.needs_kernel_cc and "pantheon.kernel_tcp" in self.sender:
             return "sysctl"
+        return None
+
+    def transfer_mode(self) -> str | None:
+        """How a flow of this scheme runs finite transfers (harness/transfers.py): "tcp" (kernel
+        TCP, a connection per transfer), "udp" (pantheon-udp, `--bytes` per transfer); None where it
+        cannot (QUIC libraries, a browser, a scheme's own program run bulk flows only)."""
+        if self.cc_spec():
+            return "udp"
+        if self.needs_kernel_cc and "pantheon.kernel_tcp" in self.sender:
+            return "tcp"
         return None
 
     def unavailable_reason(self) -> str | None:

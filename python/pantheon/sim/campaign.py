@@ -8,6 +8,10 @@ Per run, in LABEL/runK/:
     sim.json            what pantheon-sim printed: events, wall and simulated seconds, per-flow metrics
     records.parquet, datalink.log, acklink.log   written by pantheon-sim itself, equal to what the
                         harness's record merge (harness/records.py) builds from the text logs
+    transfers.parquet   where flows have transfers (issue 35), by pantheon-sim too, as the harness's
+                        merge builds it from the transfer logs
+    flows.csv           where flows have transfers or extra delays: the senders as pantheon-sim
+                        read them (simulator.write_flows_file)
     with --text-logs, also the text logs of the real experiment:
     uplink.log, downlink.log                     the link logs, in pantheon-emu's form
     flowI.{sender,receiver}.{ingress,egress}.log the tunnel logs, in pantheon-tunnel's native form
@@ -38,6 +42,7 @@ from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 from pantheon import files
+from pantheon.plan import Flow
 from pantheon.progress import Progress
 from pantheon.schemes import ecn_spec
 from pantheon.sim import simulator
@@ -109,8 +114,13 @@ def _simulate(run: SimRun, result: RunResult) -> None:
     """The simulation into `run.run_dir`, its failures into `result`, sim.json and run.json."""
     plan = run.trial.plan
     run.run_dir.mkdir(parents=True)
-    flows = [simulator.FlowArg(ecn_spec(run.cc[f.scheme]) if f.ecn else run.cc[f.scheme], f.start_s, f.duration_s)
-             for f in plan.flows]
+    specs = [ecn_spec(f.cc or run.cc[f.scheme]) if f.ecn else f.cc or run.cc[f.scheme] for f in plan.flows]
+    flows: list[simulator.FlowArg] | Path
+    if any(f.transfers or f.extra_delay_ms for f in plan.flows):
+        rows = [row for i, (f, spec) in enumerate(zip(plan.flows, specs)) for row in _sender_rows(i, f, spec)]
+        flows = simulator.write_flows_file(run.run_dir / "flows.csv", rows)
+    else:
+        flows = [simulator.FlowArg(spec, f.start_s, f.duration_s) for f, spec in zip(plan.flows, specs)]
     argv = simulator.run_command(run.run_dir, flows, run.path_options, plan.runtime_s, run.seed, run.text_logs)
     child = simulator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     interrupted = False
@@ -138,6 +148,15 @@ def _simulate(run: SimRun, result: RunResult) -> None:
             result.failures += [f"flow {i} ({plan.flows[i].scheme}) moved no data"
                                 for i, flow in enumerate(report.get("flows", [])) if flow.get("delivered_packets") == 0]
     files.write_atomic(run.run_dir / "run.json", files.json_text(run_json(run, result)))
+
+
+def _sender_rows(i: int, flow: Flow, spec: str) -> list[simulator.SenderRow]:
+    """Flow i's senders for --flows-file: one bulk sender, or one per transfer (each may last to
+    the flow's end)."""
+    if not flow.transfers:
+        return [simulator.SenderRow(i, spec, flow.start_s, flow.duration_s, None, flow.extra_delay_ms)]
+    return [simulator.SenderRow(i, spec, t.start_s, flow.end_s - t.start_s, t.bytes, flow.extra_delay_ms)
+            for t in flow.transfers]
 
 
 def run_json(run: SimRun, result: RunResult) -> dict:

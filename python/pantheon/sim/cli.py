@@ -48,39 +48,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     asked = experiment.Experiment.from_args(args, "sim")
+    return simulate(asked, jobs=args.jobs, text_logs=args.text_logs, analyze=not args.no_analyze,
+                    arguments=asked.arguments(command="sim", jobs=args.jobs, no_analyze=args.no_analyze))
+
+
+def simulate(asked: experiment.Experiment, *, jobs: int, text_logs: bool, analyze: bool, arguments: dict) -> int:
+    """The experiment simulated into its data dir, then (`analyze`) its analysis; 0 when every run
+    succeeded and every scheme asked for was simulated, else 1 (130: interrupted)."""
     data_dir = asked.data_dir
-    if args.jobs < 1:
-        raise PantheonError(f"--jobs must be at least 1, got {args.jobs}")
+    if jobs < 1:
+        raise PantheonError(f"--jobs must be at least 1, got {jobs}")
     known = schemes.registry()
     cc = simulable.simulable(known)
+    path_options = asked.expanded_path_options()
     selection = asked.select(every=list(cc), problem=lambda name: simulable.problem(known, name), verb="be simulated",
-                             skip_line="pantheon: {name}: {why}", expected_skip=lambda name: False)
+                             skip_line="pantheon: {name}: {why}", expected_skip=lambda name: False,
+                             rate_mbps=experiment.uplink_rate_mbps(path_options) if asked.scenario else None)
     trials = trial_order(selection.plans, asked.run_times, random_order=False, seed=asked.seed)
     refuse_taken(data_dir, trials)
-    path_options = asked.expanded_path_options()
     simulator.check_path_options(path_options, asked.seed)
 
     used = sorted({s for p in selection.plans for s in p.schemes})
-    arguments = asked.arguments(command="sim", jobs=args.jobs, no_analyze=args.no_analyze)
     files.writable_dir(data_dir, "--data-dir")
     # A simulated flow's two sides start together: no head start.
     meta = metadata(arguments, [*path_options, "--seed", str(asked.seed)], [known.schemes[s] for s in used], trials,
                     selection.skipped, head_start_s=0.0)
     meta.update(simulated=True, simulator={"program": simulator.PROGRAM, **simulator.version(),
-                                           "cc": {s: cc[s] for s in used}, "jobs": args.jobs})
+                                           "cc": {s: cc[s] for s in used}, "jobs": jobs})
     write_metadata(data_dir, meta)
     if not asked.quiet:  # once nothing can stop the campaign: a user's mistake stays one line
         print(f"pantheon: path: {experiment.describe_path(path_options, asked.emulator)}", file=sys.stderr)
 
     runs = [campaign.SimRun(t, t.run_dir(data_dir), cc, path_options,
-                            experiment.seed_of(asked.seed, t.repetition), args.text_logs) for t in trials]
-    failed = campaign.run_all(runs, args.jobs, Progress(len(runs), quiet=asked.quiet), asked.run_times)
+                            experiment.seed_of(asked.seed, t.repetition), text_logs) for t in trials]
+    failed = campaign.run_all(runs, jobs, Progress(len(runs), quiet=asked.quiet), asked.run_times)
     if failed == 130:
         print(f"pantheon: interrupted; finished runs are in {data_dir}", file=sys.stderr)
         return 130
     if not asked.quiet:
         print(analysis_cli.campaign_line(data_dir, len(runs), failed), file=sys.stderr)
-    if not args.no_analyze:
+    if analyze:
         analysis_cli.after_campaign(data_dir, asked.quiet)
     if selection.not_run:
         print(f"pantheon: not simulated: {', '.join(selection.not_run)} (see the lines at the start)", file=sys.stderr)

@@ -50,13 +50,51 @@ class FlowArg:
         return f"{self.cc}@{float(self.start_s)!r}{duration}"
 
 
-def run_command(out_dir: Path, flows: Sequence[FlowArg], path_options: Sequence[str], runtime_s: float,
+@dataclass(frozen=True)
+class SenderRow:
+    """One row of `pantheon-sim run --flows-file`: a bulk flow's sender, or one transfer of a flow
+    with transfers (several rows share their `flow` number, cc and extra delay)."""
+
+    flow: int
+    """The records' flow number, from 0."""
+    cc: str
+    start_s: float
+    duration_s: float | None
+    """None: until the end of the run."""
+    bytes: int | None = None
+    """None: a bulk sender."""
+    extra_delay_ms: float = 0.0
+
+
+FLOWS_FILE_HEADER = "flow,cc,start_s,duration_s,bytes,extra_delay_ms"
+
+
+def write_flows_file(path: Path, rows: Sequence[SenderRow]) -> Path:
+    """The CSV pantheon-sim reads with --flows-file (crates/sim/src/scenario.rs): times with repr(),
+    so no digit is rounded away. A crates/cc spec has no comma but between its parameters, so the
+    spec is quoted."""
+    def cell(value: float | int | None) -> str:
+        return "" if value is None else repr(value)
+
+    lines = [FLOWS_FILE_HEADER, *(f'{r.flow},"{r.cc}",{cell(float(r.start_s))},'
+                                  f'{cell(None if r.duration_s is None else float(r.duration_s))},{cell(r.bytes)},'
+                                  f'{cell(float(r.extra_delay_ms))}' for r in rows)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_command(out_dir: Path, flows: Sequence[FlowArg] | Path, path_options: Sequence[str], runtime_s: float,
                 seed: int, text_logs: bool = False, link_phase_us: int | None = None) -> list[str]:
-    """`pantheon-sim run`: records.parquet, datalink.log and acklink.log in out_dir, and with
-    text_logs the tunnel's and the emulator's own logs too. `link_phase_us`: how far the link's
-    delivery schedule runs ahead of the flows' clock (default: drawn from the seed, as an emulated
-    run's flows start at an arbitrary microsecond of its link's clock)."""
-    flow_args = [arg for f in flows for arg in ("--flow", f.argument())]
+    """`pantheon-sim run`: records.parquet, datalink.log and acklink.log in out_dir (and
+    transfers.parquet where flows have transfers), and with text_logs the tunnel's and the
+    emulator's own logs too. `flows`: `--flow` arguments, or a flows file (write_flows_file).
+    `link_phase_us`: how far the link's delivery schedule runs ahead of the flows' clock (default:
+    drawn from the seed, as an emulated run's flows start at an arbitrary microsecond of its
+    link's clock)."""
+    if isinstance(flows, Path):
+        flow_args = ["--flows-file", str(flows)]
+    else:
+        flow_args = [arg for f in flows for arg in ("--flow", f.argument())]
     phase = ["--link-phase-us", str(link_phase_us)] if link_phase_us is not None else []
     return [str(binary(PROGRAM)), "run", "--out", str(out_dir), "--seed", str(seed), "--runtime-s", repr(float(runtime_s)),
             *(["--text-logs"] if text_logs else []), *phase, *flow_args, *path_options]
