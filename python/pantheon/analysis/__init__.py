@@ -3,6 +3,10 @@
     events.py    what one direction of a path saw: sends, deliveries, delivery opportunities
     logs.py      readers: this project's records.parquet and the original Pantheon's text logs
     metrics.py   throughput, one-way delay percentiles, loss, capacity, fairness, power; per scheme
+    transfers.py finite transfers: FCT, slowdown, by size, start lateness; RTT fairness
+    probes.py    latency probes: RTT per probe, and with no other flow active
+    workloads.py the two above applied to a run (run.json's flows, transfers.parquet)
+    harm.py      harm of one scheme on another (Ware et al., HotNets 2019), harm.json
     series.py    the same in time bins, for the plots
     datadir.py   the runs of a data dir (this harness's layout or the original Pantheon's)
     plots.py     throughput and delay over time per run; throughput against delay per scheme
@@ -29,7 +33,8 @@ PERF_FORMAT_VERSION = 2
 """perf.json's format (perf.py). 1: no `format_version` key; 2: adds it. A key added beside the
 others (each flow's `ce_rate`, issue 34) is no new version: an older reader ignores it, and a
 perf.json without it reads as null there (archive/upload.py's LATER_KEYS); a version is for a
-change an older reader would misread."""
+change an older reader would misread. The workload metrics (issue 35: fct_ms, slowdown,
+transfers, start_lateness_ms, probe_rtt_ms, probe_rtt_idle_ms, rtt_fairness) are such keys."""
 LEGACY_HEAD_START_S = 1.0
 """The head start taken where a data dir does not say it: a metadata.json of version 1 (the
 harness's head start then), and the original Pantheon's data dirs (as this analysis always took it)."""

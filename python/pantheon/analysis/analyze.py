@@ -22,15 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from pantheon import __version__, files
-from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, PERF_FORMAT_VERSION, logs, perf
+from pantheon.analysis import MAX_BIN_MS, MIN_BIN_MS, PERF_FORMAT_VERSION, harm, logs, perf, transfers, workloads
 from pantheon.analysis.datadir import DataDir, RunSource, open_data_dir
 from pantheon.analysis.events import LinkEvents, Problems
 from pantheon.analysis.metrics import RunMetrics, bound_text, delivery_flags, length_flags, run_metrics, scheme_summary
 from pantheon.analysis.ranking import Ranked, rank
 from pantheon.analysis.series import DEFAULT_BIN_MS, binned
+from pantheon.analysis.workloads import RunWorkloads, has_workloads
 from pantheon.errors import PantheonError
+
+LATE_FLOW_MS = 100.0
+"""A flow whose harness started it later than this is said to have started late: its launcher
+polls every 5 ms and a scheme's process takes tens of ms to start, so 100 ms is the harness
+falling behind (50 bulk flows released at once started up to 2.4 s late: issue 35 §5)."""
 
 
 @dataclass
@@ -46,6 +53,8 @@ class RunResult:
     delay_stride: int = 1
     throughput_over_time: tuple[np.ndarray, np.ndarray] | None = None
     """A valid drawn run's all-flows throughput per bin (bin start s, Mbit/s), as in its plot."""
+    workloads: RunWorkloads | None = None
+    """The run's completed transfers and probe RTTs, where it had workloads (workloads.py)."""
 
 
 @dataclass
@@ -110,6 +119,11 @@ def judge_run(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics,
     """A run's events, metrics (their flags saying why it is not valid), the readers' warnings
     and each flow's scheme. The one verdict on a run: the analysis's, and the line a campaign
     ends with (verdict_line). A file that cannot be read flags the run, naming the file."""
+    return _judge(data, source)[:4]
+
+
+def _judge(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics, list[str], dict[int, str], RunWorkloads | None]:
+    """judge_run's, and what the report draws of the run's workloads (None without any)."""
     unreadable = []
     try:
         events, problems = _load(source)
@@ -120,19 +134,32 @@ def judge_run(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics,
         flow_schemes = {flow: source.label for flow in events.flows}
     metrics = run_metrics(events, flow_schemes)
     warnings = [line for p in problems for line in p.messages()]
+    warnings += [f"flow {i} started {late:.0f} ms after it was due: the harness could not start it on time"
+                 for i, late in enumerate(source.start_lateness_ms, start=1) if late is not None and late > LATE_FLOW_MS]
+    drawn = None
+    if has_workloads(source) and not unreadable:
+        try:
+            found, drawn = workloads.apply(data, source, events, metrics)
+            warnings += found
+        except (OSError, pa.ArrowException, KeyError, ValueError) as e:
+            unreadable.append(f"unreadable: the workload records of {source.outputs} ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''})")
     flags = [f"failed: {reason}" for reason in source.failures] + source.flags + unreadable
     if source.records is None and source.datalink is None:
         flags.append("no records: the run left neither records.parquet nor datalink.log")
     elif not events.send_t_us.size and not unreadable:
         flags.append("no packets in the records")
     elif not unreadable:  # records that could not be read say nothing of what the run moved
-        starts = {str(i + 1): f.start_s for i, f in enumerate(source.flows)}
-        durations = {str(i + 1): f.duration_s for i, f in enumerate(source.flows)}
-        flags += delivery_flags(metrics) + length_flags(metrics, source.runtime_s, durations, data.head_start_s, starts,
+        # A flow of finite transfers moves data only while a transfer lasts: no length to judge.
+        lasting = {str(i + 1): f for i, f in enumerate(source.flows) if not f.transfers}
+        starts = {flow: f.start_s for flow, f in lasting.items()}
+        durations = {flow: f.duration_s for flow, f in lasting.items()}
+        runtime_s = source.runtime_s if lasting or not source.flows else None
+        flags += delivery_flags(metrics) + length_flags(metrics, runtime_s, durations, data.head_start_s, starts,
                                                         data.metadata.get("machine", {}).get("cpus"))
     metrics.flags = flags
     metrics.delay_bound_ms = source.delay_bound_ms
-    return events, metrics, warnings, flow_schemes
+    return events, metrics, warnings, flow_schemes, drawn
 
 
 def verdict_line(data_dir: Path) -> str:
@@ -152,8 +179,8 @@ def verdict_line(data_dir: Path) -> str:
 def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool, delay_sample: int = DELAY_SAMPLE) -> RunResult:
     """One run's metrics, flags (judge_run) and plots; a valid drawn run keeps at most
     `delay_sample` of its delays and its throughput over time for the report's scheme plots."""
-    events, metrics, warnings, flow_schemes = judge_run(data, source)
-    result = RunResult(source, metrics, warnings, _ack_summary(source))
+    events, metrics, warnings, flow_schemes, drawn = _judge(data, source)
+    result = RunResult(source, metrics, warnings, _ack_summary(source), workloads=drawn)
     if draw and metrics.valid:
         delays_us = events.delay_us[events.delay_us >= 0]
         result.delay_stride = max(1, math.ceil(delays_us.size / max(1, delay_sample)))
@@ -177,6 +204,10 @@ def analyse_run(data: DataDir, source: RunSource, bin_ms: float, draw: bool, del
         result.figures["delay"] = plots.save(
             plots.delay_figure(events, metrics, f"{title}: per-packet one-way delay{bound}", names, span),
             source.outputs / f"{source.plot_prefix}delay.png")
+        if drawn is not None and drawn.probe_rtts:
+            result.figures["probe_rtt"] = plots.save(
+                plots.probe_rtt_figure(drawn.probe_rtts, f"{title}: probe round-trip time", names, span),
+                source.outputs / f"{source.plot_prefix}probe_rtt.png")
     return result
 
 
@@ -243,11 +274,47 @@ def _analyze(data: DataDir, out: Path, bin_ms: float, draw: bool, reports: bool,
         figures["runs"] = plots.save(plots.runs_figure(points, data.looks, missing), out / "summary_runs.png")
         figures["means"] = plots.save(plots.means_figure(points, data.looks, missing), out / "summary_means.png")
         figures.update(_scheme_figures(results, [r.label for r in ranking], data.looks, missing, out))
+        figures.update(_workload_figures(results, [r.label for r in ranking], data.looks, out))
+    matrix = None
+    if data.metadata.get("arguments", {}).get("command") == "harm":
+        matrix = harm.harm_matrix(harm.pair_shares(([f.scheme for f in r.source.flows], r.metrics) for r in results))
+        written.append(harm.write_harm_json(matrix, out / harm.HARM_FILE))
+    elif (data.path / harm.HARM_FILE).exists():
+        matrix = harm.read_harm_json(data.path / harm.HARM_FILE)
+    if draw and matrix:
+        figures["harm"] = plots.save(plots.harm_figure(matrix, lambda scheme: display_name(data, scheme)), out / "harm.png")
     written += list(figures.values()) + [p for r in results for p in r.figures.values()]
     analysis = Analysis(data, results, summaries, written, figures, out, ranking)
     if draw and reports:
         written += report.write_reports(analysis, out, lambda scheme: display_name(data, scheme))
     return analysis
+
+
+def _workload_figures(results: list[RunResult], order: list[str], looks: dict, out: Path) -> dict[str, Path]:
+    """Where runs had transfers, the schemes side by side over their valid runs' completed
+    transfers pooled: the CDF of their FCTs and of their slowdowns, and the slowdown's p50 and p99
+    by size bucket (transfers.by_size); nothing for a data dir without transfers."""
+    from pantheon.analysis import plots
+    pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]] = {}
+    for label in order:
+        for r in results:
+            if r.source.label == label and r.metrics.valid and r.workloads is not None and r.workloads.fct_ms.size:
+                sizes, fcts, slows = pooled.setdefault(label, ([], [], []))
+                sizes.append(r.workloads.size_bytes)
+                fcts.append(r.workloads.fct_ms)
+                slows.append(r.workloads.slowdown)
+    if not pooled:
+        return {}
+    joined = {label: tuple(np.concatenate(parts) for parts in lists) for label, lists in pooled.items()}
+    fct = {label: fcts for label, (_, fcts, _) in joined.items()}
+    slowdown = {label: slows[np.isfinite(slows)] for label, (_, _, slows) in joined.items()}
+    buckets = {label: transfers.by_size(sizes, slows) for label, (sizes, _, slows) in joined.items()}
+    return {"fct_cdf": plots.save(plots.value_cdf_figure(fct, looks, "Flow completion time (ms)", "FCT of the transfers, "
+                                                         "CDF per scheme"), out / "summary_fct_cdf.png"),
+            "slowdown_cdf": plots.save(plots.value_cdf_figure(slowdown, looks, "Slowdown (FCT / ideal FCT)",
+                                                              "Slowdown of the transfers, CDF per scheme"),
+                                       out / "summary_slowdown_cdf.png"),
+            "slowdown_size": plots.save(plots.slowdown_by_size_figure(buckets, looks), out / "summary_slowdown_by_size.png")}
 
 
 def _scheme_figures(results: list[RunResult], order: list[str], looks: dict, missing: list[str], out: Path) -> dict[str, Path]:

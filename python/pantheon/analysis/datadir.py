@@ -36,9 +36,21 @@ class DataDirError(PantheonError):
 
 @dataclass(frozen=True)
 class FlowPlan:
+    """One flow as run.json plans it (plan.Flow): a bulk flow, or one carrying finite transfers
+    (role "finite": one, "poisson": many), constant-rate traffic or latency probes (docs/harness.md).
+    run.json written before workloads has neither role nor transfers: a bulk flow, no extra delay."""
     scheme: str
     start_s: float
     duration_s: float
+    role: str = "bulk"
+    """bulk | finite | poisson | onoff | cbr | probes."""
+    transfers: tuple[tuple[float, int], ...] = ()
+    """(planned start s, bytes) of each transfer, in plan order; empty for a flow without."""
+    extra_delay_ms: float = 0.0
+    """This flow's extra one-way delay each way, outside the shared bottleneck: its base RTT is
+    2 (path delay + extra_delay_ms)."""
+    cc: str | None = None
+    """A crates/cc spec replacing the scheme's (cbr, probes): the flow ran pantheon-udp."""
 
 
 @dataclass
@@ -60,6 +72,11 @@ class RunSource:
     (pantheon.harness.clock.ClockFit.to_json); None where both ends shared one clock."""
     flags: list[str] = field(default_factory=list)
     """run.json's "flags": what the harness found wrong with the run's clocks (remote mode)."""
+    transfers: Path | None = None
+    """transfers.parquet, one row per planned transfer, where a flow of the run had transfers."""
+    start_lateness_ms: list[float | None] = field(default_factory=list)
+    """run.json's: per flow, how long after it was due the harness started it (empty before
+    issue 35, and in simulated runs, where nothing is late)."""
 
     @property
     def name(self) -> str:
@@ -183,9 +200,13 @@ def _flows(info: dict) -> list[FlowPlan]:
     if isinstance(runtime := info.get("runtime_s"), bool) or not isinstance(runtime, int | float | None):
         raise ValueError(f"runtime_s is {_json_type(runtime)}, not a number")
     try:
-        return [FlowPlan(str(f["scheme"]), float(f["start_s"]), float(f["duration_s"])) for f in info.get("flows", [])]
-    except (KeyError, TypeError, ValueError):
-        raise ValueError("flows is not a list of objects with scheme, start_s and duration_s") from None
+        return [FlowPlan(str(f["scheme"]), float(f["start_s"]), float(f["duration_s"]), str(f.get("role", "bulk")),
+                         tuple((float(t["start_s"]), int(t["bytes"])) for t in f.get("transfers", [])),
+                         float(f.get("extra_delay_ms", 0.0)), None if f.get("cc") is None else str(f["cc"]))
+                for f in info.get("flows", [])]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError("flows is not a list of objects with scheme, start_s and duration_s (and, where a flow "
+                         "has them, transfers of start_s and bytes, a numeric extra_delay_ms)") from None
 
 
 def _harness(path: Path) -> DataDir:
@@ -219,11 +240,19 @@ def _harness(path: Path) -> DataDir:
             datalink=exists(run_dir / "datalink.log"), acklink=exists(run_dir / "acklink.log"),
             outputs=run_dir, plot_prefix="", runtime_s=info.get("runtime_s"), flows=flows,
             failures=list(info.get("failures", [])) if not info.get("ok", False) else [],
-            clock=info.get("clock"), flags=list(info.get("flags", [])),
+            clock=info.get("clock"), flags=list(info.get("flags", [])), transfers=exists(run_dir / "transfers.parquet"),
+            start_lateness_ms=_lateness(info.get("start_lateness_ms")),
         ))
     labels = list(dict.fromkeys(r.label for r in runs))
     return DataDir(path, "harness", metadata, runs, _looks(labels, metadata.get("schemes", {})), _harness_setup(path, metadata, runs),
                    float(head_start_s))
+
+
+def _lateness(value: object) -> list[float | None]:
+    """run.json's start_lateness_ms, where it is a list of numbers (or nulls); else nothing."""
+    if not isinstance(value, list):
+        return []
+    return [float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None for v in value]
 
 
 def _machine(machine: dict) -> str:

@@ -16,7 +16,8 @@ Per run: capacity_mbps (delivery-opportunity bits over the span of the opportuni
 path was emulated), utilization (all flows' throughput / capacity), Jain's fairness index of the
 flows' throughputs (Jain, Chiu, Hawe, DEC-TR-301, 1984), and Kleinrock's power
 ln(throughput_mbps / delay_p95_ms) (Kleinrock, ICC 1979; the form the original archive ranked
-schemes by).
+schemes by). The metrics of workloads (finite transfers, probes, per-flow RTTs) are computed by
+analysis/transfers.py and probes.py and stored here, on the flow and the run they describe.
 
 Per scheme, over its valid runs: mean and sample standard deviation of each metric.
 """
@@ -73,6 +74,20 @@ class FlowMetrics:
     ce_rate: float | None = None
     """Delivered packets that arrived CE-marked / delivered packets; None where the flow used no
     ECN (it sent no ECN-capable packet) or delivered nothing."""
+    fct_ms: float | None = None
+    """A finite flow's (one transfer's) completion time, ms: its receiver's last byte − its
+    sender's start (analysis/transfers.py); None for other flows, or where it did not complete."""
+    slowdown: float | None = None
+    """A finite flow's FCT / the ideal FCT of its size on the empty path (analysis/transfers.py)."""
+    transfers: dict | None = None
+    """A flow of many transfers (Poisson arrivals): count, completed, FCT and slowdown p50/p99,
+    slowdown by size bucket (analysis/transfers.py: transfer_summary)."""
+    start_lateness_ms: dict | None = None
+    """A flow of many transfers: p50, p99 and max of each transfer's began − planned start, ms."""
+    probe_rtt_ms: dict | None = None
+    """A probes flow: p50 and p99 of its probes' round-trip times, ms (analysis/probes.py)."""
+    probe_rtt_idle_ms: dict | None = None
+    """A probes flow: the same of the probes sent while no other flow was active (the reference)."""
 
 
 @dataclass
@@ -88,6 +103,9 @@ class RunMetrics:
     delay_bound_ms: float | None = None
     """Remote mode: how far each one-way delay may be off, the two hosts' clocks being measured to
     within this (harness/clock.py); None where one clock timed both ends."""
+    rtt_fairness: float | None = None
+    """Where the run's bulk flows had different base RTTs (extra delays): the shortest-RTT flows'
+    mean throughput / the longest-RTT flows' (analysis/transfers.py: rtt_fairness); else None."""
 
     @property
     def valid(self) -> bool:
@@ -230,7 +248,7 @@ def delivery_flags(run: RunMetrics) -> list[str]:
 
 SCHEME_METRICS = ("throughput_mbps", "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate",
                   "ce_rate")
-RUN_METRICS = ("capacity_mbps", "utilization", "jain_index", "power")
+RUN_METRICS = ("capacity_mbps", "utilization", "jain_index", "power", "rtt_fairness")
 
 
 def _mean_sd(values: list[float | None]) -> dict[str, float | None]:
@@ -269,4 +287,4 @@ def bound_text(bound_ms: float) -> str:
 def as_dict(run: RunMetrics) -> dict:
     return {"valid": run.valid, "flags": run.flags, "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
             "jain_index": run.jain_index, "power": run.power, "delay_bound_ms": run.delay_bound_ms,
-            "flows": {m.flow: asdict(m) for m in [run.all, *run.flows]}}
+            "rtt_fairness": run.rtt_fairness, "flows": {m.flow: asdict(m) for m in [run.all, *run.flows]}}

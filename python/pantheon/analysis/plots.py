@@ -416,3 +416,122 @@ def save(fig: Figure, path: Path) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+def value_cdf_figure(values: dict[str, np.ndarray], looks: dict, xlabel: str, title: str) -> Figure:
+    """One line per scheme: the CDF of its values (the FCTs or the slowdowns of its valid runs'
+    transfers, pooled; `values`: label -> values), on a log axis when they span a wide range."""
+    fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    lines = {label: cdf_points(v, np.ones(v.size)) for label, v in values.items() if v.size}
+    for label, (x, p) in lines.items():
+        ax.plot(x, p, color=looks[label].color, linewidth=1.6, label=f"{looks[label].display} ({values[label].size:,})")
+    low = min((float(x[0]) for x, _ in lines.values()), default=0.0)
+    high = max((float(x[-1]) for x, _ in lines.values()), default=0.0)
+    if low > 0 and high / low >= LOG_DELAY_RANGE:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Fraction of transfers")
+    ax.set_title(title, loc="left")
+    if lines:
+        ax.legend(loc="best", fontsize=8)
+    return fig
+
+
+def _size_name(max_bytes: int | None, low_bytes: int) -> str:
+    """A size bucket's label: "≤10 kB", ..., ">10 MB"."""
+    def size(b: int) -> str:
+        return f"{b / 1e6:g} MB" if b >= 1_000_000 else f"{b / 1e3:g} kB"
+    return f"≤{size(max_bytes)}" if max_bytes is not None else f">{size(low_bytes)}"
+
+
+def _or_nan(value: float | None) -> float:
+    return np.nan if value is None else value
+
+
+def slowdown_by_size_figure(buckets: dict[str, list[dict]], looks: dict) -> Figure:
+    """Per scheme, the slowdown's median (solid) and 99th percentile (dashed) in each size bucket
+    (transfers.by_size: label -> its buckets), as HPCC's and Homa's figures draw them; a bucket
+    without transfers leaves a gap."""
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    names: list[str] = []
+    for label, rows in buckets.items():
+        low = 0
+        names = []
+        for row in rows:
+            names.append(_size_name(row["max_bytes"], low))
+            low = row["max_bytes"] or low
+        x = np.arange(len(rows))
+        color = looks[label].color
+        ax.plot(x, [_or_nan(r["slowdown_p50"]) for r in rows], color=color, marker="o", linewidth=1.6,
+                label=f"{looks[label].display} p50")
+        ax.plot(x, [_or_nan(r["slowdown_p99"]) for r in rows], color=color, marker="^", linewidth=1.2, linestyle=(0, (4, 2)),
+                label=f"{looks[label].display} p99")
+    ax.set_xticks(range(len(names)), [f"{n}\n({sum(rows[i]['count'] for rows in buckets.values()):,})"
+                                      for i, n in enumerate(names)])
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("Transfer size (transfers in the bucket)")
+    ax.set_ylabel("Slowdown (FCT / ideal FCT)")
+    ax.set_title("Slowdown by transfer size: median (solid) and 99th percentile (dashed)", loc="left")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return fig
+
+
+def probe_rtt_figure(rtts: dict[int, tuple[np.ndarray, np.ndarray]], title: str, flow_schemes: dict[int, str],
+                     span_s: tuple[float, float] | None = None) -> Figure:
+    """Each probe's round-trip time at its send time, one colour per probes flow (`rtts`: flow ->
+    (send time s, RTT ms))."""
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for flow, (t_s, rtt_ms) in sorted(rtts.items()):
+        ax.plot(t_s, rtt_ms, linestyle="-", marker=".", markersize=3, linewidth=0.6, color=flow_color(flow - 1),
+                rasterized=t_s.size > 2000, label=f"{_flow_name(flow, flow_schemes)}: {t_s.size:,} probes answered")
+    if span_s:
+        ax.set_xlim(*span_s)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("Time (s)")
+    ax.set_ylabel("Probe RTT (ms)")
+    ax.set_title(title, loc="left")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    return fig
+
+
+HARM_COLORS = "Reds"
+"""The heat map's colours: white for no harm, dark red for all of it."""
+
+
+def harm_figure(matrix: dict, display) -> Figure:
+    """The harm matrix (harm.py) as two heat maps side by side, throughput and delay: row A, the
+    scheme doing the harm; column B, the one harmed; each cell its value and 95% interval."""
+    doers = list(matrix)
+    harmed = list(dict.fromkeys(b for row in matrix.values() for b in row))
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 2.2 + 2.4 * len(harmed)), 1.6 + 0.7 * len(doers) + 0.8),
+                             layout="constrained")
+    for ax, metric, name in ((axes[0], "throughput", "Throughput harm"), (axes[1], "delay", "Delay harm (p95)")):
+        grid = np.full((len(doers), len(harmed)), np.nan)
+        for i, a in enumerate(doers):
+            for j, b in enumerate(harmed):
+                if b in matrix[a] and matrix[a][b][metric].value is not None:
+                    grid[i, j] = matrix[a][b][metric].value
+        image = ax.imshow(grid, cmap=HARM_COLORS, vmin=0, vmax=1, aspect="auto")
+        for i, a in enumerate(doers):
+            for j, b in enumerate(harmed):
+                cell = matrix[a].get(b, {}).get(metric)
+                if cell is None or cell.value is None:
+                    ax.text(j, i, "–", ha="center", va="center", fontsize=9, color="#888888")
+                    continue
+                ci = f"\n[{cell.ci[0]:.2f}, {cell.ci[1]:.2f}]" if cell.ci is not None else ""
+                ax.text(j, i, f"{cell.value:.2f}{ci}", ha="center", va="center", fontsize=8,
+                        color="white" if cell.value > 0.6 else "#111111")
+        ax.set_xticks(range(len(harmed)), [display(b) for b in harmed], rotation=30 if len(harmed) > 3 else 0, fontsize=8)
+        ax.set_yticks(range(len(doers)), [display(a) for a in doers], fontsize=8)
+        ax.set_xlabel("Harmed (B)")
+        ax.set_ylabel("Doing harm (A)")
+        ax.grid(False)
+        ax.set_title(name, loc="left")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    return fig

@@ -57,7 +57,18 @@ FIGURE_CAPTIONS = {
     "boxes": "Per scheme: its valid runs' throughput and 95th-percentile delay (quartiles, whiskers to 1.5 IQR, "
              "each run a dot).",
     "overlay": "Throughput over time of each scheme's first valid run, in the bins of the runs' plots.",
+    "fct_cdf": "Per scheme: the CDF of the completion times of its valid runs' transfers, pooled (completed ones).",
+    "slowdown_cdf": "Per scheme: the CDF of the same transfers' slowdown, FCT / the ideal FCT on the empty path.",
+    "slowdown_size": "Per scheme: the slowdown's median and 99th percentile by transfer size, as HPCC and Homa report it.",
+    "harm": "Harm (Ware et al., HotNets 2019) that the row's scheme does to the column's, relative to the column's "
+            "scheme sharing with itself: the share of its throughput lost and of its 95th-percentile delay added, "
+            "with each 95% interval.",
 }
+FIGURE_SECTIONS = (("Throughput and delay", ("runs", "means")), ("Schemes side by side", ("cdf", "boxes", "overlay")),
+                   ("Transfers", ("fct_cdf", "slowdown_cdf", "slowdown_size")), ("Harm", ("harm",)))
+"""The report's sections of data-dir figures, each shown where any of its figures was drawn."""
+WIDE_FIGURES = ("boxes", "overlay", "slowdown_size", "harm")
+RUN_FIGURES = ("throughput", "delay", "probe_rtt")
 SCHEME_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)", "Loss\n(%)")
 RUN_COLUMNS = ("Flow", "Throughput\n(Mbit/s)", "Sending rate\n(Mbit/s)", "95th pct. delay\n(ms)", "Mean delay\n(ms)",
                "Median delay\n(ms)", "Loss\n(%)", "Delivered\n(packets)")
@@ -78,6 +89,14 @@ CLOCK_DEFINITION = (
     "± the bound of the truth: half the least round trip of the clock exchanges kept plus the fit's residual "
     "(docs/clocks.md). A run whose delays fell below zero after the correction, or whose remote clock stepped, is flagged."
 )
+
+
+WORKLOAD_DEFINITION = (
+    "Transfers: FCT = the receiver's last byte − the sender's start; slowdown = FCT / ideal FCT, the ideal being "
+    "handshake round trips (1 for kernel TCP, 0 for pantheon-udp) × base RTT + base one-way delay (the path's plus "
+    "the flow's extra delay) + its bytes on the wire (1500 per packet) / the capacity. Probe RTT: a probe datagram's "
+    "acknowledgement's arrival − its send; idle: probes sent while no other flow was active. RTT fairness: the "
+    "shortest-RTT bulk flows' mean throughput / the longest-RTT ones'. Percentiles by nearest rank.")
 
 
 def with_clock(header: tuple[str, ...], bound_ms: float | None, run: bool) -> tuple[str, ...]:
@@ -119,7 +138,32 @@ def _run_line(run: RunMetrics) -> str:
         parts.append(f"Jain's index {run.jain_index:.3f}")
     if run.power is not None:
         parts.append(f"power {run.power:.2f}")
+    if run.rtt_fairness is not None:
+        parts.append(f"RTT fairness {run.rtt_fairness:.2f} (shortest / longest RTT's throughput)")
     return " · ".join(parts)
+
+
+def workload_lines(run: RunMetrics) -> list[str]:
+    """Per flow with a workload, its numbers in one line: a finite flow's FCT and slowdown, a flow
+    of transfers' percentiles, a probes flow's RTT under load and idle."""
+    lines = []
+    for m in run.flows:
+        if m.fct_ms is not None:
+            slowdown = f", slowdown {m.slowdown:.2f}" if m.slowdown is not None else ""
+            lines.append(f"Flow {m.flow}: FCT {m.fct_ms:.1f} ms{slowdown}")
+        if m.transfers is not None:
+            t = m.transfers
+            late = m.start_lateness_ms or {}
+            lines.append(f"Flow {m.flow}: {t['completed']:,} of {t['count']:,} transfers complete; FCT p50 "
+                         f"{_num(t['fct_ms']['p50'], 1)} ms, p99 {_num(t['fct_ms']['p99'], 1)} ms; slowdown p50 "
+                         f"{_num(t['slowdown']['p50'])}, p99 {_num(t['slowdown']['p99'])}; start lateness p99 "
+                         f"{_num(late.get('p99'), 1)} ms")
+        if m.probe_rtt_ms is not None:
+            idle = m.probe_rtt_idle_ms
+            without = (f" (idle path: p50 {_num(idle['p50'], 1)}, p99 {_num(idle['p99'], 1)} ms)" if idle else "")
+            lines.append(f"Flow {m.flow}: probe RTT p50 {_num(m.probe_rtt_ms['p50'], 1)} ms, "
+                         f"p99 {_num(m.probe_rtt_ms['p99'], 1)} ms{without}")
+    return lines
 
 
 def _summary_line(summary: dict) -> str:
@@ -252,7 +296,8 @@ def _scheme_order(analysis) -> list[str]:
 
 
 def _definitions(analysis) -> tuple[str, ...]:
-    return (DEFINITIONS + ((CE_DEFINITION,) if uses_ecn(analysis) else ())
+    workloads = any(r.workloads is not None or r.metrics.rtt_fairness is not None for r in analysis.runs)
+    return (DEFINITIONS + ((CE_DEFINITION,) if uses_ecn(analysis) else ()) + ((WORKLOAD_DEFINITION,) if workloads else ())
             + ((CLOCK_DEFINITION,) if any(r.metrics.delay_bound_ms is not None for r in analysis.runs) else ()))
 
 
@@ -315,13 +360,13 @@ def html_report(analysis, display) -> str:
         shown = f"<code>{html.escape(value)}</code>" if what == "Emulator options" else html.escape(value)
         parts.append(f"<tr><th>{html.escape(what)}</th><td>{shown}</td></tr>")
     parts.append("</table>")
-    for heading, keys in (("Throughput and delay", ("runs", "means")), ("Schemes side by side", ("cdf", "boxes", "overlay"))):
+    for heading, keys in FIGURE_SECTIONS:
         if not any(key in analysis.figures for key in keys):
             continue
         parts.append(f"<h2>{heading}</h2><div class=figs>")
         for key in (key for key in keys if key in analysis.figures):
             caption = FIGURE_CAPTIONS[key]
-            wide = " style='flex-basis: 100%'" if key in ("boxes", "overlay") else ""
+            wide = " style='flex-basis: 100%'" if key in WIDE_FIGURES else ""
             parts.append(f"<figure{wide}>{image_html(analysis.figures[key], caption)}"
                          f"<figcaption class=line>{caption}</figcaption></figure>")
         parts.append("</div>")
@@ -350,9 +395,10 @@ def html_report(analysis, display) -> str:
                                     run_rows(run, display, ecn)))
             if line := _run_line(run):
                 parts.append(f"<p class=line>{html.escape(line)}</p>")
+            parts += [f"<p class=line>{html.escape(line)}</p>" for line in workload_lines(run)]
         if line := _clock_line(source.clock):
             parts.append(f"<p class=line>{html.escape(line)}</p>")
-        for key in ("throughput", "delay"):
+        for key in RUN_FIGURES:
             if key in result.figures:
                 parts.append(f"<figure>{image_html(result.figures[key], f'{look.display} run {source.number} {key}')}</figure>")
         parts.append("</div>")
@@ -502,6 +548,17 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
         pages.image(analysis.figures["cdf"], width=(RIGHT - LEFT) * 0.6)
         pages.image(analysis.figures["boxes"])
         pages.image(analysis.figures["overlay"])
+    if "fct_cdf" in analysis.figures:
+        pages.heading("Transfers", keep_with=0.3)
+        half = (RIGHT - LEFT - 0.02) / 2
+        height = pages.image(analysis.figures["fct_cdf"], width=half, advance=False)
+        pages.image(analysis.figures["slowdown_cdf"], width=half, x=LEFT + half + 0.02, advance=False)
+        pages.y -= height + 0.012
+        pages.image(analysis.figures["slowdown_size"])
+    if "harm" in analysis.figures:
+        pages.heading("Harm", keep_with=0.3)
+        pages.image(analysis.figures["harm"])
+        pages.text(FIGURE_CAPTIONS["harm"], size=8, color="#444444", gap=0.006, wrap=125)
     pages.heading("Schemes")
     for label in _scheme_order(analysis):
         summary = analysis.summaries[label]
@@ -528,9 +585,11 @@ def _pdf_pages(analysis, display, pages: PdfPagesWriter) -> None:
                         _widths([0.18, 0.11, 0.11, 0.11, 0.1, 0.1, 0.08, 0.21], ecn, at=7), size=7.5)
             if line := _run_line(run):
                 pages.text(line, size=8, color="#444444", gap=0.006, wrap=140)
+            for line in workload_lines(run):
+                pages.text(line, size=8, color="#444444", gap=0.003, wrap=140)
         if line := _clock_line(source.clock):
             pages.text(line, size=8, color="#444444", gap=0.006, wrap=140)
-        for key in ("throughput", "delay"):
+        for key in RUN_FIGURES:
             if key in result.figures:
                 pages.image(result.figures[key])
     pages.new_page()

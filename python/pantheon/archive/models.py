@@ -124,6 +124,8 @@ class Run(Base):
     """ln(throughput Mbit/s / p95 delay ms) of all flows together."""
     delay_bound_ms: Mapped[float | None] = mapped_column(Float)
     """Remote mode: how far each one-way delay of the run may be off (clock bound), ms."""
+    rtt_fairness: Mapped[float | None] = mapped_column(Float)
+    """The shortest-RTT bulk flows' throughput / the longest's, where they differed (issue 35)."""
     result: Mapped[Result] = relationship(back_populates="runs")
     flows: Mapped[list[Flow]] = relationship(back_populates="run", cascade="all, delete-orphan", order_by="Flow.position")
 
@@ -153,6 +155,10 @@ class Flow(Base):
     loss_rate: Mapped[float | None] = mapped_column(Float)
     ce_rate: Mapped[float | None] = mapped_column(Float)
     """Deliveries marked CE / deliveries; None for a flow without ECN (and those uploaded before it)."""
+    fct_ms: Mapped[float | None] = mapped_column(Float)
+    """A finite flow's completion time, ms; None for other flows (issue 35)."""
+    slowdown: Mapped[float | None] = mapped_column(Float)
+    """A finite flow's FCT / its ideal FCT on the empty path; None for other flows."""
     run: Mapped[Run] = relationship(back_populates="flows")
 
 

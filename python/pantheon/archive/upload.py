@@ -40,9 +40,11 @@ PERF_RELATIVE_TOLERANCE = 1e-6
 """perf.json is written with every digit of a float (json's repr), so the same analysis of the same
 records agrees exactly; the tolerance only forgives a different numpy's last-bit rounding."""
 CHECKED_METRICS = ("sent_packets", "delivered_packets", "sent_bytes", "delivered_bytes", "throughput_mbps",
-                   "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate", "ce_rate")
-LATER_KEYS = ("ce_rate",)
-"""perf.json keys an analysis before them did not write (ce_rate: issue 34). Absent, they agree
+                   "ingress_mbps", "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate", "ce_rate", "fct_ms",
+                   "slowdown")
+LATER_KEYS = ("ce_rate", "fct_ms", "slowdown", "rtt_fairness")
+"""perf.json keys an analysis before them did not write (ce_rate: issue 34; a finite flow's fct_ms
+and slowdown, a run's rtt_fairness: issue 35). Absent, they agree
 with a value of the records that says nothing: null, or a statistic of no values (n 0), as the
 records of a run without ECN give; so a data dir analysed before ECN uploads as it did."""
 KINDS = ("emulation", "simulation", "node-cloud", "cloud-cloud")
@@ -220,7 +222,7 @@ def build_result(data: DataDir, derived: dict[tuple[str, int], RunMetrics], unpa
         runs.append(Run(position=i, scheme=source.label, number=source.number, valid=m.valid,
                         flags="\n".join(m.flags).replace("\x00", ""),
                         capacity_mbps=m.capacity_mbps, utilization=m.utilization, jain_index=m.jain_index, power=m.power,
-                        delay_bound_ms=m.delay_bound_ms,
+                        delay_bound_ms=m.delay_bound_ms, rtt_fairness=m.rtt_fairness,
                         flows=[Flow(position=j, **{k: v for k, v in asdict(f).items() if k in FLOW_COLUMNS})
                                for j, f in enumerate([m.all, *m.flows])]))
     setup = [(what, value) for what, value in data.setup if what != "Data"]

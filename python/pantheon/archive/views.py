@@ -157,8 +157,9 @@ def detail(result: Result, base: str) -> dict:
 
 FLOW_COLUMNS = ("flow", "scheme", "sent_packets", "sent_bytes", "delivered_packets", "delivered_bytes", "first_send_s",
                 "last_send_s", "first_delivery_s", "last_delivery_s", "duration_s", "throughput_mbps", "ingress_mbps",
-                "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate", "ce_rate")
-RUN_COLUMNS = ("scheme", "number", "valid", "capacity_mbps", "utilization", "jain_index", "power", "delay_bound_ms")
+                "delay_p95_ms", "delay_mean_ms", "delay_median_ms", "loss_rate", "ce_rate", "fct_ms", "slowdown")
+RUN_COLUMNS = ("scheme", "number", "valid", "capacity_mbps", "utilization", "jain_index", "power", "delay_bound_ms",
+               "rtt_fairness")
 
 
 def runs(result: Result) -> list[dict]:
