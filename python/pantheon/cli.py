@@ -36,6 +36,7 @@ from pantheon.analysis import cli as analysis_cli
 from pantheon.archive import cli as archive_cli
 from pantheon.calibrate import cli as calibrate_cli
 from pantheon.errors import PantheonError
+from pantheon.harm import cli as harm_cli
 from pantheon.harness import cli as harness_cli
 from pantheon.indigo import cli as indigo_cli
 from pantheon.observe import cli as observe_cli
@@ -91,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     emulate.add_parsers(sub)
-    for command in (harness_cli, sim_cli, analysis_cli, calibrate_cli, schemes_cli, archive_cli, observe_cli,
+    for command in (harness_cli, sim_cli, harm_cli, analysis_cli, calibrate_cli, schemes_cli, archive_cli, observe_cli,
                     indigo_cli, demo):
         command.add_parser(sub)
     parser.set_defaults(makes_namespaces=None)
@@ -127,7 +128,8 @@ def _command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     # Network namespaces need root or, for any other user, a user namespace of their own (userns).
     # (`calibrate --confirm` runs `pantheon test local` as a command of its own, which enters one for itself.)
-    if args.makes_namespaces:
+    # (`pantheon harm --sim` simulates: it needs none.)
+    if args.makes_namespaces and not getattr(args, "sim", False):
         userns.become_root(args.makes_namespaces, argv)
     return args.run(args)
 
