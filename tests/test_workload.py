@@ -111,10 +111,14 @@ rate_mbps = 2
 kind = "probes"
 interval_ms = 50
 extra_delay_ms = 5
+[[workload]]
+kind = "cbr"
+rates_mbps = [1, 4, 0.5]
+step_s = 2
 """)
     p = plan.scenario(path, rate_mbps=100)
     roles = [f.role for f in p.flows]
-    assert roles == ["bulk", "finite", "poisson", "onoff", "onoff", "onoff", "cbr", "probes"]
+    assert roles == ["bulk", "finite", "poisson", "onoff", "onoff", "onoff", "cbr", "probes", "cbr"]
     bulk, finite, poisson = p.flows[:3]
     assert bulk.extra_delay_ms == 40 and not bulk.transfers
     assert (finite.start_s, finite.duration_s, finite.transfers) == (1, 29, (plan.Transfer(1, 100_000),))
@@ -123,6 +127,7 @@ extra_delay_ms = 5
     assert [(f.start_s, f.duration_s) for f in p.flows[3:6]] == [(10, 2), (14, 2), (18, 2)]
     assert p.flows[6].cc == "cbr:rate_mbps=2" and p.flows[6].scheme == plan.CBR_SCHEME
     assert p.flows[7].cc == "cbr:interval_ms=50" and p.flows[7].extra_delay_ms == 5
+    assert p.flows[8].cc == "cbr:rates_mbps=1/4/0.5,step_s=2"
     assert plan.scenario(path, rate_mbps=100) == p
     assert plan.scenario(_scenario(tmp_path, path.read_text().replace("seed = 3", "seed = 4")), rate_mbps=100) != p
 
@@ -149,6 +154,11 @@ extra_delay_ms = 5
      "distribution must be exponential or fixed, got 'normal'"),
     ("[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\nextra_delay_ms = -1\n", "extra_delay_ms must be a number of ms"),
     ("seed = 'x'\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "seed must be a whole number"),
+    ("[[workload]]\nkind = 'cbr'\nrates_mbps = [1, 0]\nstep_s = 1\nduration_s = 3\n",
+     "rates_mbps must be a list of 1 to 10000 rates, each a rate in Mbit/s of at least 0.023"),
+    ("[[workload]]\nkind = 'cbr'\nrates_mbps = [1, 2]\nduration_s = 3\n", "needs step_s"),
+    ("[[workload]]\nkind = 'cbr'\nrate_mbps = 1\nrates_mbps = [1, 2]\nstep_s = 1\nduration_s = 3\n", "not both"),
+    ("[[workload]]\nkind = 'cbr'\nrate_mbps = 1\nstep_s = 1\nduration_s = 3\n", "step_s goes with rates_mbps"),
     ("flows = 1\n[[flow]]\nscheme = 'cubic'\nstart_s = 0\nduration_s = 3\n", "unknown key 'flows'"),
 ])
 def test_bad_workloads_say_file_table_and_key(tmp_path: Path, text: str, message: str) -> None:

@@ -135,3 +135,20 @@ def test_poisson_arrivals_at_half_load_use_half_the_link(tmp_path: Path, driver:
         lateness = flows["1"]["start_lateness_ms"]
         assert lateness["p99"] < 10, lateness
     assert flows["2"]["probe_rtt_ms"]["p50"] >= RTT_MS, flows["2"]
+
+
+def test_a_cbr_rate_trace_is_followed_step_by_step(tmp_path: Path) -> None:
+    """Unresponsive traffic following a rate trace (crates/cc/src/cbr.rs), in the simulator (the
+    same controller over the emulator carried 2.01, 6.0, 2.0 and 5.98 Mbit/s: docs/cc.md)."""
+    scenario = _scenario(tmp_path, 'name = "trace"\nruntime_s = 8\n[[workload]]\nkind = "cbr"\nrates_mbps = [2, 6]\n'
+                                   'step_s = 2\n')
+    data = tmp_path / "data"
+    done = pantheon("sim", "--scenario", str(scenario), "--delay", "10", "--data-dir", str(data), "--quiet", "--no-analyze")
+    assert done.returncode == 0, done.stderr[-2000:]
+    data_rows = [r for r in pq.read_table(data / "trace" / "run1" / "records.parquet").to_pylist()
+                 if r["direction"] == "data" and r["recv_us"] is not None]
+    sent_mbps = [0.0] * 4
+    for r in data_rows:
+        if (step := int(r["send_us"] // 2_000_000)) < 4:
+            sent_mbps[step] += r["size_bytes"] * 8 / 2e6
+    assert sent_mbps == pytest.approx([2, 6, 2, 6], rel=0.02), sent_mbps

@@ -30,8 +30,9 @@ Two ways to say it, both ending in a list of `Flow`s:
 
 A workload is expanded here, once, with the scenario's seed, into the same flows for both drivers:
 a Poisson workload is one flow whose transfers are its arrivals; an on/off workload is one bulk
-flow per on period; `cbr` is one flow of the unresponsive `cbr` scheme at `rate_mbps`, `probes`
-one of it sending a datagram every `interval_ms` (crates/cc/src/cbr.rs).
+flow per on period; `cbr` is one flow of the unresponsive `cbr` scheme at `rate_mbps` (or following
+a rate trace, `rates_mbps = [...]` each for `step_s`), `probes` one of it sending a datagram every
+`interval_ms` (crates/cc/src/cbr.rs).
 """
 from __future__ import annotations
 
@@ -172,7 +173,7 @@ FLOW_KEYS = ("scheme", "start_s", "duration_s", "bytes", "extra_delay_ms", "ecn"
 WORKLOAD_KEYS = {
     "poisson": ("scheme", "load", "sizes", "rate_mbps", "start_s", "duration_s", "extra_delay_ms", "ecn"),
     "onoff": ("scheme", "on_s", "off_s", "distribution", "start_s", "duration_s", "extra_delay_ms", "ecn"),
-    "cbr": ("rate_mbps", "start_s", "duration_s", "extra_delay_ms"),
+    "cbr": ("rate_mbps", "rates_mbps", "step_s", "start_s", "duration_s", "extra_delay_ms"),
     "probes": ("interval_ms", "start_s", "duration_s", "extra_delay_ms"),
 }
 """Each workload kind's keys besides `kind` (the module's docstring and docs/harness.md say what
@@ -182,6 +183,8 @@ MAX_PROBE_INTERVAL_MS = 500.0
 datagram at least every 500 ms keeps a probe flow alive."""
 MIN_CBR_RATE_MBPS = 1464 * 8 / MAX_PROBE_INTERVAL_MS / 1e3
 """The same bound as a rate: one 1464-byte datagram every 500 ms, 0.023 Mbit/s."""
+MAX_TRACE_STEPS = 10_000
+"""Most rates in a cbr workload's trace: a scenario file's (MAX_SCENARIO_BYTES) worth."""
 DEFAULT_PROBE_INTERVAL_MS = 100.0
 """A probe every 100 ms (issue 35's figure): ten RTT samples a second at 117 kbit/s."""
 
@@ -272,10 +275,7 @@ def _workload(table: _Table, kind: str, runtime_s: float, rng: random.Random, ra
         raise PlanError(f"{table.where}: start_s = {start_s:g} is not before runtime_s = {runtime_s:g}")
     duration_s = min(table.duration_s(runtime_s), runtime_s - start_s)  # nothing begins after the run
     if kind == "cbr":
-        rate = table.number("rate_mbps", f"must be a rate in Mbit/s of at least {MIN_CBR_RATE_MBPS:g}",
-                            lambda v: v >= MIN_CBR_RATE_MBPS)
-        return [Flow(CBR_SCHEME, start_s, duration_s, extra_delay_ms=extra_delay_ms, cc=f"cbr:rate_mbps={rate:g}",
-                     role="cbr")]
+        return [Flow(CBR_SCHEME, start_s, duration_s, extra_delay_ms=extra_delay_ms, cc=_cbr_spec(table), role="cbr")]
     if kind == "probes":
         interval = table.number("interval_ms", f"must be a number of ms > 0 and at most {MAX_PROBE_INTERVAL_MS:g}",
                                 lambda v: 0 < v <= MAX_PROBE_INTERVAL_MS, default=DEFAULT_PROBE_INTERVAL_MS)
@@ -308,6 +308,28 @@ def _workload(table: _Table, kind: str, runtime_s: float, rng: random.Random, ra
     transfers = tuple(Transfer(t_s, size) for t_s, size in arrivals)
     return [Flow(scheme, start_s, runtime_s - start_s, ecn=ecn, transfers=transfers, extra_delay_ms=extra_delay_ms,
                  role="poisson")]
+
+
+def _cbr_spec(table: _Table) -> str:
+    """A cbr workload's crates/cc spec: a constant `rate_mbps`, or a rate trace, `rates_mbps` (a
+    list) each lasting `step_s`, looping (crates/cc/src/cbr.rs)."""
+    rate_rule = f"a rate in Mbit/s of at least {MIN_CBR_RATE_MBPS:g}"
+    if not table.has("rates_mbps"):
+        if table.has("step_s"):
+            raise PlanError(f"{table.where}: step_s goes with rates_mbps, a rate trace")
+        rate = table.number("rate_mbps", f"must be {rate_rule} (or give rates_mbps and step_s, a rate trace)",
+                            lambda v: v >= MIN_CBR_RATE_MBPS)
+        return f"cbr:rate_mbps={rate:g}"
+    if table.has("rate_mbps"):
+        raise PlanError(f"{table.where}: give rate_mbps (a constant rate) or rates_mbps (a rate trace), not both")
+    rates = table.entry["rates_mbps"]
+    if not (isinstance(rates, list) and rates and len(rates) <= MAX_TRACE_STEPS
+            and all(not isinstance(r, bool) and isinstance(r, int | float) and math.isfinite(r) and r >= MIN_CBR_RATE_MBPS
+                    for r in rates)):
+        raise table.error("rates_mbps", f"must be a list of 1 to {MAX_TRACE_STEPS} rates, each {rate_rule}")
+    step_s = table.number("step_s", "must be a number of seconds > 0 (how long each rate of rates_mbps lasts)",
+                          lambda v: v > 0)
+    return f"cbr:rates_mbps={'/'.join(f'{float(r):g}' for r in rates)},step_s={step_s:g}"
 
 
 def _window_end_s(table: _Table) -> float | None:

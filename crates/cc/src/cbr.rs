@@ -11,9 +11,15 @@
 //!   whose one-way delays in the records are the latency a real-time flow would see under load.
 //!   Unlike a ping it is a full-size datagram: the flow has one datagram size (flow/datagram.rs).
 //!
-//! Exactly one of the two is given; `interval_ms=T` is the rate of one `mss_bytes` datagram per
+//! - unresponsive traffic that follows a rate trace: `rates_mbps=R0/R1/...,step_s=S` paces at
+//!   R0 for the flow's first S seconds, R1 for the next S, and so on, looping at the end as a
+//!   Mahimahi trace does (a video's bitrate ladder, a sender following a recorded throughput).
+//!
+//! Exactly one of the three is given; `interval_ms=T` is the rate of one `mss_bytes` datagram per
 //! T ms, `mss_bytes·8/T` kbit/s, rounded to a whole bit/s (the flow's pacer then spaces
-//! datagrams T ms apart to within a nanosecond; exactly for T = 100 ms, 117 120 bit/s).
+//! datagrams T ms apart to within a nanosecond; exactly for T = 100 ms, 117 120 bit/s). A trace's
+//! step changes at the flow's time k·S: the controller asks to be woken then (`wake_at_us`) and
+//! takes the next rate in `on_timer`.
 //!
 //! The rule a flow adds for every controller still holds (flow/mod.rs): after 1 s without an
 //! acknowledgement the flow sends one probe per 100 ms instead of the controller's rate, so a CBR
@@ -22,7 +28,7 @@
 //! which leaves 500 ms for the acknowledgement's round trip: `interval_ms ≤ 500`, `rate_mbps ≥`
 //! one datagram per 500 ms (0.023424 Mbit/s for 1464-byte datagrams).
 //!
-//! Driver: a pacing rate and no window; no timer.
+//! Driver: a pacing rate and no window; a timer only at a trace's steps.
 
 use crate::params::{Params, SpecError};
 use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
@@ -30,53 +36,87 @@ use crate::{Acked, CongestionControl, Decision, Lost, Sent, DEFAULT_MSS_BYTES};
 /// The longest gap between two datagrams (the header says why), ms.
 pub const MAX_GAP_MS: f64 = 500.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CbrConfig {
-    /// The rate datagrams are paced at, bit/s.
-    pub rate_bps: u64,
+    /// The rates datagrams are paced at, bit/s, one per step; one rate for a constant one.
+    pub rates_bps: Vec<u64>,
+    /// How long each rate of a trace lasts, µs (unused with one rate).
+    pub step_us: u64,
 }
 
 impl CbrConfig {
+    /// One constant rate, bit/s.
+    pub fn constant(rate_bps: u64) -> Self {
+        CbrConfig { rates_bps: vec![rate_bps], step_us: u64::MAX }
+    }
+
     pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
         let mss_bytes = p.u64_at_least("mss_bytes", 1, DEFAULT_MSS_BYTES)?;
         let datagram_bits = (mss_bytes * 8) as f64;
+        let min_rate_mbps = datagram_bits / (MAX_GAP_MS * 1e3);
+        let at_least_min = |p: &Params, key: &str, rate_mbps: f64| {
+            if rate_mbps < min_rate_mbps {
+                return Err(p.error(format!(
+                    "{key} must be >= {min_rate_mbps} (one {mss_bytes}-byte datagram per {MAX_GAP_MS} ms), got {rate_mbps}"
+                )));
+            }
+            Ok(rate_mbps * 1e6)
+        };
         let rate_mbps = p.optional_positive_f64("rate_mbps")?;
         let interval_ms = p.optional_positive_f64("interval_ms")?;
-        let rate_bps = match (rate_mbps, interval_ms) {
-            (Some(rate_mbps), None) => {
-                let min_rate_mbps = datagram_bits / (MAX_GAP_MS * 1e3);
-                if rate_mbps < min_rate_mbps {
-                    return Err(p.error(format!(
-                        "rate_mbps must be >= {min_rate_mbps} (one {mss_bytes}-byte datagram per {MAX_GAP_MS} ms), got {rate_mbps}"
-                    )));
-                }
-                rate_mbps * 1e6
-            }
-            (None, Some(interval_ms)) => {
+        let rates_mbps = p.text("rates_mbps");
+        let step_s = p.optional_positive_f64("step_s")?;
+        let config = match (rate_mbps, interval_ms, rates_mbps) {
+            (Some(rate_mbps), None, None) => Self::constant(at_least_min(p, "rate_mbps", rate_mbps)?.round() as u64),
+            (None, Some(interval_ms), None) => {
                 if interval_ms > MAX_GAP_MS {
                     return Err(p.error(format!("interval_ms must be <= {MAX_GAP_MS}, got {interval_ms}")));
                 }
-                datagram_bits * 1e3 / interval_ms
+                Self::constant((datagram_bits * 1e3 / interval_ms).round() as u64)
+            }
+            (None, None, Some(text)) => {
+                let Some(step_s) = step_s else {
+                    return Err(p.error("rates_mbps needs step_s=S, how long each rate lasts in seconds"));
+                };
+                let mut rates_bps = Vec::new();
+                for item in text.split('/') {
+                    let rate_mbps: f64 = item.trim().parse().map_err(|_| {
+                        p.error(format!("rates_mbps must be rates in Mbit/s joined by '/', got '{text}'"))
+                    })?;
+                    rates_bps.push(at_least_min(p, "every rate of rates_mbps", rate_mbps)?.round() as u64);
+                }
+                CbrConfig { rates_bps, step_us: ((step_s * 1e6).round() as u64).max(1) }
             }
             _ => {
-                return Err(
-                    p.error("give exactly one of rate_mbps=R (Mbit/s) and interval_ms=T (one datagram per T ms)")
-                )
+                return Err(p.error(
+                    "give exactly one of rate_mbps=R (Mbit/s), interval_ms=T (one datagram per T ms) and rates_mbps=R0/R1/...,step_s=S (a rate trace)",
+                ))
             }
         };
-        Ok(CbrConfig { rate_bps: rate_bps.round() as u64 })
+        if step_s.is_some() && config.rates_bps.len() == 1 && rates_mbps.is_none() {
+            return Err(p.error("step_s goes with rates_mbps"));
+        }
+        Ok(config)
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct Cbr {
-    /// The pacing rate, bit/s: the configured one, for the flow's whole life.
-    rate_bps: u64,
+    /// The pacing rates, bit/s, one per step of `step_us`, looping; one for a constant rate.
+    rates_bps: Vec<u64>,
+    step_us: u64,
+    /// The step the flow's time is in (counting on past the trace's end: the rate is
+    /// `rates_bps[step % len]`).
+    step: u64,
 }
 
 impl Cbr {
     pub fn new(config: CbrConfig) -> Self {
-        Cbr { rate_bps: config.rate_bps }
+        Cbr { rates_bps: config.rates_bps, step_us: config.step_us, step: 0 }
+    }
+
+    fn rate_bps(&self) -> u64 {
+        self.rates_bps[(self.step % self.rates_bps.len() as u64) as usize]
     }
 }
 
@@ -95,8 +135,14 @@ impl CongestionControl for Cbr {
     /// says so where a reader looks).
     fn on_congestion_mark(&mut self, _e: &Acked) {}
 
+    /// The flow's time has reached a trace's next step.
+    fn on_timer(&mut self, now_us: u64) {
+        self.step = now_us / self.step_us;
+    }
+
     fn decision(&self) -> Decision {
-        Decision { cwnd_bytes: None, pacing_rate_bps: Some(self.rate_bps), wake_at_us: None }
+        let wake_at_us = (self.rates_bps.len() > 1).then(|| (self.step + 1).saturating_mul(self.step_us));
+        Decision { cwnd_bytes: None, pacing_rate_bps: Some(self.rate_bps()), wake_at_us }
     }
 }
 
@@ -145,7 +191,7 @@ mod tests {
 
     #[test]
     fn loss_marks_and_acknowledgements_change_nothing() {
-        let mut cc = Cbr::new(CbrConfig { rate_bps: 12_000_000 });
+        let mut cc = Cbr::new(CbrConfig::constant(12_000_000));
         let before = cc.decision();
         for seq in 0..50 {
             cc.on_loss(&loss(10_000 + seq, seq, seq));
@@ -180,9 +226,35 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_trace_paces_each_step_at_its_rate_and_loops() {
+        // 12 Mbit/s for 10 ms (976 µs gaps), then 6 (1952 µs), then 12 again.
+        let mut f = cbr_flow("cbr:rates_mbps=12/6,step_s=0.01");
+        let mut now = Instant::ZERO;
+        let mut sent_us = Vec::new();
+        while now.as_us() < 40_000 {
+            f.run_timers(now);
+            match f.next_send(now) {
+                Verdict::Send(permit) => {
+                    f.on_sent(now, permit);
+                    sent_us.push(now.as_us());
+                }
+                Verdict::At(due) => now = f.deadline(now, Some(due)).map_or(due, |d| d.min(due)),
+                Verdict::Closed => panic!("cbr has no window"),
+            }
+        }
+        let gaps_in = |from_us: u64, to_us: u64| -> Vec<u64> {
+            let inside: Vec<u64> = sent_us.iter().copied().filter(|&t| (from_us..to_us).contains(&t)).collect();
+            inside.windows(2).map(|w| w[1] - w[0]).collect()
+        };
+        assert!(gaps_in(0, 10_000).iter().all(|&g| g == 976), "{:?}", gaps_in(0, 10_000));
+        assert!(gaps_in(12_000, 20_000).iter().all(|&g| g == 1952), "{:?}", gaps_in(12_000, 20_000));
+        assert!(gaps_in(22_000, 30_000).iter().all(|&g| g == 976), "{:?}", gaps_in(22_000, 30_000));
+    }
+
+    #[test]
     fn mistakes_are_one_line() {
         let err = |spec: &str| crate::build(spec).err().expect("spec should be rejected").0;
-        let both = "cbr: give exactly one of rate_mbps=R (Mbit/s) and interval_ms=T (one datagram per T ms)";
+        let both = "cbr: give exactly one of rate_mbps=R (Mbit/s), interval_ms=T (one datagram per T ms) and rates_mbps=R0/R1/...,step_s=S (a rate trace)";
         assert_eq!(err("cbr"), both);
         assert_eq!(err("cbr:rate_mbps=1,interval_ms=10"), both);
         assert_eq!(err("cbr:rate_mbps=0"), "cbr: rate_mbps must be > 0, got 0");
@@ -193,5 +265,15 @@ mod tests {
             err("cbr:rate_mbps=0.01,mss_bytes=1464"),
             "cbr: rate_mbps must be >= 0.023424 (one 1464-byte datagram per 500 ms), got 0.01"
         );
+        assert_eq!(err("cbr:rates_mbps=2/4"), "cbr: rates_mbps needs step_s=S, how long each rate lasts in seconds");
+        assert_eq!(
+            err("cbr:rates_mbps=2/x,step_s=1"),
+            "cbr: rates_mbps must be rates in Mbit/s joined by '/', got '2/x'"
+        );
+        assert_eq!(
+            err("cbr:rates_mbps=2/0.001,step_s=1,mss_bytes=1464"),
+            "cbr: every rate of rates_mbps must be >= 0.023424 (one 1464-byte datagram per 500 ms), got 0.001"
+        );
+        assert_eq!(err("cbr:rate_mbps=2,step_s=1"), "cbr: step_s goes with rates_mbps");
     }
 }
