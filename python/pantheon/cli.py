@@ -128,8 +128,7 @@ def _command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     # Network namespaces need root or, for any other user, a user namespace of their own (userns).
     # (`calibrate --confirm` runs `pantheon test local` as a command of its own, which enters one for itself.)
-    # (`pantheon harm --sim` simulates: it needs none.)
-    if args.makes_namespaces and not getattr(args, "sim", False):
+    if args.makes_namespaces:
         userns.become_root(args.makes_namespaces, argv)
     return args.run(args)
 

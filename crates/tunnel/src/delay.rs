@@ -6,35 +6,33 @@
 //!
 //! Sans-IO: times arrive as arguments (µs on CLOCK_MONOTONIC in the relay), the caller sleeps
 //! until [`DelayLine::due_in_us`] and then calls [`DelayLine::release`]. A constant delay keeps
-//! the order datagrams came in, so the line is a FIFO of (due time, datagram); a due time is
-//! never earlier than the one before it, so the order holds even if the caller's clock readings
+//! the order datagrams came in, so the line is the link model's `Delay` (a FIFO of release times)
+//! over copies of the datagrams; a due time is never earlier than the one before it, so the order holds even if the caller's clock readings
 //! went backwards. Buffers are recycled: once the line has held as many datagrams at once as it
 //! ever will, nothing more is allocated.
 
-use std::collections::VecDeque;
+use pantheon_link::delay::Delay;
 
-/// One datagram in the line.
-#[derive(Debug)]
-struct Held<M> {
-    /// When it leaves the line, in µs on the caller's clock.
-    due_us: u64,
-    /// What the caller needs to send it on (its address, TOS, receive time).
-    meta: M,
-    bytes: Vec<u8>,
-}
+/// One datagram in the line: what the caller needs to send it on (its address, TOS, receive
+/// time), and its bytes.
+type Held<M> = (M, Vec<u8>);
 
+/// The link model's propagation delay (`pantheon_link::delay::Delay`, the FIFO of release times
+/// pantheon-emu's paths use) over datagrams the line owns a copy of.
 #[derive(Debug)]
 pub struct DelayLine<M> {
-    /// How long each datagram is held, in µs.
     delay_us: u64,
-    held: VecDeque<Held<M>>,
+    held: Delay<Held<M>>,
+    /// The latest arrival held so far, µs: an earlier clock reading is taken as this one, so due
+    /// times never decrease.
+    latest_us: u64,
     /// Buffers of datagrams already released, for the next ones.
     spare: Vec<Vec<u8>>,
 }
 
 impl<M: Copy> DelayLine<M> {
     pub fn new(delay_us: u64) -> DelayLine<M> {
-        DelayLine { delay_us, held: VecDeque::new(), spare: Vec::new() }
+        DelayLine { delay_us, held: Delay::new(delay_us), latest_us: 0, spare: Vec::new() }
     }
 
     /// How long each datagram is held, in µs.
@@ -53,18 +51,17 @@ impl<M: Copy> DelayLine<M> {
 
     /// Takes a copy of `datagram`, which arrived at `arrived_us`, to release `delay_us` later.
     pub fn hold(&mut self, arrived_us: u64, datagram: &[u8], meta: M) {
-        let after_previous = self.held.back().map_or(0, |h| h.due_us);
-        let due_us = arrived_us.saturating_add(self.delay_us).max(after_previous);
+        self.latest_us = self.latest_us.max(arrived_us);
         let mut bytes = self.spare.pop().unwrap_or_default();
         bytes.clear();
         bytes.extend_from_slice(datagram);
-        self.held.push_back(Held { due_us, meta, bytes });
+        self.held.push(self.latest_us, (meta, bytes));
     }
 
     /// Microseconds from `now_us` until the next datagram is due (0: due now); `None` when the
     /// line is empty.
     pub fn due_in_us(&self, now_us: u64) -> Option<u64> {
-        self.held.front().map(|h| h.due_us.saturating_sub(now_us))
+        self.held.next_release_us().map(|due_us| due_us.saturating_sub(now_us))
     }
 
     /// Hands every datagram due by `now_us` to `forward`, in the order they were held, with the
@@ -74,8 +71,7 @@ impl<M: Copy> DelayLine<M> {
         now_us: u64,
         mut forward: impl FnMut(&mut [u8], M, u64) -> Result<(), E>,
     ) -> Result<(), E> {
-        while self.held.front().is_some_and(|h| h.due_us <= now_us) {
-            let Held { due_us, meta, mut bytes } = self.held.pop_front().expect("a front was just seen");
+        while let Some((due_us, (meta, mut bytes))) = self.held.pop_due(now_us) {
             let result = forward(&mut bytes, meta, due_us);
             self.spare.push(bytes);
             result?;
@@ -140,7 +136,8 @@ mod tests {
         assert_eq!(line.len(), 1);
         line.hold(0, b"y", 2);
         assert_eq!(line.spare.len(), 0, "the released buffer went to the new datagram");
-        assert_eq!(line.held.back().map(|h| h.bytes.capacity() >= 1500), Some(true));
         assert_eq!(released(&mut line, 0), [(b"x".to_vec(), 1, 0), (b"y".to_vec(), 2, 0)]);
+        // "y" came in the 1500-byte buffer (none was spare but that one), now spare again.
+        assert!(line.spare.iter().any(|b| b.capacity() >= 1500));
     }
 }

@@ -38,13 +38,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     experiment.add_run_options(parser, clock="", run_times_help="runs of each pair (default 1); run K uses seed "
                                "--seed + K - 1, the same for every pair", seed_help="seed of the path's randomness "
                                "(default 0)")
-    parser.add_argument("--sim", action="store_true", help="simulate the runs (pantheon sim; crates/cc schemes only) "
-                        "instead of running them over the emulator")
+    parser.add_argument("--sim", action=_Simulated, nargs=0, default=False, help="simulate the runs (pantheon sim; "
+                        "crates/cc schemes only) instead of running them over the emulator")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                         help="with --sim: runs simulated at once (default: every core this process may use)")
     experiment.add_output_options(parser, "harm")
     experiment.add_path_options(parser)
     parser.set_defaults(run=run, scenario=None, all=False, makes_namespaces=parser.prog)
+
+
+class _Simulated(argparse.Action):
+    """`--sim`: the runs are simulated, so the command makes no network namespaces (and needs no
+    user namespace to make them without root: cli.py)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        namespace.sim, namespace.makes_namespaces = True, None
 
 
 def run(args: argparse.Namespace) -> int:
