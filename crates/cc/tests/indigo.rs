@@ -374,3 +374,14 @@ fn decision_cost() {
     }
     assert!(ack_ns > 0.0);
 }
+
+#[test]
+fn halve_at_decision_forces_one_halving_whatever_the_policy_and_records_it() {
+    // The expert towards 500 doubles from 10 (+10 first: 20 either way, the smaller change); the
+    // decision counted 3 is ÷2 instead, labelled with what the expert would have done.
+    let mut flow = over_a_path("policy=expert,oracle_cwnd_packets=500,record=1,halve_at_decision=3");
+    let records = flow.controller_mut::<Indigo>().unwrap().take_records().unwrap();
+    assert_eq!(records.cwnd_packets[..6], [10.0, 20.0, 40.0, 80.0, 40.0, 80.0]);
+    assert_eq!(records.actions[..5], [3, 4, 4, 0, 4]);
+    assert_eq!(records.expert_actions.unwrap()[..5], [3, 4, 4, 4, 4]);
+}

@@ -13,6 +13,17 @@ action, add the labelled episodes to one data set, train the network on the whol
   network makes one trajectory, and the states just off it — which the network meets as soon as
   it errs a little elsewhere — would otherwise come in one at a time (the same aim as DART's
   noise, Laskey et al., CoRL 2017). Only the unperturbed rollouts are measured.
+- Recovery (issue 38 §2): beside those, each iteration rolls out `halvings` more episodes per
+  path of the same policy with one ÷2 forced at a decision drawn from `HALVE_AT_DECISIONS` (the
+  controller's `halve_at_decision`), after the ramp, with the rest of the episode to come back.
+  Started from 10 packets on paths it tracks, a network rarely sees its window well under the
+  oracle's once it has seen the path's rate, and the weights trained without these episodes
+  held it there: on the demo's path (12 Mbit/s, 20 ms, 60 kB) a start-up that fell to 25 packets of a
+  40-packet BDP stayed at 25, "+0" every decision, in 27 of 200 seeds. The halved episodes are
+  labelled, aggregated and measured like the others; their tracking counts in the selection.
+- Seeds: every episode its own (the iteration, the path, the copy), so the simulator's link
+  clock stands at another phase for each (docs/sim.md, "What differs from the emulator") and the
+  min RTT a flow measures is not the same floor in every rollout.
 - The expert (oracle.py, crates/cc's `expert_action`): the action that brings the window closest
   to the path's best fixed window. Every rollout runs with `record=1` and the oracle given, so the
   controller returns, per decision, the network's input, the window, the action taken and the
@@ -27,7 +38,8 @@ action, add the labelled episodes to one data set, train the network on the whol
   training grid, with oracles of their own, never added to the data set) are rolled out beside
   them and measure how the network generalises. What decides is the window's distance from the
   oracle, mean |window − oracle| / oracle over the episodes' last half, on the training and
-  validation paths together (each path counting once): training stops when it has not improved
+  validation paths together, from 10 packets and halved (each path counting once in each):
+  training stops when it has not improved
   for `patience` iterations, or after `iterations`, and the weights kept are those that tracked
   best. Not agreement: an action sequence that holds the window as well as the expert's
   (+10 then −10 for +0 twice) disagrees twice, and a network at 52% agreement held the window
@@ -64,6 +76,12 @@ flight) runs again for half as long, down to this: its decisions up to the runaw
 states the expert's ÷2 must be learned in."""
 STEADY_SHARE = 0.5
 """Window tracking is measured over an episode's last half: the first is the ramp to the oracle."""
+HALVE_AT_DECISIONS = (20, 0.3)
+"""A halved episode's ÷2 falls on a decision drawn uniformly from the 20th (after the ramp from 10
+packets to the largest oracle, ~2 700 packets: 8 doublings and a few steps) to 0.3 of the episode's decisions
+(so the recovery ends before the last half, over which tracking is measured)."""
+SEEDS_PER_ITERATION = 1000
+"""Episode seeds: (seed + iteration) × this + the episode's index in the iteration."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,8 @@ class Settings:
     """Perturbed copies of the network rolled out per iteration, beside it."""
     explore_noise: float = 0.1
     """Their noise, relative to each tensor's RMS."""
+    halvings: int = 1
+    """Episodes per path per iteration with one ÷2 forced after the ramp (the module's header)."""
     seed: int = 0
 
     def digest(self) -> str:
@@ -159,8 +179,9 @@ class Episodes:
         return float(np.mean(errors)) if errors else math.nan
 
 
-def spec(policy: str, oracle: Oracle, weights: str = WEIGHTS) -> str:
-    return f"indigo:weights={weights},policy={policy},oracle_cwnd_packets={oracle.cwnd_packets},record=1"
+def spec(policy: str, oracle: Oracle, weights: str = WEIGHTS, halve_at_decision: int | None = None) -> str:
+    halve = "" if halve_at_decision is None else f",halve_at_decision={halve_at_decision}"
+    return f"indigo:weights={weights},policy={policy},oracle_cwnd_packets={oracle.cwnd_packets},record=1{halve}"
 
 
 def episodes(results: list[Result], path_index: list[int], length: int) -> Episodes:
@@ -201,7 +222,10 @@ class Iteration:
     validation_tracking_error: float | None = None
     validation_score: float | None = None
     all_tracking_error: float = math.nan
-    """Over the training and validation paths together, each path once: what selects the weights."""
+    """Over the training and validation paths together, the episodes from 10 packets and the
+    halved ones (each path once in each): what selects the weights."""
+    halved_tracking_error: float | None = None
+    """The halved episodes' on the training paths."""
     train_loss: float | None = None
     train_s: float | None = None
 
@@ -284,12 +308,16 @@ class Trainer:
     def next_iteration(self) -> int:
         return self.state.history[-1].iteration + 1 if self.state.history else 0
 
-    def rollout(self, policy: str, params: model.Params, seed: int) -> tuple[Episodes, list[Result], float]:
+    def rollout(self, policy: str, params: model.Params, seed: int,
+                halve_at: list[int] | None = None) -> tuple[Episodes, list[Result], float]:
         """One episode per training and validation path with `policy` and the network `params`
-        (one batch); (episodes, results, wall s), episodes' `path` indexing `oracles`."""
+        (one batch), path i's seeded `seed + i` and halved at decision `halve_at[i]` when given;
+        (episodes, results, wall s), episodes' `path` indexing `oracles`."""
         s = self.settings
-        jobs = [Job([FlowSpec(spec(policy, o))], p.options, s.runtime_s, seed)
-                for p, o in zip(s.paths + s.validation, self.oracles)]
+        every = s.paths + s.validation
+        halves: list[int | None] = list(halve_at) if halve_at is not None else [None] * len(every)
+        jobs = [Job([FlowSpec(spec(policy, o, halve_at_decision=h))], p.options, s.runtime_s, seed + i)
+                for i, (p, o, h) in enumerate(zip(every, self.oracles, halves))]
         started = time.monotonic()
         weights = weights_bytes(params)
         results = self.runner.run(jobs, weights)
@@ -305,7 +333,9 @@ class Trainer:
         s = self.settings
         k = self.next_iteration()
         policy = "expert" if k == 0 else "network"
-        rolled, results, rollout_s = self.rollout(policy, self.controller(), s.seed + k)
+        base_seed = (s.seed + k) * SEEDS_PER_ITERATION
+        every = len(s.paths) + len(s.validation)
+        rolled, results, rollout_s = self.rollout(policy, self.controller(), base_seed)
         trained = len(s.paths)
         new = rolled.part(slice(0, trained))
         held = float(_loss_fn()(self.controller(), new.inputs, new.expert, new.mask))
@@ -318,11 +348,24 @@ class Trainer:
             record.validation_tracking_error = validation.tracking_error(self.oracles)
             record.validation_score = float(np.mean(scores[trained:]))
         self.data = self.data.plus(new)
+        rng = np.random.default_rng([s.seed, k])
+        first, last = HALVE_AT_DECISIONS[0], max(HALVE_AT_DECISIONS[0], int(HALVE_AT_DECISIONS[1] * s.max_decisions))
+        halved_errors = []
+        for copy in range(s.halvings):
+            halve_at = [int(d) for d in rng.integers(first, last + 1, every)]
+            halved, _, halved_s = self.rollout(policy, self.controller(), base_seed + (1 + copy) * every, halve_at)
+            self.data = self.data.plus(halved.part(slice(0, trained)))
+            halved_errors.append(halved.tracking_error(self.oracles))
+            record.episodes += len(halved)
+            record.rollout_s += halved_s
+            if copy == 0:
+                record.halved_tracking_error = halved.part(slice(0, trained)).tracking_error(self.oracles)
+        if halved_errors:
+            record.all_tracking_error = float(np.mean([record.all_tracking_error, *halved_errors]))
         if policy == "network":
-            rng = np.random.default_rng([s.seed, k])
-            for _ in range(s.explore):
+            for copy in range(s.explore):
                 noisy = model.fold(perturbed(self.params, s.explore_noise, rng), self.mean, self.std)
-                more, _, more_s = self.rollout(policy, noisy, s.seed + k)
+                more, _, more_s = self.rollout(policy, noisy, base_seed + (1 + s.halvings + copy) * every)
                 self.data = self.data.plus(more.part(slice(0, trained)))
                 record.episodes += len(more)
                 record.rollout_s += more_s

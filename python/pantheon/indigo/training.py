@@ -92,6 +92,8 @@ def figures(h: dagger.Iteration) -> str:
     """An iteration's figures in words: on the training paths, and on the validation paths where measured."""
     line = (f"training paths: agreement {h.agreement:.1%}, held-out loss {h.heldout_loss:.3f}, window off the oracle "
             f"by {h.tracking_error:.1%} over episodes' last half, score {h.score:.3f}")
+    if h.halved_tracking_error is not None:
+        line += f"; halved episodes: window off by {h.halved_tracking_error:.1%}"
     if h.validation_agreement is not None:
         line += (f"; validation paths: agreement {h.validation_agreement:.1%}, window off by "
                  f"{h.validation_tracking_error:.1%}, score {h.validation_score:.3f}")

@@ -20,12 +20,15 @@
 //!   what the released sender's test "packets in flight < cwnd" allows.
 //!
 //! Built from a spec (registry.rs) as `indigo[:weights=PATH|model=NAME][,policy=...]
-//! [,oracle_cwnd_packets=X][,seed=S][,record=1]` (docs/cc.md); trained weights committed in
-//! data/indigo/ are built into the binary (build.rs) and `indigo` alone runs the model `indigo`. Besides the network's policy, two more pick the actions
+//! [,oracle_cwnd_packets=X][,seed=S][,record=1][,halve_at_decision=K]` (docs/cc.md); trained
+//! weights committed in data/indigo/ are built into the binary (build.rs) and `indigo` alone runs
+//! the model `indigo`. Besides the network's policy, two more pick the actions
 //! for training and baselines — `expert`, the action that brings the window closest to an oracle's
 //! (`expert_action`; the expert DAgger imitates), and `random`, uniform from a seeded generator —
 //! while the network still steps on every decision, so its state is what it would be. With
-//! `record=1` the controller keeps one record per decision (records.rs), for the trainer.
+//! `record=1` the controller keeps one record per decision (records.rs), for the trainer;
+//! `halve_at_decision=K` makes decision K a ÷2 whatever the policy (training's recovery episodes,
+//! docs/indigo.md).
 //!
 //! Cost (`flock /work/bench.lock cargo test --release -p pantheon-cc --test indigo -- --ignored
 //! --nocapture decision_cost`: medians of 31 timings of 10 000 calls, 3 runs, on this project's
@@ -104,6 +107,10 @@ pub struct IndigoConfig {
     pub seed: u64,
     /// Keep one record per decision (`Indigo::take_records`).
     pub record: bool,
+    /// The decision (counted from 0) whose action is ÷2 whatever the policy picks: training's
+    /// rollouts (docs/indigo.md, "DAgger") put the network below the oracle's window after it has
+    /// seen the path, a state its own start-up may reach but a rollout from it rarely does.
+    pub halve_at_decision: Option<u64>,
 }
 
 impl Default for IndigoConfig {
@@ -116,6 +123,7 @@ impl Default for IndigoConfig {
             oracle_cwnd_packets: None,
             seed: 1,
             record: false,
+            halve_at_decision: None,
         }
     }
 }
@@ -141,6 +149,10 @@ impl IndigoConfig {
             oracle_cwnd_packets,
             seed: p.u64_at_least("seed", 0, d.seed)?,
             record: p.bool("record", d.record)?,
+            halve_at_decision: match p.text("halve_at_decision") {
+                None => None,
+                Some(_) => Some(p.u64_at_least("halve_at_decision", 0, 0)?),
+            },
         })
     }
 }
@@ -266,6 +278,7 @@ impl Indigo {
         let chosen = self.net.step(&self.last_input);
         let expert = self.config.oracle_cwnd_packets.map(|oracle| expert_action(self.cwnd_packets, oracle));
         let action = match self.config.policy {
+            _ if self.config.halve_at_decision == Some(self.decisions) => 0,
             Policy::Network => chosen,
             Policy::Expert => expert.expect("checked when built"),
             Policy::Random => (self.rng.next_u64() % ACTIONS as u64) as usize,
