@@ -27,7 +27,13 @@ What is measured
       error %               the replication error of the chosen path, in the simulator
       emu %                 the same over the emulator (--confirm only)
       floor %               the noise floor (run halves against each other)
+      model                 the model kept (--model: five, trace or both; both keeps the lower error)
+      five %, trace %       each model's best replication error in the simulator (--model both)
       wall s                the calibration's wall time, end to end (search, confirmation, figures)
+
+    With --hold-out S1,S2,... each of those schemes is held out in turn (leave-one-out, paper
+    footnote 5): the path is fitted on the others and predicts it; a line per scheme gives the
+    held-out scheme's error, and the mean.
 
     followed by the calibration's own tables (per scheme: real against simulated and, with
     --confirm, emulated throughput and p95 delay, the error and the floor) for the last seed.
@@ -43,7 +49,8 @@ on the same data (and data made in pieces, a scheme at a time, can be calibrated
 Run from the repository (cargo build --release and ./setup.sh first):
     python3 bench/calibration.py [--source sim|local] [--truth five|trace:FILE,DELAY_MS,BUFFER_BYTES]
         [--cross-traffic SCHEME,START_S,DURATION_S] [--runs 3] [--runtime 10] [--trials 200] [--seeds 1,2,3,4] [--confirm K]
-        [--schemes cubic-user,bbr-user,copa,vegas-user] [--data-dir DIR]
+        [--schemes cubic-user,bbr-user,copa,vegas-user] [--data-dir DIR] [--model five|trace|both]
+        [--hold-out SCHEME,...]
 """
 from __future__ import annotations
 
@@ -134,11 +141,13 @@ def make_data(args: argparse.Namespace, truth: Truth, data: Path) -> None:
             sys.exit(f"making the data failed: {done.stderr.strip()}")
 
 
-def calibrate(args: argparse.Namespace, data: Path, seed: int, out: Path) -> tuple[dict, str, float]:
+def calibrate(args: argparse.Namespace, data: Path, seed: int, out: Path, hold_out: str | None = None
+              ) -> tuple[dict, str, float]:
     shutil.rmtree(data / "calibration", ignore_errors=True)
     started = time.monotonic()
     done = subprocess.run([str(PANTHEON), "calibrate", str(data), "--trials", str(args.trials), "--seed", str(seed),
-                           "--confirm", str(args.confirm), "--out", str(out), "--quiet",
+                           "--confirm", str(args.confirm), "--out", str(out), "--quiet", "--model", args.model,
+                           *(["--hold-out", hold_out] if hold_out else []),
                            *(["--cross-traffic", args.cross_traffic.split(",")[0]] if args.cross_traffic else [])],
                           capture_output=True, text=True)
     wall_s = time.monotonic() - started
@@ -163,6 +172,9 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=TRUTH["delay_ms"])
     parser.add_argument("--buffer", type=int, default=TRUTH["buffer_bytes"])
     parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--model", default="both", help="pantheon calibrate --model: five, trace or both (default)")
+    parser.add_argument("--hold-out", metavar="SCHEMES", help="leave-one-out: each of these schemes held out in turn "
+                        "(first seed only)")
     args = parser.parse_args()
     truth = five_truth(args.rate, args.delay, args.buffer) if args.truth == "five" else trace_truth(args.truth)
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="calibration-bench-")) / "data"
@@ -173,20 +185,34 @@ def main() -> None:
     print(f"truth: {truth.text}; data: {args.source}, {args.runs} x {args.runtime:g} s of {args.schemes}; "
           f"{args.trials} trials" + (f", {args.confirm} confirmed over the emulator" if args.confirm else ""))
     print(f"{'seed':>4} {'rate':>8} {'err%':>5} {'delay':>7} {'err%':>5} {'buffer':>8} {'err%':>5} {'loss':>9} "
-          f"{'delivery':>8} {'error%':>6} {'emu%':>6} {'floor%':>6} {'wall s':>6}")
+          f"{'delivery':>8} {'error%':>6} {'emu%':>6} {'floor%':>6} {'model':>5} {'five%':>6} {'trace%':>6} {'wall s':>6}")
     stdout = ""
     for seed in (int(s) for s in args.seeds.split(",")):
         summary, stdout, wall_s = calibrate(args, root, seed, root / f"bench-calibrated-seed{seed}.toml")
         path = summary["path"]
         off = {k: f"{100 * (path[k] - v) / v:+5.1f}" for k, v in (truth.params or {}).items()}
         emulated = summary["confirmation"][0]["emulated_error_pct"] if summary["confirmation"] else None
+        models = {m: f"{v['replication_error_pct']:6.2f}" for m, v in summary["models"].items()}
+        delivery = "trace" if summary["model"] == "trace" else "Poisson" if path["poisson"] else "constant"
         print(f"{seed:>4} {path['rate_mbps']:8.3f} {off.get('rate_mbps', '-'):>5} {path['delay_ms']:7.2f} "
               f"{off.get('delay_ms', '-'):>5} {path['buffer_bytes']:8d} {off.get('buffer_bytes', '-'):>5} "
-              f"{path['loss']:9.2e} {'Poisson' if path['poisson'] else 'constant':>8} "
+              f"{path['loss']:9.2e} {delivery:>8} "
               f"{summary['replication_error_pct']:6.2f} {'-' if emulated is None else f'{emulated:6.2f}':>6} "
-              f"{summary['noise_floor_pct'] or 0:6.2f} {wall_s:6.1f}", flush=True)
+              f"{summary['noise_floor_pct'] or 0:6.2f} {summary['model']:>5} {models.get('five', '-'):>6} "
+              f"{models.get('trace', '-'):>6} {wall_s:6.1f}", flush=True)
     print()
     print(stdout, end="")
+    if args.hold_out:
+        seed = int(args.seeds.split(",")[0])
+        print(f"\nleave-one-out (seed {seed}, --model {args.model}): held-out scheme, its error, the calibration's "
+              "error, the model kept, wall s")
+        held_errors = []
+        for scheme in args.hold_out.split(","):
+            summary, _, wall_s = calibrate(args, root, seed, root / f"bench-held-out-{scheme}.toml", scheme)
+            held_errors.append(summary["held_out"]["error_pct"])
+            print(f"  {scheme:<12} {held_errors[-1]:6.2f} {summary['replication_error_pct']:6.2f} {summary['model']:>5} "
+                  f"{wall_s:6.1f}", flush=True)
+        print(f"  {'mean':<12} {sum(held_errors) / len(held_errors):6.2f}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""`pantheon calibrate DATA_DIR`: fits the five-parameter emulator to a data dir's results and
+"""`pantheon calibrate DATA_DIR`: fits an emulated path to a data dir's results (the paper's five
+parameters, a delivery trace inferred from the data, or both, keeping the better: --model) and
 writes it as a preset file that `pantheon test local --emulator FILE` and `pantheon sim --emulator
 FILE` take (docs/calibration.md).
 
@@ -6,11 +7,13 @@ Writes, by default under DATA_DIR/calibration/:
     study.db          the Optuna study (SQLite); the same command again resumes it
     calibrated.toml   the best candidate as a preset (--out FILE puts it elsewhere)
     calibrated.json   the summary: the path, the errors overall and per scheme with the noise
-                      floor, each scheme's real and simulated figures, the stand-ins, the bounds
+                      floor, each scheme's real and simulated figures, the stand-ins, the bounds,
+                      each model's best and the inferred trace
+    calibrated.uplink.trace   a trace path's uplink as a Mahimahi trace file
     calibrated.png, calibrated.convergence.png   the paper's Fig. 3 and the search's convergence
                       (and .emulated.png with --confirm, .ablation.png with --ablation)
     calibrated.html   the report page: the path, those figures, the per-scheme tables
-and prints the per-scheme table on stdout.
+and prints the models' table (with both) and the per-scheme table on stdout.
 """
 from __future__ import annotations
 
@@ -28,9 +31,10 @@ BOUNDS = ("rate_mbps", "delay_ms", "buffer_bytes", "loss")
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calibrate", help="fit an emulator preset to a data dir's results (pantheon calibrate --help)",
-        description="Fit the five emulator parameters (rate, delay, DropTail buffer, loss, constant or Poisson "
-        "delivery) so that the simulator replicates each scheme's mean throughput and p95 one-way delay in DATA_DIR; "
-        "write the result as a preset file for --emulator (docs/calibration.md).",
+        description="Fit an emulated path (the paper's five parameters: rate, delay, DropTail buffer, loss, constant "
+        "or Poisson delivery; or a delivery trace inferred from the data, with delay, buffer, loss and a rate scale) so "
+        "that the simulator replicates each scheme's mean throughput and p95 one-way delay in DATA_DIR; write the "
+        "result as a preset file for --emulator (docs/calibration.md).",
         epilog="example:\n  pantheon calibrate data/nepal --trials 100 --minutes 30")
     p.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="a data dir of pantheon test, sim or remote, "
                    "or an original Pantheon one")
@@ -48,7 +52,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for flag, unit in (("--rate-mbps", "Mbit/s"), ("--delay-ms", "ms"), ("--buffer-bytes", "bytes"), ("--loss", "")):
         p.add_argument(flag, metavar="LOW:HIGH", help=f"bounds of the search {unit} (default: from the data)".replace("  ", " "))
     p.add_argument("--delivery", choices=("constant", "poisson", "both"), default="both",
-                   help="delivery kinds searched (default both)")
+                   help="the five-parameter model's delivery kinds searched (default both)")
+    p.add_argument("--model", default="both", metavar="five|trace|both",
+                   help="the path model: five (the paper's rate, delay, buffer, loss, delivery), trace (a delivery "
+                   "trace inferred from the runs' arrivals, each half second from the run that kept the bottleneck "
+                   "busiest then, with delay, buffer, loss and a rate scale fitted over it), or both (default: each "
+                   "searched with --trials trials; the trace kept when its replication error is lower by more than "
+                   "half the noise floor; --confirm then confirms the kept model's best)")
     p.add_argument("--confirm", type=int, default=0, metavar="K",
                    help="run the K best candidates over the emulator with the real schemes (pantheon test local: "
                    "real time) and choose on the emulator's error (default 0: the simulator's best)")
@@ -70,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
         cross_traffic=[s for s in (args.cross_traffic or "").split(",") if s], trials=args.trials,
         minutes=args.minutes, seed=args.seed, scheduler=args.scheduler, out=args.out, sim_runs=args.sim_runs,
         bounds=given, deliveries=presets.DELIVERIES if args.delivery == "both" else (args.delivery,),
-        confirm_best=args.confirm, hold_out=args.hold_out, ablate=args.ablation, quiet=args.quiet)
+        confirm_best=args.confirm, hold_out=args.hold_out, ablate=args.ablation, quiet=args.quiet, model=args.model)
+    if found.models:
+        print("models (simulated):")
+        print(table(found.models, left=(0, 3)))
     print(f"path: {found.candidate.describe()}")
     print(table(found.simulated))
     if found.emulated:
@@ -87,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def table(found: list[tuple[str, ...]]) -> str:
-    """Rows of text (calibration.rows) as columns."""
+def table(found: list[tuple[str, ...]], left: tuple[int, ...] = (0,)) -> str:
+    """Rows of text (calibration.rows) as columns, those in `left` aligned left, numbers right."""
     widths = [max(len(r[i]) for r in found) for i in range(len(found[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join("  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
                      for r in found)

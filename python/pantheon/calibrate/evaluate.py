@@ -10,6 +10,7 @@ worker threads, so each trial takes one core.
 """
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +19,6 @@ from pantheon.calibrate.replication import Figures
 from pantheon.calibrate.space import Candidate
 from pantheon.plan import Plan
 from pantheon.sim.batch import FlowSpec, Job, run_batch
-
-NO_TRACES = Path("/nonexistent")
-"""A candidate has no trace, so its options never write one."""
 
 
 @dataclass(frozen=True)
@@ -38,10 +36,12 @@ def _mean(values: list[float | None]) -> float | None:
 
 def simulate(settings: Sequence[Plan], candidate: Candidate, cc: dict[str, str], runs: int) -> Outcome:
     """The settings' figures over `candidate`; `cc` maps each scheme to the controller simulated."""
-    options = candidate.preset().options(NO_TRACES)
-    jobs = [Job([FlowSpec(cc[f.scheme], f.start_s, f.duration_s) for f in s.flows], options, s.runtime_s, seed)
-            for s in settings for seed in range(runs)]
-    results = run_batch(jobs, jobs_parallel=1)
+    # A trace candidate's options name a trace file: written here, on the worker that simulates.
+    with tempfile.TemporaryDirectory(prefix="pantheon-calibrate-") as traces:
+        options = candidate.preset().options(Path(traces))
+        jobs = [Job([FlowSpec(cc[f.scheme], f.start_s, f.duration_s) for f in s.flows], options, s.runtime_s, seed)
+                for s in settings for seed in range(runs)]
+        results = run_batch(jobs, jobs_parallel=1)
     if failed := next((r for r in results if not r.ok), None):
         return Outcome([], failed.error)
     figures: list[Figures] = []

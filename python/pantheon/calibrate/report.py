@@ -9,9 +9,11 @@
                            the emulator
     NAME.convergence.png   the best replication error so far against the trials finished, per
                            phase (TPE exploring, CMA-ES refining), with the noise floor
-    NAME.ablation.png      with --ablation: the paper's Fig. 5, the error as parameters are freed
+    NAME.ablation.png      with --ablation: the paper's Fig. 5, the error as parameters are freed,
+                           the trace model's last where it was searched
     NAME.html              the report page: the path, the figures above, the per-scheme tables
-                           (simulated and emulated), the ablation and the held-out prediction, as one
+                           (simulated and emulated), the models side by side (the five parameters and
+                           the inferred trace), the ablation and the held-out prediction, as one
                            self-contained page (figures embedded, nothing fetched)
 
 The look (style, colours, saving; the page's styles, tables and embedded images) is the analysis's
@@ -20,7 +22,7 @@ The look (style, colours, saving; the page's styles, tables and embedded images)
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.ticker import FuncFormatter
@@ -75,7 +77,7 @@ def convergence_figure(phases: list, floor_pct: float | None, path: Path) -> Pat
             best = trial.value if best is None else min(best, trial.value)
             xs.append(n)
             ys.append(best)
-        ax.step(xs, ys, where="post", color=plots.flow_color(i), label=type(phase).__name__.lower())
+        ax.step(xs, ys, where="post", color=plots.flow_color(i), label=phase.label)
         offset += len(done)
     if floor_pct is not None:
         ax.axhline(floor_pct, color="#7f7f7f", linestyle="--", linewidth=1, label="noise floor")
@@ -113,6 +115,8 @@ class Page:
     convergence: Path
     ablation: tuple[list[tuple[str, ...]], Path] | None
     held_out: str | None
+    models: list[tuple[str, ...]] = field(default_factory=list)
+    """With both models: each one's best, a header row first (calibration.MODELS)."""
 
 
 def _figures(figures: list[tuple[str, Path]]) -> str:
@@ -134,9 +138,15 @@ def write_page(page: Page, path: Path) -> Path:
         parts.append(f"<p class=line>{html.escape(page.held_out)}</p>")
     parts += ["<h2>Search</h2>", _figures([("Best replication error so far, per phase, with the noise floor",
                                             page.convergence)])]
+    if page.models or page.ablation:
+        parts.append("<h2>Models and ablation (the paper's Fig. 5)</h2>")
+    if page.models:
+        parts += ["<p class=line>Each model's best path: the paper's five parameters, and a delivery trace inferred "
+                  "from the data with delay, buffer, loss and a rate scale fitted over it</p>",
+                  table_html(page.models[0], [list(r) for r in page.models[1:]])]
     if page.ablation:
         found, figure = page.ablation
-        parts += ["<h2>Ablation (the paper's Fig. 5)</h2>", table_html(found[0], [list(r) for r in found[1:]]),
+        parts += [table_html(found[0], [list(r) for r in found[1:]]),
                   _figures([("Replication error as parameters are freed", figure)])]
     files.write_atomic(path, '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
                              f"<title>Calibration: {html.escape(page.data_dir.name)}</title><style>{CSS}</style></head>"

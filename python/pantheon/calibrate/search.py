@@ -17,6 +17,9 @@ the trials: a LocalCluster of one worker with a thread per core by default (a tr
 pantheon-sim subprocess, so threads are enough), or the workers of a real cluster through
 `--scheduler`.
 
+The trace model (`--model trace`, trace.py) is searched the same way, in studies of its own: one
+kind, "trace", whose rate is a scale on the inferred trace (space.py).
+
 Seeded: the samplers' seed is `--seed`; with one worker the same studies are drawn again exactly,
 with several the order in which trials finish varies and so do later draws.
 
@@ -38,6 +41,7 @@ from pathlib import Path
 
 from pantheon.calibrate import evaluate, replication, space
 from pantheon.calibrate.targets import CalibrationError, Target
+from pantheon.calibrate.trace import DeliveryTrace
 from pantheon.cluster import dask_client
 
 FAILURES_TO_STOP = 3
@@ -53,6 +57,8 @@ class Problem:
     bounds: space.Bounds
     sim_runs: int
     """Simulated runs per setting and trial."""
+    trace: DeliveryTrace | None = None
+    """The trace model's inferred trace (bounds.deliveries is then ("trace",)); None: the five parameters."""
 
     @property
     def real(self) -> list[replication.Figures]:
@@ -63,6 +69,8 @@ class Problem:
         about = {"settings": [[t.setting.label, t.setting.runtime_s, [asdict(f) for f in t.setting.flows],
                                t.run_numbers] for t in self.targets],
                  "cc": self.cc, "bounds": asdict(self.bounds), "sim_runs": self.sim_runs, "search": 2}
+        if self.trace is not None:  # the five parameters' studies keep their names (and resume)
+            about["trace"] = self.trace.digest()
         return "calibrate-" + hashlib.sha256(json.dumps(about, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -70,8 +78,9 @@ class Progress:
     """One line on stderr: trials done, the best error so far, the time left. Redrawn in place
     on a terminal, printed every tenth of the search otherwise; nothing when quiet."""
 
-    def __init__(self, quiet: bool, trials: int, minutes: float | None) -> None:
+    def __init__(self, quiet: bool, trials: int, minutes: float | None, what: str = "") -> None:
         self.quiet, self.trials, self.minutes = quiet, trials, minutes
+        self.what = f" ({what})" if what else ""
         self.started = time.monotonic()
         self.tty = sys.stderr.isatty()
         self.shown = 0
@@ -91,7 +100,7 @@ class Progress:
         if best_pct is not None:
             self.best_pct = best_pct if self.best_pct is None else min(self.best_pct, best_pct)
         best = f"{self.best_pct:.2f}%" if self.best_pct is not None else "-"
-        line = f"calibrate: {done}/{self.trials} trials, best replication error {best}, " \
+        line = f"calibrate{self.what}: {done}/{self.trials} trials, best replication error {best}, " \
                f"{elapsed:.0f} s elapsed, ~{left:.0f} s left"
         if self.tty:
             print(f"\r{line}\x1b[K", end="", file=sys.stderr, flush=True)
@@ -147,7 +156,7 @@ class Explore:
                                              n_ei_candidates=128)
         self.study = optuna.create_study(study_name=problem.name(), storage=storage, sampler=sampler,
                                          direction="minimize", load_if_exists=True)
-        self.bounds = problem.bounds
+        self.bounds, self.trace = problem.bounds, problem.trace
 
     def ask(self):
         from optuna.trial import TrialState
@@ -155,10 +164,14 @@ class Explore:
         if not self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
             self.study.enqueue_trial({"delivery": _next_kind(self.study, list(self.bounds.deliveries))})
         trial = self.study.ask()
-        return trial, space.suggest(trial, self.bounds)
+        return trial, space.suggest(trial, self.bounds, self.trace)
 
     def candidate(self, params: dict) -> space.Candidate:
-        return space.from_params(params)
+        return space.from_params(params, self.trace)
+
+    @property
+    def label(self) -> str:
+        return "explore (trace)" if self.trace is not None else "explore"
 
 
 class Refine:
@@ -174,25 +187,32 @@ class Refine:
     def __init__(self, problem: Problem, storage: str, seed: int, start: space.Candidate) -> None:
         import optuna
 
-        self.bounds, self.poisson = problem.bounds, start.poisson
-        name = f"{problem.name()}-refine-{'poisson' if start.poisson else 'constant'}"
+        self.bounds, self.trace, self.kind = problem.bounds, problem.trace, start.kind
+        name = f"{problem.name()}-refine-{self.kind}"
         if name in optuna.get_all_study_names(storage):
             study = optuna.load_study(study_name=name, storage=storage)
-            self.poisson = study.user_attrs["poisson"]
-            start = space.Candidate(**study.user_attrs["start"])
+            begun = study.user_attrs["start"]
+            if self.kind == space.TRACE and problem.trace is not None:
+                start = space.traced(problem.trace, begun["rate_scale"], begun["delay_ms"], begun["buffer_bytes"],
+                                     begun["loss"])
+            else:
+                start = space.Candidate(**begun)
         x0 = space.refine_point(start, self.bounds)
         sampler = optuna.samplers.CmaEsSampler(x0=x0, sigma0=REFINE_SIGMA, seed=seed, warn_independent_sampling=False)
         self.study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, direction="minimize",
                                          load_if_exists=True)
-        self.study.set_user_attr("poisson", self.poisson)
         self.study.set_user_attr("start", start.params())
 
     def ask(self):
         trial = self.study.ask()
-        return trial, space.refined(trial, self.bounds, self.poisson)
+        return trial, space.refined(trial, self.bounds, self.kind, self.trace)
 
     def candidate(self, params: dict) -> space.Candidate:
-        return space.from_refined(params, self.poisson)
+        return space.from_refined(params, self.kind, self.trace)
+
+    @property
+    def label(self) -> str:
+        return f"refine ({self.kind})"
 
 
 def storage(db: Path) -> str:
@@ -236,14 +256,13 @@ def calibrate(problem: Problem, db: Path, seed: int, trials: int, minutes: float
              progress, 0)
         phases: list = [explore]
         starts = [c for _, c, _ in top([explore], trials)]
-        kinds = [kind for kind in problem.bounds.deliveries
-                 if any(c.poisson == (kind == "poisson") for c in starts)]
+        kinds = [kind for kind in problem.bounds.deliveries if any(c.kind == kind for c in starts)]
         before = explore_trials
         for i, kind in enumerate(kinds):
             share = (trials - explore_trials) // len(kinds) + (i < (trials - explore_trials) % len(kinds))
             if share < 1:
                 continue
-            start = next(c for c in starts if c.poisson == (kind == "poisson"))
+            start = next(c for c in starts if c.kind == kind)
             refine = Refine(problem, url, seed, start)
             phases.append(refine)
             left = None if minutes is None else max(0.0, (minutes - (time.monotonic() - started) / 60) / (len(kinds) - i))

@@ -18,6 +18,11 @@ every median delay, a loss above every loss rate) is a one-line error.
 A candidate is a preset (presets.py) on the microsecond clock the simulator runs: the calibrated
 presets' shape, the uplink's buffer and loss, the downlink (acknowledgements) at the same rate with
 the same delivery and an infinite queue.
+
+The richer model (`--model trace`, trace.py) is a third kind beside constant and Poisson: the
+uplink delivers on a trace inferred from the data, scaled by `rate_scale` (RATE_SCALE: the
+inference misses the opportunities no packet used, a few percent), with the same delay, buffer and
+loss parameters; the downlink at the scaled trace's mean rate, constant, infinite.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from dataclasses import asdict, dataclass
 
 from pantheon import presets
 from pantheon.calibrate.targets import CalibrationError, Observed
+from pantheon.calibrate.trace import DeliveryTrace
 
 MIN_RATE_MBPS, MAX_RATE_MBPS = 0.001, 1_000_000.0
 """The rates the link model accepts (crates/link/src/bounds.rs): a derived bound is clamped into
@@ -37,6 +43,12 @@ LOSS_FLOOR = 1e-6
 """The loss is searched on a log scale (a path's loss spans decades, and 1e-4 and 1e-3 differ
 for a loss-based scheme as much as 1e-3 and 1e-2), which cannot reach 0: a draw at this floor is
 taken as no loss (a 30 s run at 100 Mbit/s sends 250 000 packets; this loses one in four runs)."""
+TRACE = "trace"
+"""The trace model's kind, beside presets.DELIVERIES."""
+RATE_SCALE = (0.8, 1.25)
+"""The trace's rate scale is searched within these (log scale): the inferred trace is short of the
+truth's opportunities by those it could not see (on the T-Mobile trace path, 3.7%: unused ones at
+the ends of busy periods), and a fill at a neighbour's rate can be off either way."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +83,9 @@ class Bounds:
 
     def describe(self) -> str:
         buffer = f"{self.buffer_bytes} B" if self.buffer_bytes else "infinite"
-        return (f"rate {self.rate_mbps} Mbit/s, delay {self.delay_ms} ms, buffer {buffer}, "
+        rate = (f"rate scale {RATE_SCALE[0]:g}:{RATE_SCALE[1]:g} of the inferred trace" if self.deliveries == (TRACE,)
+                else f"rate {self.rate_mbps} Mbit/s")
+        return (f"{rate}, delay {self.delay_ms} ms, buffer {buffer}, "
                 f"loss {self.loss}, delivery {'/'.join(self.deliveries)}")
 
 
@@ -108,50 +122,84 @@ def bounds(observed: Observed, *, rate_mbps: Range | None = None, delay_ms: Rang
 @dataclass(frozen=True)
 class Candidate:
     rate_mbps: float
+    """The constant rate, or the Poisson process's mean; with a trace, the scaled trace's mean."""
     delay_ms: float
     buffer_bytes: int | None
     """None: an infinite queue."""
     loss: float
     poisson: bool
+    trace: DeliveryTrace | None = None
+    """The trace model's inferred trace (trace.py), delivered `rate_scale` times as often."""
+    rate_scale: float = 1.0
+
+    @property
+    def kind(self) -> str:
+        return TRACE if self.trace is not None else "poisson" if self.poisson else "constant"
 
     def preset(self, name: str = "calibrated", description: str = "") -> presets.Preset:
+        if self.trace is not None:
+            uplink = presets.Direction(trace_ms=self.trace.scaled(self.rate_scale), queue_bytes=self.buffer_bytes,
+                                       loss=self.loss)
+            return presets.Preset(name, "calibrated", self.delay_ms, uplink, presets.Direction(self.rate_mbps),
+                                  timing="us", description=description)
         return presets.Preset(name, "calibrated", self.delay_ms,
                               presets.Direction(self.rate_mbps, self.poisson, queue_bytes=self.buffer_bytes, loss=self.loss),
                               presets.Direction(self.rate_mbps, self.poisson), timing="us", description=description)
 
     def params(self) -> dict:
-        return asdict(self)
+        """The five parameters (as before the trace model, so a refining study's start reads back);
+        with a trace also the model, the scale and what the trace is."""
+        five = {k: v for k, v in asdict(self).items() if k not in ("trace", "rate_scale")}
+        if self.trace is None:
+            return five
+        return {**five, "model": TRACE, "rate_scale": self.rate_scale, "trace": self.trace.summary()}
 
     def describe(self) -> str:
-        return (f"rate {self.rate_mbps:.4g} Mbit/s ({'Poisson' if self.poisson else 'constant'}), "
-                f"delay {self.delay_ms:.4g} ms, buffer {f'{self.buffer_bytes} B' if self.buffer_bytes else 'infinite'}, "
+        if self.trace is not None:
+            rate = (f"trace of {self.trace.source} x{self.rate_scale:.4g} (mean {self.rate_mbps:.4g} Mbit/s, "
+                    f"{self.trace.period_ms / 1000:g} s looped)")
+        else:
+            rate = f"rate {self.rate_mbps:.4g} Mbit/s ({'Poisson' if self.poisson else 'constant'})"
+        return (f"{rate}, delay {self.delay_ms:.4g} ms, buffer {f'{self.buffer_bytes} B' if self.buffer_bytes else 'infinite'}, "
                 f"loss {self.loss:.3g}")
 
 
-def suggest(trial, space: Bounds) -> Candidate:
+def traced(trace: DeliveryTrace, rate_scale: float, delay_ms: float, buffer_bytes: int | None, loss: float) -> Candidate:
+    """A candidate of the trace model."""
+    return Candidate(float(f"{trace.mean_mbps * rate_scale:.6g}"), delay_ms, buffer_bytes, loss, False, trace, rate_scale)
+
+
+def suggest(trial, space: Bounds, trace: DeliveryTrace | None = None) -> Candidate:
     """A candidate drawn by an Optuna trial (optuna.Trial: ask/tell) within `space`, rounded to what
     the emulator's options carry (6 significant digits, whole bytes). Each delivery kind has
     parameters of its own (`constant.rate_mbps`, ...), so the sampler models each kind's trials
     apart (TPESampler(group=True)): the best buffer for constant delivery says little about the
-    best for Poisson."""
+    best for Poisson. The trace kind (`trace`, given) draws a rate scale in place of the rate."""
     delivery = trial.suggest_categorical("delivery", list(space.deliveries))
-    rate = trial.suggest_float(f"{delivery}.rate_mbps", space.rate_mbps.low, space.rate_mbps.high, log=True)
+    rate_name = "rate_scale" if delivery == TRACE else "rate_mbps"
+    low, high = RATE_SCALE if delivery == TRACE else (space.rate_mbps.low, space.rate_mbps.high)
+    rate = trial.suggest_float(f"{delivery}.{rate_name}", low, high, log=True)
     delay = trial.suggest_float(f"{delivery}.delay_ms", space.delay_ms.low, space.delay_ms.high)
     buffer = None if space.buffer_bytes is None else trial.suggest_int(
         f"{delivery}.buffer_bytes", int(space.buffer_bytes.low), int(space.buffer_bytes.high), log=True)
     loss = trial.suggest_float(f"{delivery}.loss", max(LOSS_FLOOR, space.loss.low), max(LOSS_FLOOR, space.loss.high),
                                log=True)
-    return from_params({"delivery": delivery, f"{delivery}.rate_mbps": rate, f"{delivery}.delay_ms": delay,
-                        f"{delivery}.buffer_bytes": buffer, f"{delivery}.loss": loss})
+    return from_params({"delivery": delivery, f"{delivery}.{rate_name}": rate, f"{delivery}.delay_ms": delay,
+                        f"{delivery}.buffer_bytes": buffer, f"{delivery}.loss": loss}, trace)
 
 
-def from_params(params: dict) -> Candidate:
+def from_params(params: dict, trace: DeliveryTrace | None = None) -> Candidate:
     """The candidate of a trial's parameters (as `suggest` draws them)."""
     kind = params["delivery"]
     loss, buffer = params[f"{kind}.loss"], params.get(f"{kind}.buffer_bytes")
-    return Candidate(float(f"{params[f'{kind}.rate_mbps']:.6g}"), float(f"{params[f'{kind}.delay_ms']:.6g}"),
-                     None if buffer is None else round(buffer), 0.0 if loss <= LOSS_FLOOR else float(f"{loss:.6g}"),
-                     kind == "poisson")
+    loss = 0.0 if loss <= LOSS_FLOOR else float(f"{loss:.6g}")
+    buffer = None if buffer is None else round(buffer)
+    delay = float(f"{params[f'{kind}.delay_ms']:.6g}")
+    if kind == TRACE:
+        if trace is None:
+            raise CalibrationError("a trace model's trial needs its inferred trace")
+        return traced(trace, float(f"{params[f'{kind}.rate_scale']:.6g}"), delay, buffer, loss)
+    return Candidate(float(f"{params[f'{kind}.rate_mbps']:.6g}"), delay, buffer, loss, kind == "poisson")
 
 
 def refine_point(start: Candidate, space: Bounds) -> dict[str, float]:
@@ -160,7 +208,9 @@ def refine_point(start: Candidate, space: Bounds) -> dict[str, float]:
     def inside(value: float, r: Range, floor: float = 0.0) -> float:
         return min(max(value, r.low, floor), max(r.high, floor))
 
-    point = {"rate_mbps": (inside(start.rate_mbps, space.rate_mbps), space.rate_mbps, 0.0),
+    rate = (("rate_scale", (inside(start.rate_scale, Range(*RATE_SCALE)), Range(*RATE_SCALE), 0.0))
+            if start.trace is not None else ("rate_mbps", (inside(start.rate_mbps, space.rate_mbps), space.rate_mbps, 0.0)))
+    point = {rate[0]: rate[1],
              "delay_ms": (inside(start.delay_ms, space.delay_ms), space.delay_ms, 0.0),
              "loss": (inside(start.loss, space.loss, LOSS_FLOOR), space.loss, LOSS_FLOOR)}
     if space.buffer_bytes is not None and start.buffer_bytes is not None:
@@ -168,18 +218,20 @@ def refine_point(start: Candidate, space: Bounds) -> dict[str, float]:
     return {name: value for name, (value, r, floor) in point.items() if max(r.low, floor) < max(r.high, floor)}
 
 
-def refined(trial, space: Bounds, poisson: bool) -> Candidate:
+def refined(trial, space: Bounds, kind: str, trace: DeliveryTrace | None = None) -> Candidate:
     """A candidate of the refining phase: one delivery kind, the other four parameters on the
     scales `suggest` uses (the buffer continuous, for CMA-ES, rounded to bytes)."""
-    trial.suggest_float("rate_mbps", space.rate_mbps.low, space.rate_mbps.high, log=True)
+    if kind == TRACE:
+        trial.suggest_float("rate_scale", *RATE_SCALE, log=True)
+    else:
+        trial.suggest_float("rate_mbps", space.rate_mbps.low, space.rate_mbps.high, log=True)
     trial.suggest_float("delay_ms", space.delay_ms.low, space.delay_ms.high)
     if space.buffer_bytes is not None:
         trial.suggest_float("buffer_bytes", space.buffer_bytes.low, space.buffer_bytes.high, log=True)
     trial.suggest_float("loss", max(LOSS_FLOOR, space.loss.low), max(LOSS_FLOOR, space.loss.high), log=True)
-    return from_refined(trial.params, poisson)
+    return from_refined(trial.params, kind, trace)
 
 
-def from_refined(params: dict, poisson: bool) -> Candidate:
+def from_refined(params: dict, kind: str, trace: DeliveryTrace | None = None) -> Candidate:
     """The candidate of a refining trial's parameters."""
-    kind = "poisson" if poisson else "constant"
-    return from_params({"delivery": kind, **{f"{kind}.{name}": value for name, value in params.items()}})
+    return from_params({"delivery": kind, **{f"{kind}.{name}": value for name, value in params.items()}}, trace)
