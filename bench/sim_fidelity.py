@@ -1,51 +1,57 @@
 #!/usr/bin/env python3
-"""Fidelity: the simulator against the emulator, scheme by scheme, path by path.
+"""Fidelity matrix: the simulator against the emulator, cell by cell (issue 38 §1).
 
 What is measured
-    Each userspace scheme (pantheon-udp over a crates/cc controller) runs over each preset in
-    `pantheon sim` (virtual time, docs/sim.md) and in `pantheon test local` (the real emulator,
-    tunnels and sockets), with the same options. Emulated run K uses the emulator's `--seed K`
-    (one campaign per run: a campaign's runs share its seed, and over a Poisson path they would
-    all see the same delivery opportunities); simulated run K uses seed K too (`pantheon sim
-    --run-times` numbers its seeds from `--seed`). The kernel's Cubic, BBR and Reno run only in
-    the emulator; they are compared with their userspace versions in the simulator (cubic-user,
-    bbr-user, reno-user), the rows marked `kernel`.
+    A cell is a scheme, a path, a buffer and 1 or 2 flows (bench/support/fidelity.py defines them):
+    every scheme the simulator runs (a registry scheme whose sender is pantheon-udp with a crates/cc
+    controller: pantheon.sim.simulable) and the kernel's Cubic, BBR and Reno, which run only in the
+    emulator and are compared with their userspace twins in the simulator (cubic-user, bbr-user,
+    reno-user; the rows marked `kernel`); the demo's path and every preset in presets/; a shallow
+    (half a bandwidth-delay product) and a deep (four) uplink buffer, the path's own discipline kept.
+    Each cell runs in `pantheon test local` (the real emulator, tunnels and sockets), emulated run K on
+    the emulator's `--seed K`, and in the simulator (`pantheon-sim batch`, the runs `pantheon sim`
+    makes), simulated run K on seed K, with the same options. Metrics, the same in both: the flows'
+    total throughput and the mean of their p95 one-way delays.
 
-      tput Mbit/s   mean over runs of the flow's throughput (perf.json, docs/analysis.md)
-      p95 ms        mean over runs of the flow's p95 one-way delay
+      tput Mbit/s   mean over runs of the cell's throughput
+      p95 ms        mean over runs of the cell's p95 one-way delay
       ±             half-width of the mean's 95% confidence interval (Student's t)
-      Δ             (sim − emu) / emu of the means, with the 95% interval of the difference of
-                    the means (Welch), relative to the emulator's mean; `*` marks a difference
-                    above 10% (the issue's bound), `!` one whose interval excludes 0 as well
-      replay Δ      the mean over emulated runs of (replay − emu) / emu, ± its 95% interval: each
-                    emulated run replayed in the simulator on the same draw of delivery
-                    opportunities (pantheon.sim.replay), so the path's randomness cancels and
-                    what is left is the simulator's model of the hosts (docs/sim.md)
-
-    Presets (python/pantheon/presets.py): a wired path (india-wired, 100 Mbit/s), a cellular Poisson
-    path (mexico-cellular), a policer (policer-12mbps-10ms) and a buffer-sweep point
-    (buffer-30000b).
+      Δ             (sim − emu) / emu of the means, ± the 95% interval of the difference of the
+                    means (Welch), relative to the emulator's mean
+      replay Δ      one-flow cells: the mean over emulated runs of (replay − emu) / emu, ± its 95%
+                    interval: each emulated run replayed in the simulator on the same draw of
+                    delivery opportunities (pantheon.sim.replay), so the path's randomness cancels
+                    and what is left is the simulator's model of the hosts (docs/sim.md)
+      verdict       `ok`: |Δ| ≤ 10% on both metrics (the issue's bound); `flag`: beyond, with the
+                    cause the runs measure: `draws` (the replays agree within 10%: the runs' luck
+                    on the path and the hosts, not the model), `hosts` (the replays differ beyond
+                    10% as well: the simulator's model of the hosts), `unresolved` (no replay, and
+                    Δ's interval reaches back within the bound: more runs would tell), `2 flows`
+                    (beyond the bound, and a two-flow run has no replay), `twin` (a kernel row
+                    whose userspace twin, emulated on the same seeds, differs from it beyond 10%:
+                    the twin's difference from the kernel, not the simulator's; bench/twin_fidelity.py)
 
 Why
-    Calibration and Indigo's training replace thousands of real-time runs with simulated ones
-    (issue 7); that is only sound if the simulator reproduces what the emulator measures. Over a
-    slow Poisson path a run's p95 delay is bimodal (the queue fills or it does not, depending on
-    the draw of opportunities in the first seconds): a single run says little, and the intervals
-    say how many runs a difference needs.
+    Calibration, Indigo, the league and Tao's optimiser run in the simulator and the emulator only
+    confirms (issue 38): that is only sound where the simulator reproduces what the emulator
+    measures, and the matrix says where, with intervals that say how sure.
 
-The emulator runs in real time on this machine's two cores: all schemes × 4 presets × 10 runs of
-30 s take hours, so `--runs`, `--sim-runs` and `--runtime` pick a smaller sweep, and the output says
-which. The simulator is cheap: `--sim-runs` may be larger than `--runs` (more seeds, a narrower
-interval on its side).
+Size: 17 simulable schemes + 3 kernel rows, 19 distinct paths (the buffer sweep's four presets scale
+to one path), 2 buffers, 1 and 2 flows: 1 520 cells. The simulator side of all of them takes about
+3 minutes; the emulator runs in real time (one campaign of every scheme, one seed, 10 s runs: about
+4 minutes; the whole matrix with 3 runs about 15 hours), so it is gathered in pieces: `--keep DIR` keeps every campaign, and a later invocation
+with the same DIR reuses what is there and runs only what is missing (`--runs 2` after `--runs 1`
+runs seed 1). Selection: --schemes, --kernel, --paths, --buffers, --flows.
 
 Run as root, from the repository (cargo build --release and ./setup.sh first):
-    python3 bench/sim_fidelity.py [--runs 10] [--sim-runs 40] [--runtime 30] [--schemes copa,vegas-user]
-        [--presets india-wired] [--keep DIR] [--before-bin DIR]
+    python3 bench/sim_fidelity.py --keep DIR [--runs 3] [--sim-runs 20] [--runtime 10]
+        [--paths demo,india-wired] [--buffers shallow,deep] [--flows 1,2] [--schemes copa,cubic-user]
+        [--sim-only] [--json FILE] [--markdown FILE] [--before-bin DIR]
 
-With --keep, campaigns already there are reused (the replays are redone), so a long sweep can be
-gathered preset by preset and seed by seed under the bench lock. --before-bin DIR adds the Δ of
-another pantheon-sim (PANTHEON_BIN_DIR=DIR; e.g. a build of an older host model) against the same
-emulated runs.
+It prints a row per cell with emulated runs (--sim-only: the simulator's side of every selected
+cell), writes every selected cell to DIR/matrix.json (or --json FILE), and with --markdown FILE the
+table and the matrix's coverage as docs/sim.md carries them. --before-bin DIR adds the Δ of another
+pantheon-sim build (PANTHEON_BIN_DIR=DIR) against the same emulated runs, and its replays' Δ.
 """
 from __future__ import annotations
 
@@ -55,83 +61,128 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import support
 from pantheon.schemes import registry
-from pantheon.sim import replay
-from pantheon.sim.simulable import cc_spec
+from pantheon.sim import replay, simulator
+from pantheon.sim.simulable import simulable
+from support import fidelity
+from support.fidelity import KERNEL_TWINS, Pair
 
 REPO = support.REPO
-
-PANTHEON = REPO / ".venv" / "bin" / "pantheon"
-USERSPACE = ["copa", "copa-0.1", "vegas-user", "cubic-user", "reno-user", "bbr-user", "ledbat-user",
-             "pcc-allegro", "pcc-vivace", "sprout", "verus", "scream"]
-KERNEL_TWINS = {"cubic": "cubic-user", "bbr": "bbr-user", "reno": "reno-user"}
-PRESETS = ["india-wired", "mexico-cellular", "policer-12mbps-10ms", "buffer-30000b"]
 BOUND = 0.10
-# Student's t, two-sided 95%, by degrees of freedom (1..30); above 30, the normal's 1.96 is within 4%.
-T_975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042]
-
-Runs = dict[str, list[tuple[float, float]]]
-"""Per scheme, each valid run's (throughput Mbit/s, p95 delay ms)."""
+FORMAT_VERSION = 1
+"""matrix.json's format; a reader takes this version."""
 
 
-def t_975(df: float) -> float:
-    return T_975[max(1, math.floor(df)) - 1] if df < len(T_975) + 1 else 1.96
+@dataclass(frozen=True)
+class Where:
+    """A cell's path, buffer and flow count: one emulated campaign per seed, one simulated batch."""
+    path: str
+    buffer: str
+    flows: int
+
+    def dir(self, root: Path) -> Path:
+        return root / self.path / self.buffer / f"{self.flows}flow"
 
 
-def half_width(values: list[float]) -> float:
-    """Half-width of the 95% confidence interval of the mean (inf with one value)."""
-    if len(values) < 2:
-        return math.inf
-    return t_975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+@dataclass
+class Cell:
+    scheme: str
+    sim_scheme: str
+    where: Where
+    emu: list[Pair] = field(default_factory=list)
+    sim: list[Pair] = field(default_factory=list)
+    replays: list[Pair] = field(default_factory=list)
+    """One per emulated run, in the emulated runs' order (one-flow cells)."""
+    invalid_emu: int = 0
+    invalid_sim: int = 0
+    before: list[Pair] = field(default_factory=list)
+    replays_before: list[Pair] = field(default_factory=list)
+    twin_emu: list[Pair] = field(default_factory=list)
+    """A kernel scheme's cell: its userspace twin's emulated runs on the same place and seeds."""
 
 
-def difference_half_width(a: list[float], b: list[float]) -> float:
-    """Half-width of Welch's 95% interval of mean(a) − mean(b)."""
-    if len(a) < 2 or len(b) < 2:
-        return math.inf
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    if va + vb == 0:
-        return 0.0
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return t_975(df) * math.sqrt(va + vb)
+def column(pairs: list[Pair], i: int) -> list[float]:
+    return [p[i] for p in pairs]
 
 
-def campaign(mode: list[str], schemes: list[str], preset: str, runs: int, seed: int, runtime_s: int,
-             data_dir: Path, env: dict[str, str] | None = None) -> Runs:
-    """Each scheme's valid runs of one campaign (`runs` runs from seed `seed`), run unless
-    `data_dir` has it."""
-    perf_path = data_dir / "perf.json"
-    argv = [str(PANTHEON), *mode, "--schemes", ",".join(schemes), "--emulator", preset, "--run-times", str(runs),
-            "--seed", str(seed), "--runtime", str(runtime_s), "--data-dir", str(data_dir), "--quiet"]
-    done = None if perf_path.exists() else subprocess.run(argv, capture_output=True, text=True, env=env)
-    if done is not None and not perf_path.exists():
-        sys.exit(f"{' '.join(mode)} on {preset} wrote no perf.json (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    out: Runs = {}
-    for name, scheme in json.loads(perf_path.read_text())["schemes"].items():
-        flows = [run["flows"]["all"] for run in scheme["runs"].values() if run["valid"]]
-        out[name] = [(f["throughput_mbps"], f["delay_p95_ms"]) for f in flows]
+def mean_ci(values: list[float]) -> dict:
+    return {"mean": statistics.mean(values), "ci95": fidelity.half_width(values), "runs": len(values)}
+
+
+def delta(emu: list[float], sim: list[float]) -> dict:
+    e = statistics.mean(emu)
+    return {"value": statistics.mean(sim) / e - 1, "ci95": fidelity.difference_half_width(sim, emu) / e}
+
+
+def paired(emu: list[float], replayed: list[float]) -> dict:
+    d = [r / e - 1 for e, r in zip(emu, replayed, strict=True)]
+    return {"mean": statistics.mean(d), "ci95": fidelity.half_width(d)}
+
+
+METRICS = (("tput", 0), ("p95", 1))
+
+
+def judged(cell: Cell) -> dict:
+    """The cell as matrix.json holds it: means, Δ, replays, verdict and cause."""
+    w = cell.where
+    out: dict = {"scheme": cell.scheme, "sim_scheme": cell.sim_scheme, "kernel": cell.scheme != cell.sim_scheme,
+                 "path": w.path, "buffer": w.buffer, "flows": w.flows,
+                 "buffer_bytes": fidelity.buffer_bytes(fidelity.all_paths()[w.path], w.buffer),
+                 "invalid_emu_runs": cell.invalid_emu, "invalid_sim_runs": cell.invalid_sim}
+    if cell.sim:
+        out["sim"] = {m: mean_ci(column(cell.sim, i)) for m, i in METRICS}
+    if not cell.emu or not cell.sim:
+        out["verdict"] = "not run" if not cell.emu else "no simulated run"
+        return out
+    out["emu"] = {m: mean_ci(column(cell.emu, i)) for m, i in METRICS}
+    out["delta"] = {m: delta(column(cell.emu, i), column(cell.sim, i)) for m, i in METRICS}
+    if cell.twin_emu:
+        out["twin_delta"] = {m: delta(column(cell.emu, i), column(cell.twin_emu, i)) for m, i in METRICS}
+    if cell.replays:
+        out["replay_delta"] = {m: paired(column(cell.emu, i), column(cell.replays, i)) for m, i in METRICS}
+    if cell.before:
+        out["before_delta"] = {m: delta(column(cell.emu, i), column(cell.before, i)) for m, i in METRICS}
+    if cell.replays_before:
+        out["before_replay_delta"] = {m: paired(column(cell.emu, i), column(cell.replays_before, i))
+                                      for m, i in METRICS}
+    beyond = [m for m, _ in METRICS if abs(out["delta"][m]["value"]) > BOUND]
+    out["verdict"] = "flag" if beyond else "ok"
+    if beyond:
+        out["causes"] = {m: cause(out, m) for m in beyond}
     return out
 
 
-def replayed_by(bin_dir: Path | None, what: replay.Replay, out_dir: Path) -> dict:
-    """The replay's flow metrics, by the pantheon-sim in `bin_dir` (None: this checkout's)."""
-    shutil.rmtree(out_dir, ignore_errors=True)
-    if bin_dir is None:
-        return replay.run(what, out_dir)
-    # pantheon.binaries reads PANTHEON_BIN_DIR at each call.
+def cause(cell: dict, metric: str) -> str:
+    d = cell["delta"][metric]
+    if "twin_delta" in cell and abs(cell["twin_delta"][metric]["value"]) > BOUND:
+        return "twin"
+    if "replay_delta" in cell:
+        r = cell["replay_delta"][metric]
+        return "draws" if abs(r["mean"]) <= BOUND else "hosts"
+    if abs(d["value"]) - d["ci95"] <= BOUND:
+        return "unresolved"
+    return "2 flows"
+
+
+@contextmanager
+def bin_dir(directory: Path | None) -> Iterator[None]:
+    """pantheon.binaries reads PANTHEON_BIN_DIR at each call: `directory`'s pantheon-sim meanwhile."""
+    if directory is None:
+        yield
+        return
     kept = os.environ.get("PANTHEON_BIN_DIR")
-    os.environ["PANTHEON_BIN_DIR"] = str(bin_dir)
+    os.environ["PANTHEON_BIN_DIR"] = str(directory)
     try:
-        return replay.run(what, out_dir)
+        yield
     finally:
         if kept is None:
             del os.environ["PANTHEON_BIN_DIR"]
@@ -139,113 +190,310 @@ def replayed_by(bin_dir: Path | None, what: replay.Replay, out_dir: Path) -> dic
             os.environ["PANTHEON_BIN_DIR"] = kept
 
 
-def emulated(schemes: list[str], preset: str, runs: int, runtime_s: int, root: Path,
-             before_bin: Path | None) -> tuple[Runs, Runs, Runs]:
-    """`runs` emulated runs per scheme, run K on the emulator's seed K, and each one's replay in the
-    simulator (a kernel scheme's by its userspace twin), and by `before_bin`'s when given."""
-    known = registry()
-    out: Runs = {}
-    replays: Runs = {}
-    replays_before: Runs = {}
-    for k in range(runs):
-        data_dir = root / f"seed{k}"
-        for name, values in campaign(["test", "local"], schemes, preset, 1, k, runtime_s, data_dir).items():
-            out.setdefault(name, []).extend(values)
-            spec = cc_spec(known.schemes[KERNEL_TWINS.get(name, name)])
-            options = json.loads((data_dir / "metadata.json").read_text())["emulator_options"]
-            if values and spec:
-                what = replay.replay_of(data_dir / name / "run1", options, spec)
-                flow = replayed_by(None, what, data_dir / name / "replay")
-                replays.setdefault(name, []).append((flow["throughput_mbps"], flow["delay_p95_ms"]))
+def path_file(root: Path, where: Where) -> Path:
+    """The cell's path as a preset file, which both drivers read (`--emulator FILE`)."""
+    target = where.dir(root) / "path.toml"
+    text = fidelity.scaled(fidelity.all_paths()[where.path], where.buffer).toml(
+        f"fidelity matrix: {where.path}, {where.buffer} buffer (bench/support/fidelity.py)")
+    if not target.exists() or target.read_text() != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return target
+
+
+def simulated_side(root: Path, where: Where, specs: dict[str, str], runs: int, runtime_s: float, build: str,
+                   before_bin: Path | None) -> tuple[dict[str, list[Pair | None]], dict[str, list[Pair | None]]]:
+    """Seeds 0..runs-1 of each scheme, from DIR's sim-<T>s-<build>.json where they are there (the
+    simulator is deterministic; `build` names the pantheon-sim binary, whose controllers and
+    Indigo's weights are built in), run otherwise; and --before-bin's, never kept."""
+    cache = where.dir(root) / f"sim-{runtime_s:g}s-{build}.json"
+    kept: dict[str, dict[str, list[float] | None]] = json.loads(cache.read_text()) if cache.exists() else {}
+    preset = fidelity.scaled(fidelity.all_paths()[where.path], where.buffer)
+    traces = where.dir(root) / "traces"
+    traces.mkdir(parents=True, exist_ok=True)
+    missing = {name: spec for name, spec in specs.items()
+               if any(str(seed) not in kept.get(name, {}) for seed in range(runs))}
+    if missing:
+        seeds = range(runs)
+        for name, by_seed in fidelity.simulated(preset, missing, where.flows, runtime_s, seeds, traces).items():
+            kept.setdefault(name, {}).update({str(s): (list(p) if p else None) for s, p in by_seed.items()})
+        cache.write_text(json.dumps(kept))
+    sim = {name: [_pair(kept[name][str(s)]) for s in range(runs)] for name in specs}
+    before: dict[str, list[Pair | None]] = {}
+    if before_bin:
+        with bin_dir(before_bin):
+            got = fidelity.simulated(preset, specs, where.flows, runtime_s, range(runs), traces)
+        before = {name: [got[name][s] for s in range(runs)] for name in specs}
+    return sim, before
+
+
+def _pair(value: list[float] | None) -> Pair | None:
+    return None if value is None else (value[0], value[1])
+
+
+def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runtime_s: float, specs: dict[str, str],
+                  build: str, sim_only: bool, before_bin: Path | None) -> dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]]:
+    """Each scheme's emulated runs on seeds 0..runs-1, each with its replay (one-flow cells) and
+    --before-bin's replay: (run, replay, before's replay). Campaigns in DIR are reused; a seed's
+    schemes not there yet run in one more campaign beside them (`seed<K>/part<I>`)."""
+    base = where.dir(root) / f"emu-{runtime_s:g}s"
+    out: dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]] = {}
+    for seed in range(runs):
+        seed_dir = base / f"seed{seed}"
+        found = {}
+        parts = sorted(seed_dir.glob("part*/perf.json")) if seed_dir.exists() else []
+        for perf in parts:
+            found.update({name: perf.parent for name in fidelity.perf_pairs(perf)})
+        missing = [s for s in schemes if s not in found]
+        if missing and not sim_only:
+            data_dir = seed_dir / f"part{len(parts)}"
+            shutil.rmtree(data_dir, ignore_errors=True)
+            started = time.monotonic()
+            print(f"  emulating {where.path} {where.buffer} {where.flows} flow(s), seed {seed}: {len(missing)} schemes "
+                  f"x {runtime_s:g} s ...", file=sys.stderr, flush=True)
+            fidelity.emulated(path_file(root, where), missing, where.flows, runtime_s, seed, data_dir,
+                              timeout_s=len(missing) * (3 * runtime_s + 60) + 120)
+            print(f"  ... {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+            found.update({name: data_dir for name in missing})
+        for name in schemes:
+            if name not in found:
+                continue
+            pair = fidelity.perf_pairs(found[name] / "perf.json")[name][0]
+            replayed = replayed_before = None
+            if pair is not None and where.flows == 1:
+                spec = specs[KERNEL_TWINS.get(name, name)]
+                replayed = cached_replay(found[name], name, spec, build, None)
                 if before_bin:
-                    flow = replayed_by(before_bin, what, data_dir / name / "replay-before")
-                    replays_before.setdefault(name, []).append((flow["throughput_mbps"], flow["delay_p95_ms"]))
-    return out, replays, replays_before
+                    replayed_before = cached_replay(found[name], name, spec, build, before_bin)
+            out.setdefault(name, []).append((pair, replayed, replayed_before))
+    return out
 
 
-def paired(emu: list[float], replayed: list[float]) -> str:
-    """Mean and 95% half-width of the runs' (replay − emu) / emu."""
-    d = [r / e - 1 for e, r in zip(emu, replayed, strict=True)]
-    return f"{statistics.mean(d):+6.1%}±{half_width(d):<5.0%}"
+def cached_replay(data_dir: Path, name: str, spec: str, build: str, before_bin: Path | None) -> Pair:
+    """The emulated run's replay in the simulator (replay.json beside it, for one build; --before-bin's
+    never kept)."""
+    kept = data_dir / name / "replay.json"
+    if before_bin is None and kept.exists():
+        got = json.loads(kept.read_text())
+        if got.get("spec") == spec and got.get("build") == build:
+            return got["tput"], got["p95"]
+    options = json.loads((data_dir / "metadata.json").read_text())["emulator_options"]
+    what = replay.replay_of(data_dir / name / "run1", options, spec)
+    with tempfile.TemporaryDirectory(prefix="fidelity-replay-") as scratch, bin_dir(before_bin):
+        flow = replay.run(what, Path(scratch))
+    pair = (flow["throughput_mbps"], flow["delay_p95_ms"])
+    if before_bin is None:
+        kept.write_text(json.dumps({"spec": spec, "build": build, "tput": pair[0], "p95": pair[1]}))
+    return pair
 
 
-def cell(emu: list[float], sim: list[float]) -> str:
-    """`emu±ci sim±ci Δ[±ci]` for one metric."""
-    e, s = statistics.mean(emu), statistics.mean(sim)
-    d = (s - e) / e if e else math.inf
-    ci = difference_half_width(sim, emu) / e if e else math.inf
-    flag = ("!" if abs(s - e) > difference_half_width(sim, emu) else "*") if abs(d) > BOUND else " "
-    return f"{e:7.2f}±{half_width(emu):<6.2f} {s:7.2f}±{half_width(sim):<6.2f} {d:+6.1%}±{ci:<5.0%}{flag}"
+def selected(text: str, known: list[str], what: str) -> list[str]:
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"sim_fidelity: unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
+    return names
 
 
-def before_delta(emu_tput: list[float], emu_p95: list[float], before: list[tuple[float, float]] | None) -> str:
-    """(before − emu) / emu of the means of both metrics, for --before-bin's simulator."""
-    if not before:
-        return "-"
-    tput, p95 = (statistics.mean(c) for c in zip(*before))
-    return f"{tput / statistics.mean(emu_tput) - 1:+6.1%} {p95 / statistics.mean(emu_p95) - 1:+6.1%}"
+def wheres(paths: list[str], buffers: list[str], flows: list[int]) -> tuple[list[Where], dict[Where, str]]:
+    """The distinct cells' places, and for each selected place that scales to another path, that path."""
+    out: list[Where] = []
+    same: dict[Where, str] = {}
+    for path in paths:
+        for buffer in buffers:
+            first = fidelity.canonical(path, buffer)
+            for n in flows:
+                if first != path:
+                    same[Where(path, buffer, n)] = first
+                if Where(first, buffer, n) not in out:
+                    out.append(Where(first, buffer, n))
+    return out, same
 
 
-def replay_before(emu_tput: list[float], emu_p95: list[float], replays: list[tuple[float, float]] | None) -> str:
-    """The paired replay Δ of both metrics by --before-bin's simulator."""
-    if not replays:
-        return "-"
-    tput, p95 = (list(c) for c in zip(*replays))
-    return f"{paired(emu_tput, tput)} {paired(emu_p95, p95)}"
+def pct(d: dict) -> str:
+    ci = d["ci95"]
+    return f"{d['value'] if 'value' in d else d['mean']:+.1%}" + ("" if math.isinf(ci) else f"±{ci:.0%}")
+
+
+def mci(m: dict, digits: int = 2) -> str:
+    ci = m["ci95"]
+    return f"{m['mean']:.{digits}f}" + ("" if math.isinf(ci) else f"±{ci:.{digits}f}")
+
+
+def verdict(c: dict) -> str:
+    """`ok`, or `flag:` and each metric's cause with the figure that names it."""
+    if c["verdict"] != "flag":
+        return c["verdict"]
+    said = []
+    for metric, why in c["causes"].items():
+        figure = {"twin": ("twin_delta", "value", "twin"), "draws": ("replay_delta", "mean", "replay"),
+                  "hosts": ("replay_delta", "mean", "replay")}.get(why)
+        said.append(f"{metric} {why}" + (f" ({figure[2]} {c[figure[0]][metric][figure[1]]:+.0%})" if figure else ""))
+    return "flag: " + ", ".join(said)
+
+
+def text_row(c: dict) -> str:
+    name = c["scheme"] + (" (k)" if c["kernel"] else "")
+    head = f"{name:<17} {c['path']:<24} {c['buffer']:<7} {c['flows']:>1} "
+    if "emu" not in c:
+        if "sim" not in c:
+            return head + c["verdict"]
+        return head + f"{'':>13} {mci(c['sim']['tput']):>13} {'':>11} {'':>13} {mci(c['sim']['p95'], 1):>13}"
+    r = c.get("replay_delta")
+    row = (head + f"{mci(c['emu']['tput']):>13} {mci(c['sim']['tput']):>13} {pct(c['delta']['tput']):>11} "
+           f"{mci(c['emu']['p95'], 1):>13} {mci(c['sim']['p95'], 1):>13} {pct(c['delta']['p95']):>11} "
+           f"{pct(r['tput']) if r else '-':>11} {pct(r['p95']) if r else '-':>11} "
+           f"{c['emu']['tput']['runs']}/{c['sim']['tput']['runs']}  {verdict(c)}")
+    if "before_delta" in c:
+        b, rb = c["before_delta"], c.get("before_replay_delta")
+        row += f"  before: {pct(b['tput'])} {pct(b['p95'])}" + (f" replay {pct(rb['tput'])} {pct(rb['p95'])}" if rb else "")
+    return row
+
+
+def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
+    """As docs/sim.md carries the matrix: Δ tput / Δ p95 of every cell with emulated runs, a row per
+    scheme and a column per place; the flagged cells in full with their causes; the coverage."""
+    run = [c for c in cells if "emu" in c]
+    flagged = [c for c in run if c["verdict"] == "flag"]
+    places = list(dict.fromkeys((c["path"], c["buffer"], c["flows"]) for c in run))
+    names = list(dict.fromkeys(c["scheme"] + (" (kernel)" if c["kernel"] else "") for c in cells))
+    by_key = {(c["scheme"] + (" (kernel)" if c["kernel"] else ""), c["path"], c["buffer"], c["flows"]): c for c in run}
+    lines = [f"`{command}`", "", f"Cells with emulated runs: {len(run)} of {len(cells)} selected; within 10% on both "
+             f"metrics: {len(run) - len(flagged)}; flagged: {len(flagged)}. Each entry: Δ throughput / Δ p95, "
+             "(sim − emu) / emu of the means in %, **bold** beyond 10%.", ""]
+    if places:
+        lines += ["| scheme | " + " | ".join(f"{p} {b}, {n} fl." for p, b, n in places) + " |",
+                  "|---" * (len(places) + 1) + "|"]
+        for name in names:
+            entries = []
+            for place in places:
+                c = by_key.get((name, *place))
+                if c is None:
+                    entries.append("–")
+                    continue
+                d = [c["delta"][m]["value"] * 100 for m, _ in METRICS]
+                entries.append(" / ".join(f"**{v:+.1f}**" if abs(v) > BOUND * 100 else f"{v:+.1f}" for v in d))
+            lines.append(f"| {name} | " + " | ".join(entries) + " |")
+    if flagged:
+        lines += ["", "Flagged cells (mean ± 95% interval; runs emulated/simulated; replay Δ: one-flow cells):", "",
+                  "| scheme | path | buffer | flows | emu Mbit/s | sim Mbit/s | Δ tput | emu p95 ms | sim p95 ms | Δ p95 "
+                  "| replay Δ tput | replay Δ p95 | runs | cause |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for c in flagged:
+            r = c.get("replay_delta")
+            name = c["scheme"] + (" (kernel)" if c["kernel"] else "")
+            lines.append(f"| {name} | {c['path']} | {c['buffer']} ({c['buffer_bytes']:,} B) | {c['flows']} "
+                         f"| {mci(c['emu']['tput'])} | {mci(c['sim']['tput'])} | {pct(c['delta']['tput'])} "
+                         f"| {mci(c['emu']['p95'], 1)} | {mci(c['sim']['p95'], 1)} | {pct(c['delta']['p95'])} "
+                         f"| {pct(r['tput']) if r else '–'} | {pct(r['p95']) if r else '–'} "
+                         f"| {c['emu']['tput']['runs']}/{c['sim']['tput']['runs']} | {verdict(c).removeprefix('flag: ')} |")
+    by_place: dict[tuple[str, str, int], list[dict]] = {}
+    for c in cells:
+        by_place.setdefault((c["path"], c["buffer"], c["flows"]), []).append(c)
+    lines += ["", "| path | buffer | flows | schemes run | emulated runs | simulated seeds |", "|---|---|---|---|---|---|"]
+    remaining, remaining_cells = [], 0
+    for (path, buffer, flows), group in by_place.items():
+        done = [c for c in group if "emu" in c]
+        if not done:
+            remaining.append(f"{path} {buffer} {flows}")
+            remaining_cells += len(group)
+            continue
+        runs = sorted({c["emu"]["tput"]["runs"] for c in done})
+        seeds = max((c["sim"]["tput"]["runs"] for c in group if "sim" in c), default=0)
+        lines.append(f"| {path} | {buffer} ({group[0]['buffer_bytes']:,} B) | {flows} | {len(done)} of {len(group)} | "
+                     f"{'–'.join(map(str, sorted({runs[0], runs[-1]})))} | {seeds} |")
+    if remaining:
+        lines += ["", f"Not emulated yet ({len(remaining)} places, {remaining_cells} cells; their simulator side is in "
+                  "matrix.json): " + ", ".join(remaining) + "."]
+    if same:
+        lines += ["", "Same paths once scaled: " + "; ".join(
+            sorted({f"{w.path} {w.buffer} = {first}" for w, first in same.items()})) + "."]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=10, help="emulated runs per scheme and preset")
-    parser.add_argument("--sim-runs", type=int, help="simulated runs per scheme and preset (default: --runs)")
-    parser.add_argument("--runtime", type=int, default=30)
-    parser.add_argument("--schemes", default=",".join(USERSPACE))
-    parser.add_argument("--presets", default=",".join(PRESETS))
-    parser.add_argument("--kernel", default=",".join(KERNEL_TWINS), help="kernel schemes to compare ('' for none)")
-    parser.add_argument("--keep", type=Path, help="keep the data dirs here; campaigns already there are reused")
-    parser.add_argument("--before-bin", type=Path,
-                        help="a directory with another pantheon-sim: its Δ against the same emulated runs too")
+    known = registry()
+    specs = simulable(known)
+    paths = list(fidelity.all_paths())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="example: flock /work/bench.lock python3 bench/sim_fidelity.py --keep /tmp/m "
+                                     "--paths demo --buffers deep --flows 1 --runs 1")
+    parser.add_argument("--runs", type=int, default=3, help="emulated runs per cell (seeds 0..N-1; default 3)")
+    parser.add_argument("--sim-runs", type=int, default=20, help="simulated runs per cell (seeds 0..N-1; default 20)")
+    parser.add_argument("--runtime", type=float, default=10.0, help="seconds each run lasts (default 10)")
+    parser.add_argument("--schemes", default=",".join(specs), help="simulable schemes (default: all)")
+    parser.add_argument("--kernel", default=",".join(KERNEL_TWINS),
+                        help="kernel schemes against their userspace twins ('' for none)")
+    parser.add_argument("--paths", "--presets", default=",".join(paths),
+                        help="demo and presets (default: all; --presets is the older name)")
+    parser.add_argument("--buffers", default="shallow,deep",
+                        help="shallow (0.5 BDP), deep (4 BDP), own (the path as shipped); default shallow,deep")
+    parser.add_argument("--flows", default="1,2", help="flows per run: 1, 2 or both (default 1,2)")
+    parser.add_argument("--sim-only", action="store_true", help="the simulator's side only; no emulated run")
+    parser.add_argument("--keep", type=Path, help="data dir of the matrix; what is there is reused")
+    parser.add_argument("--json", type=Path, help="the selected cells as JSON (default DIR/matrix.json)")
+    parser.add_argument("--markdown", type=Path, help="the measured cells and the coverage as a Markdown table")
+    parser.add_argument("--before-bin", type=Path, help="a directory with another pantheon-sim: its Δ too")
     args = parser.parse_args()
-    sim_runs = args.sim_runs or args.runs
-    schemes = [s for s in args.schemes.split(",") if s]
-    kernel = [k for k in args.kernel.split(",") if k]
-    twins = [KERNEL_TWINS[k] for k in kernel if KERNEL_TWINS[k] not in schemes]
+    schemes = selected(args.schemes, list(specs), "scheme")
+    kernel = selected(args.kernel, list(KERNEL_TWINS), "kernel scheme")
+    buffers = selected(args.buffers, [*fidelity.BUFFERS, fidelity.OWN], "buffer")
+    flows = [int(n) for n in selected(args.flows, ["1", "2"], "flow count")]
+    places, same = wheres(selected(args.paths, paths, "path"), buffers, flows)
+    sim_schemes = list(dict.fromkeys([*schemes, *(KERNEL_TWINS[k] for k in kernel)]))
+    sim_specs = {name: specs[name] for name in sim_schemes}
     root = args.keep or Path(tempfile.mkdtemp(prefix="sim-fidelity-"))
-    print(f"{args.runs} emulated and {sim_runs} simulated runs x {args.runtime} s per scheme and preset; "
-          "mean ± 95% interval; Δ = (sim − emu) / emu ± 95% interval (Welch)")
-    print(f"{'scheme':<13} {'preset':<20} {'emu tput':>14} {'sim tput':>14} {'Δ tput':>13} "
-          f"{'emu p95':>14} {'sim p95':>14} {'Δ p95':>13}  {'replay Δ tput':>13} {'replay Δ p95':>13}  runs"
-          + ("  before: Δ tput, Δ p95, replay Δ tput, replay Δ p95" if args.before_bin else ""))
-    worst: list[tuple[float, str]] = []
-    for preset in args.presets.split(","):
-        t0 = time.monotonic()
-        sim = campaign(["sim"], schemes + twins, preset, sim_runs, 0, args.runtime, root / preset / "sim")
-        sim_s = time.monotonic() - t0
-        before = campaign(["sim"], schemes + twins, preset, sim_runs, 0, args.runtime, root / preset / "sim-before",
-                          dict(os.environ, PANTHEON_BIN_DIR=str(args.before_bin))) if args.before_bin else {}
-        emu, replayed, replayed_before = emulated(schemes + kernel, preset, args.runs, args.runtime,
-                                                  root / preset / "emu", args.before_bin)
-        rows = [(s, s, "") for s in schemes] + [(k, KERNEL_TWINS[k], " kernel") for k in kernel]
-        for emu_name, sim_name, note in rows:
-            if not emu.get(emu_name) or not sim.get(sim_name):
-                print(f"{emu_name:<13} {preset:<20} missing: emu {'ok' if emu.get(emu_name) else '-'}, "
-                      f"sim {'ok' if sim.get(sim_name) else '-'}")
-                continue
-            e, s = emu[emu_name], sim[sim_name]
-            (et, ed), (st, sd) = ([list(c) for c in zip(*e)], [list(c) for c in zip(*s)])
-            rt, rd = [list(c) for c in zip(*replayed[emu_name])]
-            print(f"{emu_name:<13} {preset:<20} {cell(et, st)} {cell(ed, sd)}  {paired(et, rt)} {paired(ed, rd)}"
-                  f"  {len(e)}/{len(s)}{note}" + (f"  {before_delta(et, ed, before.get(sim_name))}  {replay_before(et, ed, replayed_before.get(emu_name))}"
-                     if args.before_bin else ""))
-            worst.append((max(abs(statistics.mean(st) / statistics.mean(et) - 1),
-                              abs(statistics.mean(sd) / statistics.mean(ed) - 1)), f"{emu_name} on {preset}"))
-        print(f"  ({preset}: simulated campaign {sim_s:.1f} s wall)")
-    worst.sort(reverse=True)
-    within = sum(1 for d, _ in worst if d <= BOUND)
-    print(f"within {BOUND:.0%} on both metrics: {within}/{len(worst)}; largest: "
-          + ", ".join(f"{what} {d:.0%}" for d, what in worst[:3]))
-    if not args.keep:
-        print(f"data: {root}")
+    simulator_version = simulator.version()
+    build = simulator_version["binary_sha256"][:12]
+    print(f"{len(places)} places x {len(schemes) + len(kernel)} schemes; {args.runs} emulated and {args.sim_runs} "
+          f"simulated runs x {args.runtime:g} s; mean ± 95% interval; Δ = (sim − emu) / emu ± 95% (Welch)")
+    print(f"{'scheme':<17} {'path':<24} {'buffer':<7} F {'emu tput':>13} {'sim tput':>13} {'Δ tput':>11} "
+          f"{'emu p95':>13} {'sim p95':>13} {'Δ p95':>11} {'replay tput':>11} {'replay p95':>11} runs  verdict")
+    cells: list[dict] = []
+    for where in places:
+        path_file(root, where)
+        sim, before = simulated_side(root, where, sim_specs, args.sim_runs, args.runtime, build, args.before_bin)
+        emu = emulated_side(root, where, schemes + kernel, args.runs, args.runtime, specs, build, args.sim_only,
+                            args.before_bin)
+        for name in schemes + kernel:
+            twin = KERNEL_TWINS.get(name, name)
+            cell = Cell(name, twin, where)
+            cell.sim = [p for p in sim[twin] if p is not None]
+            cell.invalid_sim = sum(p is None for p in sim[twin])
+            cell.before = [p for p in before.get(twin, []) if p is not None]
+            if twin != name:
+                cell.twin_emu = [t for (k, _, _), (t, _, _) in zip(emu.get(name, []), emu.get(twin, []), strict=False)
+                                 if k is not None and t is not None]
+            for emulated_run, replayed, replayed_before in emu.get(name, []):
+                if emulated_run is None:
+                    cell.invalid_emu += 1
+                    continue
+                cell.emu.append(emulated_run)
+                if replayed is not None:
+                    cell.replays.append(replayed)
+                if replayed_before is not None:
+                    cell.replays_before.append(replayed_before)
+            c = judged(cell)
+            cells.append(c)
+            if "emu" in c or args.sim_only:
+                print(text_row(c), flush=True)
+    run = [c for c in cells if "emu" in c]
+    flagged = [c for c in run if c["verdict"] == "flag"]
+    print(f"cells: {len(cells)} selected, {len(run)} with emulated runs; within {BOUND:.0%} on both metrics: "
+          f"{len(run) - len(flagged)}; flagged: {len(flagged)}")
+    command = "python3 bench/sim_fidelity.py " + " ".join(sys.argv[1:])
+    matrix = {"format_version": FORMAT_VERSION, "command": command, "bound": BOUND, "runtime_s": args.runtime,
+              "simulator": simulator_version,
+              "cells": cells,
+              "same_paths": [{"path": w.path, "buffer": w.buffer, "flows": w.flows, "same_as": first}
+                             for w, first in same.items()]}
+    json_path = args.json or root / "matrix.json"
+    json_path.write_text(json.dumps(matrix, indent=1))
+    print(f"cells as JSON: {json_path}")
+    if args.markdown:
+        args.markdown.write_text(markdown(cells, same, command))
+        print(f"Markdown: {args.markdown}")
 
 
 if __name__ == "__main__":

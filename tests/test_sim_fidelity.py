@@ -1,4 +1,4 @@
-"""The simulator against the emulator, run by run (issue 15 §4).
+"""The simulator against the emulator, run by run (issue 15 §4) and cell by cell (issue 38 §1).
 
 Short runs of PCC Vivace over mexico-cellular (2.64 Mbit/s Poisson deliveries each way, 88 ms,
 130 packets) in `pantheon test local`, each replayed in the simulator on the same draw of delivery
@@ -20,11 +20,18 @@ buffer (emulated p95 from 103 to 572 ms), so the comparison covers the link, the
 controller's start. Agreement over whole runs, in the mean of many, is bench/sim_fidelity.py's.
 A busy machine late more often forks more runs, so the test stops at the first four seeds within
 the bound and fails only when four of seven are beyond it.
+
+The fidelity matrix (bench/sim_fidelity.py, docs/sim.md) keeps a strict subset here: three schemes
+on the demo's path with a shallow buffer, one and two flows, two short emulated runs against the
+mean of simulated seeds; and the Indigo cell as issue 38 states it (the demo's own path, 20 seeds
+against 3 emulated runs of 10 s), each within 10% on throughput and p95 one-way delay. About 95 s
+as root (marked slow).
 """
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -34,6 +41,7 @@ from pantheon.analysis.metrics import FlowMetrics
 from pantheon.schemes import registry
 from pantheon.sim import replay
 from pantheon.sim.simulable import cc_spec
+from support import fidelity
 
 REPO = Path(__file__).resolve().parent.parent
 PANTHEON = str(REPO / ".venv" / "bin" / "pantheon")
@@ -99,24 +107,86 @@ def test_vivace_over_mexico_cellular_replays_its_first_seconds_within_five_perce
             return
 
 
-INDIGO_EMULATED_MBPS = 11.16
-"""The shipped `indigo` over pantheon-emu on the demo's path, 10 runs of 10 s (10.93–11.46;
-docs/indigo.md, issue 38 §2)."""
+# The fidelity matrix's strict subset (issue 38 §1; bench/sim_fidelity.py runs the whole matrix):
+# a few of its cells, each emulated once against the mean of simulated seeds, within the matrix's
+# bound on both metrics.
+MATRIX_BOUND = 0.10
+SUBSET_SCHEMES = ("cubic-user", "bbr-user", "vegas-user")
+SUBSET_BUFFER = "shallow"
+SUBSET_RUNTIME_S = 3.0
+SUBSET_EMULATED_RUNS = 2
+"""One 3 s emulated run put a two-flow cell's p95 11.8% off the simulator's once in eight: a short
+run's p95 at 24 ms is a few milliseconds of queue, and the mean of two runs is steadier."""
+SUBSET_SIM_SEEDS = 10
+INDIGO_EMULATED_RUNS = 3
+INDIGO_SIM_SEEDS = 20
+INDIGO_RUNTIME_S = 10.0
 
 
+def beyond(emulated: list[fidelity.Pair], simulated: list[fidelity.Pair]) -> list[str]:
+    """The metrics whose simulated mean is more than MATRIX_BOUND from the emulated mean."""
+    out = []
+    for i, metric in enumerate(("throughput Mbit/s", "p95 ms")):
+        emu, sim = (statistics.mean(p[i] for p in emulated), statistics.mean(p[i] for p in simulated))
+        if abs(sim / emu - 1) > MATRIX_BOUND:
+            out.append(f"{metric}: emulator {emu:.2f}, simulator {sim:.2f} ({sim / emu - 1:+.1%})")
+    return out
+
+
+def valid(pairs: list[fidelity.Pair | None]) -> list[fidelity.Pair]:
+    assert pairs and all(p is not None for p in pairs), f"a run was invalid: {pairs}"
+    return [p for p in pairs if p is not None]
+
+
+def test_the_matrixs_buffers_scale_with_the_paths_bandwidth_delay_product() -> None:
+    paths = fidelity.all_paths()
+    # The demo's path: 12 Mbit/s x 40 ms = 60 000 bytes, 40 packets.
+    assert fidelity.bdp_bytes(paths["demo"]) == pytest.approx(60_000)
+    assert [fidelity.buffer_bytes(paths["demo"], b) for b in ("own", "shallow", "deep")] == [60_000, 30_000, 240_000]
+    # Nepal's 0.57 Mbit/s x 56 ms is 3 990 bytes: the floors of 4 and 16 packets.
+    assert [fidelity.buffer_bytes(paths["nepal-wifi"], b) for b in ("shallow", "deep")] == [6_000, 24_000]
+    # An AQM keeps its discipline and parameters; only its limit is scaled.
+    codel = fidelity.scaled(paths["bdp-codel"], "deep").uplink
+    assert (codel.queue, codel.queue_args, codel.queue_bytes, codel.queue_packets) == ("codel", "target=5,interval=100",
+                                                                                     360_000, None)
+    # The buffer sweep's presets differ only in their buffer: scaled, they are one path.
+    assert fidelity.canonical("buffer-45000b", "shallow") == "buffer-9000b"
+    assert fidelity.canonical("policer-12mbps-10ms", "shallow") == "policer-12mbps-10ms"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root")
+@pytest.mark.parametrize("flows", [1, 2])
+def test_the_demo_paths_cells_agree_within_ten_percent(tmp_path: Path, flows: int) -> None:
+    """The demo's path with a shallow buffer (half a BDP, 30 000 bytes), the mean of two emulated
+    runs of 3 s of each scheme against the mean of 10 simulated seeds. In the matrix's 10 s runs these cells
+    agree within 1.2% (docs/sim.md, "The fidelity matrix")."""
+    path = fidelity.scaled(fidelity.all_paths()["demo"], SUBSET_BUFFER)
+    path_file = tmp_path / "path.toml"
+    path_file.write_text(path.toml())
+    emulated = fidelity.emulated(path_file, list(SUBSET_SCHEMES), flows, SUBSET_RUNTIME_S, 0, tmp_path / "emu",
+                                 timeout_s=240, runs=SUBSET_EMULATED_RUNS)
+    specs = {name: cc_spec(registry().schemes[name]) or "" for name in SUBSET_SCHEMES}
+    simulated = fidelity.simulated(path, specs, flows, SUBSET_RUNTIME_S, range(SUBSET_SIM_SEEDS), tmp_path)
+    wrong = {name: why for name in SUBSET_SCHEMES
+             if (why := beyond(valid(emulated[name]), valid(list(simulated[name].values()))))}
+    assert not wrong, wrong
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root")
 def test_indigo_on_the_demo_path_is_within_ten_percent_of_the_emulator(tmp_path: Path) -> None:
-    """Issue 38 §2: every simulated seed held a window of 25 packets (6.93 Mbit/s), because a flow
-    started on the link's slot grid measured a min RTT no later packet could see. With the link's
-    clock at a seeded phase most seeds fill the link; the mean of these 40 deterministic seeds is
-    10.16 Mbit/s (200 seeds: 10.62), the runs that still stop at 25 packets being the policy's."""
-    data = tmp_path / "d"
-    for argv in (["sim", "--schemes", "indigo", "--delay", "20", "--uplink-rate", "12", "--downlink-rate", "12",
-                  "--uplink-queue-bytes", "60000", "--downlink-queue-bytes", "60000", "--runtime", "10",
-                  "--run-times", "40", "--data-dir", str(data), "--quiet", "--no-analyze"],
-                 ["analyze", str(data), "--no-plots", "--quiet"]):
-        done = subprocess.run([PANTHEON, *argv], capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-    runs = json.loads((data / "perf.json").read_text())["schemes"]["indigo"]["runs"]
-    mbps = sorted(run["flows"]["all"]["throughput_mbps"] for run in runs.values())
-    assert len(mbps) == 40 and mbps[20] > 11.0  # the median run fills the link
-    assert abs(sum(mbps) / len(mbps) / INDIGO_EMULATED_MBPS - 1) <= 0.10, mbps
+    """Issue 38: the shipped `indigo` on the demo's own path (12 Mbit/s, 20 ms, 60 000-byte
+    DropTail), the simulator's mean over 20 seeds against the emulator's over 3 runs of 10 s,
+    within 10% on throughput and p95 one-way delay. Before its retraining the simulator gave
+    6.93 Mbit/s on seed 0 (mean about 10.6 over 200 seeds) against the emulator's 11.16."""
+    path = fidelity.all_paths()["demo"]
+    path_file = tmp_path / "path.toml"
+    path_file.write_text(path.toml())
+    emulated = fidelity.emulated(path_file, ["indigo"], 1, INDIGO_RUNTIME_S, 0, tmp_path / "emu", timeout_s=240,
+                                 runs=INDIGO_EMULATED_RUNS)
+    spec = cc_spec(registry().schemes["indigo"])
+    assert spec is not None
+    simulated = fidelity.simulated(path, {"indigo": spec}, 1, INDIGO_RUNTIME_S, range(INDIGO_SIM_SEEDS), tmp_path)
+    why = beyond(valid(emulated["indigo"]), valid(list(simulated["indigo"].values())))
+    assert not why, why
