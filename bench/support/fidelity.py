@@ -32,6 +32,7 @@ from pathlib import Path
 
 import support  # noqa: F401 - puts python/ on sys.path
 from pantheon import presets
+from pantheon.analysis.ranking import t_quantile
 from pantheon.presets import Direction, Preset
 from pantheon.sim.batch import FlowSpec, Job, run_batch
 
@@ -144,14 +145,10 @@ def perf_pairs(perf_json: Path) -> dict[str, list[Pair | None]]:
     return out
 
 
-# Student's t, two-sided 95%, by degrees of freedom (1..30); above 30, the normal's 1.96 is within 4%.
-T_975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042]
-
-
 def t_975(df: float) -> float:
-    return T_975[max(1, math.floor(df)) - 1] if df < len(T_975) + 1 else 1.96
+    """Student's t, two-sided 95%, on df degrees of freedom (Welch's are fractional: floored, the
+    wider interval); the analysis's own quantile (pantheon.analysis.ranking)."""
+    return t_quantile(max(1, math.floor(df)))
 
 
 def half_width(values: list[float]) -> float:
