@@ -72,10 +72,10 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     flows_file: Option<PathBuf>,
     /// Microseconds the link's delivery schedule runs ahead of the run's clock, as pantheon-emu's
-    /// link clock runs ahead of a flow the harness starts at an arbitrary microsecond [default:
-    /// drawn from --seed, 0 to 999]. 0 puts the flows' starts on the link's own clock (a replay of
-    /// an emulated run, whose flow start is read off the link's log).
-    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..1000))]
+    /// link clock runs ahead of the flows the harness starts [default: the emulator's lead, drawn
+    /// from --seed, 1 130 000 to 1 239 999]. 0 puts the flows' starts on the link's own clock (a
+    /// replay of an emulated run, whose flow start is read off the link's log).
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
     link_phase_us: Option<u64>,
     #[command(flatten)]
     path: PathArgs,

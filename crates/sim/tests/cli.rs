@@ -137,9 +137,9 @@ fn logs_are_the_tunnels_and_the_emulators_formats() {
     assert!(header.contains("# base: t_us 0 is 0000000000000000 us since the Unix epoch"));
     // IW10: ten 1464-byte datagrams at time 0, uids 0..9. They reach the link after 20 ms and
     // leave at its opportunities, one per 1500 bytes at 12 Mbit/s: every 1000 µs of the link's
-    // clock, which in this run (seed 0) is 992 µs ahead of the run's (link_clock.rs), so at
-    // 20 008, 21 008, ... µs of the run's.
-    assert_eq!(pantheon_sim::link_clock::link_phase_us(0), 992);
+    // clock, which in this run (seed 0) is 1 208 992 µs ahead of the run's (link_clock.rs: the
+    // emulator's lead), 992 µs past an opportunity, so at 20 008, 21 008, ... µs of the run's.
+    assert_eq!(pantheon_sim::link_clock::link_phase_us(0), 1_208_992);
     let sent = body(&dir.join("flow0.sender.ingress.log"));
     assert_eq!(sent[..2], ["0 0 1464 0", "0 1 1464 0"]);
     let received = body(&dir.join("flow0.receiver.egress.log"));
@@ -167,6 +167,7 @@ fn a_link_phase_of_zero_puts_the_flows_start_on_the_links_clock() {
     run_ok(&dir, &[PATH, &["--flow", "cubic", "--link-phase-us", "0"]].concat());
     let received = body(&dir.join("flow0.receiver.egress.log"));
     assert_eq!(received[..2], ["20000 0 1464 0", "21000 1 1464 0"]);
-    let out = sim(&["run", "--out", dir.to_str().unwrap(), "--flow", "cubic", "--link-phase-us", "1000"]);
+    // Beyond a minute is no emulator's lead: refused.
+    let out = sim(&["run", "--out", dir.to_str().unwrap(), "--flow", "cubic", "--link-phase-us", "60000001"]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -28,8 +28,11 @@ Which runs. Each PIECE_S of the trace comes from the run whose bottleneck was bu
 loss-based scheme's, usually: it keeps the queue full; but on a shallow buffer its queue drains
 after each loss, when another scheme's may be full), among the runs being fitted (a held-out
 scheme's runs are not used, so its prediction stays a prediction). Times are the runs' own, from
-the start of their flows (time 0, as the simulator starts a run) to the run's length, and the
-trace loops with that period, as a Mahimahi trace loops.
+the start of their flows to the run's length, and the trace loops with that period, as a Mahimahi
+trace loops. A preset's trace runs on the link's clock, which both drivers start before the flows
+(the emulator when it starts, the simulator by a draw of the same lead: crates/sim/src/link_clock.rs),
+so the trace is written rotated by the lead's median, LINK_LEAD_MS: the flows meet the course the
+data showed at their own start, within the lead's spread (±55 ms), in either driver.
 
 What it cannot know: the capacity of the stretches no run kept busy (filled, above, at the
 neighbouring rate), and, over a real path, how the capacity of one run's time differs from
@@ -58,6 +61,9 @@ changes over about a second (the T-Mobile trace's first 10 s: 3.5-8.3 Mbit/s a s
 MIN_BUSY_SHARE = 0.25
 """Below this share of the time busy, no run saturated the path: the arrivals say too little of
 its capacity to make a trace of (a one-line error)."""
+LINK_LEAD_MS = 1185
+"""The median lead of the link's clock over the flows (crates/sim/src/link_clock.rs:
+EMULATOR_LEAD_MIN_US + EMULATOR_LEAD_SPAN_US / 2; tests/test_calibrate_trace.py checks the two agree)."""
 PIECE_S = 0.5
 """The trace is pieced together from the runs, each piece of this length from the run whose
 bottleneck was busiest in it (a loss-based scheme's queue drains after each loss on a shallow
@@ -66,7 +72,7 @@ buffer; another run's may be full then)."""
 
 @dataclass(frozen=True)
 class DeliveryTrace:
-    """Delivery opportunities in whole milliseconds from a run's start, looping every `period_ms`."""
+    """Delivery opportunities in whole milliseconds of the link's clock, looping every `period_ms`."""
     opportunities_ms: tuple[int, ...] = field(repr=False)
     """Non-decreasing, each in [0, period_ms)."""
     period_ms: int
@@ -221,7 +227,8 @@ def infer(data_dir: Path, targets: list[Target], head_start_s: float | None = No
                                f"(under {100 * MIN_BUSY_SHARE:.0f}%), so their arrivals do not show the path's "
                                "capacity; use --model five")
     period_ms = max(1, round(period_us / 1000))
-    ms = np.minimum(np.floor(filled(seen, period_us) / 1000).astype(np.int64), period_ms - 1)
+    flows_ms = np.minimum(np.floor(filled(seen, period_us) / 1000).astype(np.int64), period_ms - 1)
+    ms = np.sort((flows_ms + LINK_LEAD_MS) % period_ms)
     if not ms.size:
         raise CalibrationError("--model trace: the runs delivered nothing to infer a trace from")
     pieces = sorted(taken.items(), key=lambda item: -item[1])

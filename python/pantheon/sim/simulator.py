@@ -89,8 +89,7 @@ def run_command(out_dir: Path, flows: Sequence[FlowArg] | Path, path_options: Se
     transfers.parquet where flows have transfers), and with text_logs the tunnel's and the
     emulator's own logs too. `flows`: `--flow` arguments, or a flows file (write_flows_file).
     `link_phase_us`: how far the link's delivery schedule runs ahead of the flows' clock (default:
-    drawn from the seed, as an emulated run's flows start at an arbitrary microsecond of its
-    link's clock)."""
+    the emulator's lead, 1.13-1.24 s drawn from the seed: crates/sim/src/link_clock.rs)."""
     if isinstance(flows, Path):
         flow_args = ["--flows-file", str(flows)]
     else:
