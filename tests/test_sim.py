@@ -284,6 +284,22 @@ def test_batch_returns_the_decisions_of_a_flow_that_records_them() -> None:
     assert d.expert_actions == d.actions and d.cwnd_packets[-1] == 30
 
 
+def test_batch_returns_the_rule_tally_of_a_tao_flow_that_records_it() -> None:
+    tree = REPO / "crates/cc/tests/fixtures/tao/three_rules.pb"
+    path = link_options(rate_mbps=RATE_MBPS, delay_ms=DELAY_MS)
+    [result] = run_batch([Job([FlowSpec(f"tao:tree={tree},record=1"), FlowSpec(f"tao:tree={tree}")], path,
+                              runtime_s=1)])
+    assert result.ok, result.error
+    recorded, plain = result.flows
+    assert plain.rules is None and recorded.decisions is None and recorded.rules is not None
+    uses, memories = recorded.rules.uses, recorded.rules.memories
+    # One entry per rule of the fixture's three; one use per acknowledgement, none past the delivered.
+    assert len(uses) == len(memories) == 3
+    assert 0 < sum(uses) <= recorded.delivered_packets
+    assert all(len(kept) <= 64 and all(len(m) == 4 for m in kept) for kept in memories)
+    assert memories[0][0] == [0.0, 0.0, 0.0, 0.0]
+
+
 def test_a_scheme_missing_a_file_it_needs_is_not_simulated(tmp_path: Path) -> None:
     # Indigo's manifest needs its trained weights; until they exist the simulator has none either.
     copa = schemes.registry().schemes["copa"]

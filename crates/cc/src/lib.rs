@@ -23,11 +23,11 @@
 //! sends it, and is told every mark.
 //!
 //! Layout: one file per algorithm, a family in its folder with the helpers only it uses
-//! (`pcc/`, `sprout/`, `verus/`, `indigo/`); `fixed` is a constant window, Indigo's yardstick; `cbr` a constant rate, unresponsive cross
+//! (`pcc/`, `sprout/`, `verus/`, `indigo/`, `tao/`); `fixed` is a constant window, Indigo's yardstick; `cbr` a constant rate, unresponsive cross
 //! traffic and latency probes;
 //! `filter` serves several families; `params` (a spec's parameters and their error) is a leaf the
 //! algorithms import, and `registry` (`build`, `KNOWN`) imports the algorithms. build.rs builds
-//! Indigo's committed weights (data/indigo/) into the crate.
+//! Indigo's committed weights (data/indigo/) and Tao's rule trees (data/tao/) into the crate.
 //!
 //! Units everywhere: times are microseconds on the driver's clock (`*_us`), except
 //! `peer_recv_us`, which is on the receiver's clock; sizes are bytes as the driver counts them
@@ -58,6 +58,7 @@ pub mod reno;
 pub mod scream;
 pub mod sent_packets;
 pub mod sprout;
+pub mod tao;
 #[cfg(test)]
 mod testing;
 pub mod vegas;

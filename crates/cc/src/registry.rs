@@ -19,6 +19,7 @@ use crate::prague::{Prague, PragueConfig};
 use crate::reno::{Reno, RenoConfig};
 use crate::scream::{Scream, ScreamConfig};
 use crate::sprout::{Sprout, SproutConfig};
+use crate::tao::{Tao, TaoConfig};
 use crate::vegas::{Vegas, VegasConfig};
 use crate::verus::{Verus, VerusConfig};
 use crate::CongestionControl;
@@ -26,7 +27,7 @@ use crate::CongestionControl;
 /// Every name `build` accepts.
 pub const KNOWN: &[&str] = &[
     "allegro", "bbr", "cbr", "copa", "cubic", "dctcp", "fixed", "indigo", "ledbat", "prague", "reno", "scream",
-    "sprout", "vegas", "verus", "vivace",
+    "sprout", "tao", "vegas", "verus", "vivace",
 ];
 
 /// Builds the controller a spec names, e.g. `copa:delta=0.1`.
@@ -52,6 +53,10 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
         "reno" => Box::new(Reno::new(RenoConfig::from_params(&mut p)?)),
         "scream" => Box::new(Scream::new(ScreamConfig::from_params(&mut p)?)),
         "sprout" => Box::new(Sprout::new(SproutConfig::from_params(&mut p)?)),
+        "tao" => {
+            let tree = crate::tao::tree_from_params(&mut p)?;
+            Box::new(Tao::new(TaoConfig::from_params(&mut p)?, tree))
+        }
         "vegas" => Box::new(Vegas::new(VegasConfig::from_params(&mut p)?)),
         "verus" => Box::new(Verus::new(VerusConfig::from_params(&mut p)?)),
         "vivace" => Box::new(Vivace::new(VivaceConfig::from_params(&mut p)?)),
@@ -64,7 +69,7 @@ pub fn build(spec: &str) -> Result<Box<dyn CongestionControl + Send>, SpecError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{buildable, indigo_fixture};
+    use crate::testing::{buildable, indigo_fixture, tao_fixture};
 
     fn err(spec: &str) -> String {
         build(spec).err().expect("spec should be rejected").0
@@ -75,11 +80,17 @@ mod tests {
         for &name in KNOWN {
             assert_eq!(build(&buildable(name)).unwrap().name(), name);
         }
-        // All with their defaults alone but `cbr` and `fixed`, and `indigo` unless trained weights
-        // are built in.
+        // All with their defaults alone but `cbr` and `fixed`, `indigo` unless trained weights are
+        // built in, and `tao` unless its tree is.
         let need_more: Vec<&str> = KNOWN.iter().copied().filter(|&name| build(name).is_err()).collect();
-        let trained = crate::indigo::built_in_models().any(|m| m == crate::indigo::DEFAULT_MODEL);
-        assert_eq!(need_more, if trained { &["cbr", "fixed"][..] } else { &["cbr", "fixed", "indigo"][..] });
+        let mut expected = vec!["cbr", "fixed"];
+        if !crate::indigo::built_in_models().any(|m| m == crate::indigo::DEFAULT_MODEL) {
+            expected.push("indigo");
+        }
+        if !crate::tao::built_in_trees().any(|t| t == crate::tao::DEFAULT_TREE) {
+            expected.push("tao");
+        }
+        assert_eq!(need_more, expected);
     }
 
     #[test]
@@ -110,6 +121,24 @@ mod tests {
         assert!(!missing.contains('\n'));
         for spec in ["policy=random,seed=3", "policy=expert,oracle_cwnd_packets=12.5,record=1", "record=0"] {
             assert_eq!(build(&format!("indigo:weights={w},{spec}")).unwrap().name(), "indigo");
+        }
+    }
+
+    #[test]
+    fn tao_says_what_it_needs() {
+        let t = tao_fixture();
+        assert_eq!(build(&format!("tao:tree={t},record=1,mss_bytes=1464")).unwrap().name(), "tao");
+        assert_eq!(err(&format!("tao:tree={t},model=tao-100x")), "tao: give tree=PATH or model=NAME, not both");
+        assert_eq!(err(&format!("tao:tree={t},record=yes")), "tao: record must be true or false, got 'yes'");
+        assert!(err(&format!("tao:tree={t},window=3")).starts_with("tao: unknown parameter 'window'; known: "));
+        let missing = err("tao:tree=/no/such.pb");
+        assert!(missing.starts_with("tao tree /no/such.pb: cannot read"), "{missing}");
+        assert!(!missing.contains('\n'));
+        if !crate::tao::built_in_trees().any(|t| t == crate::tao::DEFAULT_TREE) {
+            assert_eq!(
+                err("tao"),
+                "tao: give tree=PATH (a RemyCC rule tree; no built-in tree 'tao-100x' in this build)"
+            );
         }
     }
 

@@ -23,7 +23,7 @@ pub(crate) use percentile::percentile;
 
 #[path = "../tests/support/known_specs.rs"]
 mod known_specs;
-pub(crate) use known_specs::{buildable, indigo_fixture};
+pub(crate) use known_specs::{buildable, indigo_fixture, tao_fixture};
 
 pub(crate) const MSS: u64 = 1500;
 

@@ -196,8 +196,9 @@ fn every_controller_uses_at_least_70_percent_of_a_faster_longer_path() {
     // Fixed and Indigo too: a fixed window fills the path only if it is given one as large, and
     // Indigo's trained weights, when built in, are checked as the scheme `indigo` over the
     // emulator (tests/test_behaviour.py). CBR too: it sends at the rate it is given, whatever the
-    // path (cbr.rs tests that rate).
-    let left_out = ["cbr", "fixed", "indigo", "ledbat", "scream", "sprout"];
+    // path (cbr.rs tests that rate). Tao too: what it does is its rule tree's, and no tree is
+    // built in until one is trained for such paths (data/tao/README.md).
+    let left_out = ["cbr", "fixed", "indigo", "ledbat", "scream", "sprout", "tao"];
     for spec in pantheon_cc::KNOWN.iter().copied().filter(|name| !left_out.contains(name)) {
         let o = run(spec, &s);
         assert!(o.utilization >= 0.7, "{spec}: {o:?}");

@@ -153,6 +153,19 @@ fn no_allocation_per_packet_after_warm_up() {
 }
 
 #[test]
+fn tao_records_without_allocating() {
+    // record=1 takes the tally's room when the controller is built: uses and up to 64 memories
+    // per rule, thinned in place.
+    let mut cc = build(&format!("tao:tree={},record=1", known_specs::tao_fixture())).unwrap();
+    let mut sender = SentPackets::new();
+    let mut acks = VecDeque::with_capacity(1 << 16);
+    let mut clock = Clock::default();
+    drive(&mut *cc, &mut sender, &mut acks, &mut clock, 20_000);
+    let allocations = allocations_in(|| drive(&mut *cc, &mut sender, &mut acks, &mut clock, 100_000));
+    assert_eq!(allocations, 0, "tao record=1: {allocations} allocations in 100 000 packets");
+}
+
+#[test]
 fn indigo_decides_without_allocating() {
     // The network's policy (the registry's loop runs the expert's): a random 128-unit LSTM whose
     // head always picks "+0", so that the window stays put while every decision runs the whole

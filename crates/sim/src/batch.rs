@@ -8,14 +8,18 @@
 //! {"id": 7, "ok": true, "flows": [{"throughput_mbps": ..., ...}], "events": N, "wall_s": x}
 //! {"id": 9, "ok": true, "flows": [{"throughput_mbps": ..., "decisions": {"inputs": [[...]],
 //!  "cwnd_packets": [...], "actions": [...], "expert_actions": [...]}}], ...}
+//! {"id": 10, "ok": true, "flows": [{"throughput_mbps": ..., "rules": {"uses": [...],
+//!  "memories": [[[rec_send_ewma, rec_rec_ewma, rtt_ratio, slow_rec_rec_ewma], ...], ...]}}], ...}
 //! {"id": 8, "ok": false, "error": "--uplink-rate: rate must be positive, got '0'"}
 //! ```
 //!
 //! `path` holds the emulator's path options, parsed by the code every driver shares
 //! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job
 //! — malformed JSON, an unknown field, a bad option, even a bug that panics — is answered with
-//! its error and never stops the others. A flow whose controller keeps decision records
-//! (Indigo's `record=1`) returns them as `decisions`, for training (issue 19 §2).
+//! its error and never stops the others. A flow whose controller keeps records for its trainer
+//! returns them (`observer::Kept`): Indigo's `record=1` as `decisions` (issue 19 §2), Tao's
+//! `record=1` as `rules`, per rule in THE numbering (crates/cc/src/tao/tree.rs) its uses and a
+//! sample of its memories (issue 37).
 //! Worker threads (`std::thread::scope`) take the next line from the shared input as they
 //! become free; each run is single-threaded and deterministic, so a job's result does not
 //! depend on how many run beside it.
@@ -25,11 +29,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use pantheon_cc::indigo::{Records, INPUTS};
+use pantheon_cc::tao::Memory;
 use pantheon_cli::path_options::{PathArgs, PathPair};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::metrics::FlowMetrics;
+use crate::observer::Kept;
 use crate::outcome;
 use crate::scenario::{runtime_us, FlowPlan, Scenario};
 
@@ -66,13 +72,33 @@ struct Done<'a> {
     wall_s: f64,
 }
 
-/// A flow's metrics, and its controller's decision records when it kept them.
+/// A flow's metrics, and what its controller kept for its trainer, when it kept anything.
 #[derive(Serialize)]
 struct DoneFlow<'a> {
     #[serde(flatten)]
     metrics: &'a FlowMetrics,
     #[serde(skip_serializing_if = "Option::is_none")]
     decisions: Option<DoneDecisions<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rules: Option<DoneRules<'a>>,
+}
+
+impl<'a> DoneFlow<'a> {
+    fn new(metrics: &'a FlowMetrics, kept: Option<&'a Kept>) -> Self {
+        let (decisions, rules) = match kept {
+            Some(Kept::Decisions(records)) => (Some(DoneDecisions::of(records)), None),
+            Some(Kept::Rules(tally)) => (None, Some(DoneRules { uses: &tally.uses, memories: &tally.memories })),
+            None => (None, None),
+        };
+        DoneFlow { metrics, decisions, rules }
+    }
+}
+
+/// crates/cc/src/tao/tally.rs's lists, one entry per rule, as docs/sim.md gives them.
+#[derive(Serialize)]
+struct DoneRules<'a> {
+    uses: &'a [u64],
+    memories: &'a [Vec<Memory>],
 }
 
 /// crates/cc/src/indigo/records.rs's columns, as docs/sim.md gives them.
@@ -147,10 +173,7 @@ pub fn answer(line: &[u8]) -> String {
                 .flows
                 .iter()
                 .enumerate()
-                .map(|(i, metrics)| DoneFlow {
-                    metrics,
-                    decisions: s.decisions.get(i).and_then(Option::as_ref).map(DoneDecisions::of),
-                })
+                .map(|(i, metrics)| DoneFlow::new(metrics, s.kept.get(i).and_then(Option::as_ref)))
                 .collect();
             serde_json::to_string(&Done { id: &id, ok: true, flows, events: s.events, wall_s: s.wall_s })
         }
@@ -247,6 +270,39 @@ mod tests {
         for flow in &flows[1..] {
             assert!(flow.get("decisions").is_none() && flow["throughput_mbps"].as_f64().unwrap() > 0.0, "{flow}");
         }
+    }
+
+    #[test]
+    fn a_tao_flow_that_records_returns_its_rules_and_their_uses_sum_to_its_acks() {
+        let tree = format!("{}/../cc/tests/fixtures/tao/three_rules.pb", env!("CARGO_MANIFEST_DIR"));
+        // No loss and a short path, so that nearly every delivered datagram's ack is read
+        // before the end: the uses (one per ack the controller processed) are the delivered
+        // datagrams less at most the last round trip's.
+        let job = format!(
+            r#"{{"id": 4, "flows": [{{"cc": "tao:tree={tree},record=1"}}, {{"cc": "tao:tree={tree}"}}],
+              "path": ["--delay", "5", "--uplink-rate", "12", "--downlink-rate", "12"], "runtime_s": 3}}"#
+        );
+        let reply: Value = serde_json::from_str(&answer(job.replace('\n', " ").as_bytes())).unwrap();
+        assert_eq!(reply["ok"], Value::Bool(true), "{reply}");
+        let flow = &reply["flows"][0];
+        let rules = &flow["rules"];
+        let uses: Vec<u64> = rules["uses"].as_array().unwrap().iter().map(|u| u.as_u64().unwrap()).collect();
+        let memories = rules["memories"].as_array().unwrap();
+        assert_eq!((uses.len(), memories.len()), (3, 3));
+        let total: u64 = uses.iter().sum();
+        let delivered = flow["delivered_packets"].as_u64().unwrap();
+        assert!(total <= delivered && total + 20 >= delivered, "{total} uses, {delivered} delivered");
+        for (rule, kept) in memories.iter().enumerate() {
+            let kept = kept.as_array().unwrap();
+            // Every k-th use, k the least power of two that keeps at most 64.
+            let k = (0..).map(|p| 1u64 << p).find(|k| uses[rule].div_ceil(*k) <= 64).unwrap();
+            assert_eq!(kept.len() as u64, uses[rule].div_ceil(k), "rule {rule}");
+            assert!(kept.iter().all(|m| m.as_array().unwrap().len() == 4));
+        }
+        // The first ack's memory is all zero: rule 0's first sample.
+        assert_eq!(memories[0][0], serde_json::json!([0.0, 0.0, 0.0, 0.0]));
+        assert!(flow.get("decisions").is_none());
+        assert!(reply["flows"][1].get("rules").is_none());
     }
 
     #[test]

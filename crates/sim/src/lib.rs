@@ -16,7 +16,8 @@
 //!   logs, on request), [`metrics`] (`pantheon analyze`'s per-flow numbers) and [`transfers`]
 //!   (transfers.parquet: each transfer's completion) observe it;
 //! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel;
-//!   [`gym`]: a run stepped by a learning agent, one decision interval at a time.
+//!   [`gym`]: a run stepped by a learning agent, one decision interval at a time;
+//! - [`tree_json`]: Tao's rule tree as JSON, for `pantheon-sim tree` and the rule optimiser.
 //!
 //! docs/sim.md describes the model, how it differs from the emulator, and the command line.
 
@@ -34,3 +35,4 @@ pub mod records;
 pub mod scenario;
 pub mod simulation;
 pub mod transfers;
+pub mod tree_json;

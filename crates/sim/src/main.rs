@@ -1,16 +1,17 @@
 //! `pantheon-sim`: see the library documentation and docs/sim.md.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufReader, BufWriter, Read};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use pantheon_cc::tao::{Body, Node, Tree};
 use pantheon_cli::path_options::PathArgs;
 use pantheon_cli::usage;
 use pantheon_sim::scenario::{parse_runtime_s, FlowPlan, Scenario};
-use pantheon_sim::{batch, flows_file, gym, outcome};
+use pantheon_sim::{batch, flows_file, gym, outcome, tree_json};
 
 const NAME: &str = "pantheon-sim";
 /// Most worker threads `batch --jobs` starts: each holds one run in memory, and more threads than
@@ -38,6 +39,29 @@ enum Command {
     /// Reinforcement-learning environments stepped over standard input and output, for
     /// python/pantheon/gym (docs/gym.md gives the protocol).
     Gym,
+    /// Tao's rule trees (RemyCC files): print one, or convert it to and from JSON (docs/cc.md).
+    #[command(subcommand)]
+    Tree(TreeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum TreeCommand {
+    /// A readable dump: the tree's totals, then one line per rule (its number, box, action and
+    /// generation), rules numbered depth-first, children in file order.
+    Show {
+        /// A rule-tree file (a WhiskerTree protobuf, as remy's *.dna files).
+        file: PathBuf,
+    },
+    /// The tree as JSON on standard output (the form `tree write` reads; docs/cc.md).
+    Json {
+        /// A rule-tree file.
+        file: PathBuf,
+    },
+    /// A tree's JSON on standard input, checked and written to OUT as a rule-tree file.
+    Write {
+        /// The file to write (replaced if it exists).
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +153,66 @@ fn gym_serve() -> io::Result<()> {
     gym::protocol::serve(io::stdin().lock(), BufWriter::with_capacity(1 << 16, stdout))
 }
 
+fn tree(command: &TreeCommand) -> Result<i32, String> {
+    match command {
+        TreeCommand::Show { file } => {
+            let tree = Tree::load(file).map_err(|e| e.0)?;
+            print!("{}", tree_show(&file.display().to_string(), &tree));
+        }
+        TreeCommand::Json { file } => {
+            let tree = Tree::load(file).map_err(|e| e.0)?;
+            println!("{}", tree_json::to_json(&tree));
+        }
+        TreeCommand::Write { out } => {
+            let mut text = String::new();
+            io::stdin().read_to_string(&mut text).map_err(|e| format!("tree write: reading standard input: {e}"))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("tree write: the input is not valid JSON: {e}"))?;
+            let tree = tree_json::from_json(&value).map_err(|e| format!("tree write: {e}"))?;
+            std::fs::write(out, tree.to_bytes())
+                .map_err(|e| format!("tree write {}: cannot write: {e}", out.display()))?;
+        }
+    }
+    Ok(0)
+}
+
+/// `tree show`'s text: a header with the totals, then one line per rule.
+fn tree_show(name: &str, tree: &Tree) -> String {
+    fn depth(node: &Node) -> usize {
+        match &node.body {
+            Body::Leaf(_) => 0,
+            Body::Children(children) => 1 + children.iter().map(depth).max().unwrap_or(0),
+        }
+    }
+    let rules = tree.rules();
+    let extras = tree.extras();
+    let has = |x: &Option<Vec<u8>>| if x.is_some() { "yes" } else { "no" };
+    let mut out = format!(
+        "{name}: {} rules, {} levels below the root, generations {}..{}; config: {}, optimizer: {}, configvector: {}\n",
+        rules.len(),
+        depth(tree.root()),
+        rules.iter().map(|(_, r)| r.generation).min().unwrap_or(0),
+        rules.iter().map(|(_, r)| r.generation).max().unwrap_or(0),
+        has(&extras.config),
+        has(&extras.optimizer),
+        has(&extras.configvector),
+    );
+    out.push_str(
+        "rule: box [lower, upper) per axis (ms; rtt_ratio a ratio) => action (window in packets), generation\n",
+    );
+    for (i, (domain, rule)) in rules.iter().enumerate() {
+        out.push_str(&format!(
+            "{i}: {domain} => cwnd = {} * cwnd {} {}, intersend {} ms, generation {}\n",
+            rule.window_multiple,
+            if rule.window_increment < 0 { '-' } else { '+' },
+            rule.window_increment.unsigned_abs(),
+            rule.intersend_ms,
+            rule.generation
+        ));
+    }
+    out
+}
+
 fn main() -> ExitCode {
     match usage::parse::<Cli>(NAME) {
         Ok(cli) => usage::exit(
@@ -137,6 +221,7 @@ fn main() -> ExitCode {
                 Command::Run(args) => run(args),
                 Command::Batch(args) => batch(args),
                 Command::Gym => gym_serve().map(|()| 0).map_err(|e| format!("gym: {e}")),
+                Command::Tree(command) => tree(command),
             },
         ),
         Err(code) => code,

@@ -10,7 +10,7 @@
 //! is 0), as in the harness's file names and records. A flow is a tunnel (several senders of
 //! transfers may share one); `transfer_complete` alone names a sender.
 
-use pantheon_cc::indigo::Records;
+use pantheon_cc::{indigo, tao};
 use pantheon_link::{DropCause, Ecn};
 
 /// A direction of the path: the uplink carries data from the senders, the downlink carries
@@ -30,6 +30,17 @@ pub struct LinkDeparture {
     pub entry_us: u64,
     /// The queue set CE on it.
     pub marked: bool,
+}
+
+/// What a learned controller keeps for its trainer when asked (`record=1`), handed over once per
+/// flow, at its end: the one mechanism by which a controller's own records leave a run
+/// (`pantheon-sim batch` returns them, docs/sim.md).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kept {
+    /// Indigo's per-decision records (crates/cc/src/indigo/records.rs), as `decisions`.
+    Decisions(indigo::Records),
+    /// Tao's per-rule uses and memories (crates/cc/src/tao/tally.rs), as `rules`.
+    Rules(tao::RuleTally),
 }
 
 /// Every method has a default that ignores the event, so an observer names only what it uses.
@@ -58,9 +69,9 @@ pub trait Observer {
     /// The receiver of `sender` (the scenario's index of a sender with a transfer) got the last
     /// distinct datagram of its budget at `t_us`: the transfer is complete.
     fn transfer_complete(&mut self, _sender: usize, _t_us: u64) {}
-    /// At the run's end (or when a transfer's sender is done): the decision records of `flow`'s controller, if it kept them (Indigo's
-    /// `record=1`, crates/cc/src/indigo/records.rs).
-    fn decisions(&mut self, _flow: usize, _records: &Records) {}
+    /// At the run's end (or when a transfer's sender is done): what `flow`'s controller kept for
+    /// its trainer, if it kept anything (`record=1` of a learned controller, `Kept`).
+    fn kept(&mut self, _flow: usize, _kept: &Kept) {}
 }
 
 /// An observer lent to a run (`simulation::run` borrows its caller's).
@@ -95,8 +106,8 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn transfer_complete(&mut self, sender: usize, t_us: u64) {
         (**self).transfer_complete(sender, t_us);
     }
-    fn decisions(&mut self, flow: usize, records: &Records) {
-        (**self).decisions(flow, records);
+    fn kept(&mut self, flow: usize, kept: &Kept) {
+        (**self).kept(flow, kept);
     }
 }
 
@@ -141,9 +152,9 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.transfer_complete(sender, t_us);
         self.1.transfer_complete(sender, t_us);
     }
-    fn decisions(&mut self, flow: usize, records: &Records) {
-        self.0.decisions(flow, records);
-        self.1.decisions(flow, records);
+    fn kept(&mut self, flow: usize, kept: &Kept) {
+        self.0.kept(flow, kept);
+        self.1.kept(flow, kept);
     }
 }
 
@@ -197,9 +208,9 @@ impl<O: Observer> Observer for Option<O> {
             o.transfer_complete(sender, t_us);
         }
     }
-    fn decisions(&mut self, flow: usize, records: &Records) {
+    fn kept(&mut self, flow: usize, kept: &Kept) {
         if let Some(o) = self {
-            o.decisions(flow, records);
+            o.kept(flow, kept);
         }
     }
 }

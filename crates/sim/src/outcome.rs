@@ -6,13 +6,12 @@
 use std::path::Path as FsPath;
 use std::time::Instant;
 
-use pantheon_cc::indigo::Records as DecisionRecords;
 use serde::Serialize;
 
 use crate::logs::Logs;
 use crate::merged_logs;
 use crate::metrics::{FlowMetrics, Metrics};
-use crate::observer::Observer;
+use crate::observer::{Kept, Observer};
 use crate::records::Records;
 use crate::scenario::Scenario;
 use crate::simulation;
@@ -24,18 +23,18 @@ pub struct Summary {
     pub wall_s: f64,
     pub sim_s: f64,
     pub flows: Vec<FlowMetrics>,
-    /// Per flow, its controller's decision records where it kept them (`metrics_only` only;
-    /// `pantheon-sim batch` returns them, docs/sim.md).
+    /// Per flow, what its controller kept for its trainer, where it kept anything (`metrics_only`
+    /// only; `pantheon-sim batch` returns it, docs/sim.md).
     #[serde(skip)]
-    pub decisions: Vec<Option<DecisionRecords>>,
+    pub kept: Vec<Option<Kept>>,
 }
 
-/// Keeps each flow's decision records.
-struct KeptDecisions(Vec<Option<DecisionRecords>>);
+/// Keeps what each flow's controller kept.
+struct KeptByFlow(Vec<Option<Kept>>);
 
-impl Observer for KeptDecisions {
-    fn decisions(&mut self, flow: usize, records: &DecisionRecords) {
-        self.0[flow] = Some(records.clone());
+impl Observer for KeptByFlow {
+    fn kept(&mut self, flow: usize, kept: &Kept) {
+        self.0[flow] = Some(kept.clone());
     }
 }
 
@@ -53,14 +52,14 @@ fn expected_packets(scenario: &Scenario) -> usize {
     (total / scenario.flow_count as f64).clamp(16.0, MOST) as usize
 }
 
-/// Simulates `scenario` keeping only the metrics (and the decision records controllers keep).
+/// Simulates `scenario` keeping only the metrics (and what learned controllers keep, `Kept`).
 pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
     let started = Instant::now();
     let metrics = Metrics::new(scenario.flow_count, expected_packets(scenario));
-    let mut observers = (metrics, KeptDecisions(vec![None; scenario.flow_count]));
+    let mut observers = (metrics, KeptByFlow(vec![None; scenario.flow_count]));
     let totals = simulation::run(scenario, &mut observers)?;
     let (metrics, kept) = observers;
-    Ok(Summary { decisions: kept.0, ..summary(scenario, totals, started, metrics.finish()) })
+    Ok(Summary { kept: kept.0, ..summary(scenario, totals, started, metrics.finish()) })
 }
 
 /// Simulates `scenario` writing into `dir` (created if missing) `records.parquet`,
@@ -112,6 +111,6 @@ fn summary(scenario: &Scenario, totals: simulation::Totals, started: Instant, fl
         wall_s: started.elapsed().as_secs_f64(),
         sim_s: scenario.runtime_us as f64 / 1e6,
         flows,
-        decisions: Vec::new(),
+        kept: Vec::new(),
     }
 }

@@ -68,6 +68,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use pantheon_cc::flow::datagram::{ACK_BYTES, IP_UDP_HEADER_BYTES, PACKET_BYTES};
 use pantheon_cc::flow::{controller, Flow, Instant, Verdict};
 use pantheon_cc::indigo::Indigo;
+use pantheon_cc::tao::Tao;
 use pantheon_cc::CongestionControl;
 use pantheon_format::tunnel_wire::OVERHEAD_BYTES;
 use pantheon_link::stalls::Stalls;
@@ -75,7 +76,7 @@ use pantheon_link::{Ecn, Event, PacketInfo, Path};
 
 use crate::host::{machine_stalls, HostLatency};
 use crate::link_clock::PhasedPath;
-use crate::observer::{Direction, LinkDeparture, Observer};
+use crate::observer::{Direction, Kept, LinkDeparture, Observer};
 use crate::scenario::Scenario;
 
 /// A data datagram as the sender's tunnel sees it (the IP packet pantheon-udp sends).
@@ -454,7 +455,7 @@ impl<O: Observer> Simulation<O> {
         }
         for flow in &mut self.flows {
             if let Stage::Running(sender) = &mut flow.stage {
-                keep_decisions(&mut self.observer, flow.flow, sender);
+                keep_records(&mut self.observer, flow.flow, sender);
             }
         }
     }
@@ -618,7 +619,7 @@ impl<O: Observer> Simulation<O> {
         }
         if sender.done() {
             // The transfer is acknowledged: the sender exits, as pantheon-udp's does.
-            keep_decisions(observer, flow.flow, sender);
+            keep_records(observer, flow.flow, sender);
             flow.stage = Stage::Done;
             flow.end_us = t_us;
             flow.wake_us = NEVER;
@@ -679,11 +680,16 @@ impl<O: Observer> Simulation<O> {
     }
 }
 
-/// Hands the observer the decision records `sender`'s controller kept, if any: Indigo alone keeps
-/// them (`record=1`), for its trainer.
-fn keep_decisions<O: Observer>(observer: &mut O, flow: u32, sender: &mut Flow) {
-    if let Some(records) = sender.controller_mut::<Indigo>().and_then(Indigo::take_records) {
-        observer.decisions(flow as usize, &records);
+/// Hands the observer what `sender`'s controller kept for its trainer, if anything: Indigo's
+/// decision records and Tao's rule tally (`record=1`).
+fn keep_records<O: Observer>(observer: &mut O, flow: u32, sender: &mut Flow) {
+    let kept = if let Some(indigo) = sender.controller_mut::<Indigo>() {
+        indigo.take_records().map(Kept::Decisions)
+    } else {
+        sender.controller_mut::<Tao>().and_then(Tao::take_tally).map(Kept::Rules)
+    };
+    if let Some(kept) = kept {
+        observer.kept(flow as usize, &kept);
     }
 }
 

@@ -94,6 +94,19 @@ class Decisions:
 
 
 @dataclass(frozen=True)
+class RuleTally:
+    """A RemyCC's record of its rules over one flow (Tao's `record=1`, docs/cc.md), for the rule
+    optimiser: one entry per rule in each list, rules numbered depth-first through the tree,
+    children in file order (THE numbering: `pantheon-sim tree show` prints it)."""
+    uses: list[int]
+    """Acknowledgements whose lookup landed in the rule; they sum to the flow's acknowledgements."""
+    memories: list[list[list[float]]]
+    """Per rule, a sample of the memories that used it (at most 64: every k-th use, k doubling
+    when full), each [rec_send_ewma, rec_rec_ewma, rtt_ratio, slow_rec_rec_ewma], ms (the ratio
+    has no unit)."""
+
+
+@dataclass(frozen=True)
 class FlowMetrics:
     """One flow's data direction, as `pantheon analyze` defines them (docs/analysis.md)."""
     throughput_mbps: float
@@ -105,15 +118,22 @@ class FlowMetrics:
     sent_packets: int
     delivered_packets: int
     decisions: Decisions | None = None
-    """The controller's decision records when it keeps them (`record=1`); None otherwise."""
+    """Indigo's decision records when it keeps them (`record=1`); None otherwise."""
+    rules: RuleTally | None = None
+    """Tao's per-rule uses and memories when it keeps them (`record=1`); None otherwise."""
+
+
+_KEPT = ("decisions", "rules")
 
 
 def _flow(reply: dict) -> FlowMetrics:
-    metrics: dict[str, Any] = {k: reply.get(k) for k in FlowMetrics.__dataclass_fields__ if k != "decisions"}
+    metrics: dict[str, Any] = {k: reply.get(k) for k in FlowMetrics.__dataclass_fields__ if k not in _KEPT}
     d = reply.get("decisions")
     decisions = None if d is None else Decisions(d["inputs"], d["cwnd_packets"], d["actions"],
                                                   d.get("expert_actions"))
-    return FlowMetrics(**metrics, decisions=decisions)
+    r = reply.get("rules")
+    rules = None if r is None else RuleTally(r["uses"], r["memories"])
+    return FlowMetrics(**metrics, decisions=decisions, rules=rules)
 
 
 @dataclass
