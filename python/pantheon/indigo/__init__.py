@@ -5,10 +5,9 @@ state, actions and network at run time — is crates/cc/src/indigo; this package
 
     paths.py    the training paths: the paper's synthetic ones, calibrated presets
     oracle.py   each path's best fixed window, searched in the simulator (cached)
-    runner.py   the simulations: a batch on every core here, or over a Dask cluster
     model.py    the network in JAX (the controller's LSTM step, over whole episodes) and its
                 weights file
-    dagger.py   the DAgger loop, training, checkpoints
+    dagger.py   the DAgger loop, training, checkpoints (its simulations: pantheon.sim.runner)
     training.py a whole training: the oracles, the DAgger iterations, the weights file and its summary
     cli.py      `pantheon indigo train`: its options into one `train` call, the result printed
 """

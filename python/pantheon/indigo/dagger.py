@@ -65,8 +65,8 @@ from pantheon.errors import PantheonError
 from pantheon.indigo import model
 from pantheon.indigo.oracle import Oracle, score
 from pantheon.indigo.paths import TrainingPath
-from pantheon.indigo.runner import WEIGHTS, Runner
 from pantheon.sim.batch import FlowSpec, Job, Result
+from pantheon.sim.runner import Runner, model_file
 
 STEP_MS = 10.0
 """Time between decisions (crates/cc/src/indigo): an episode has at most runtime / 10 ms."""
@@ -179,7 +179,7 @@ class Episodes:
         return float(np.mean(errors)) if errors else math.nan
 
 
-def spec(policy: str, oracle: Oracle, weights: str = WEIGHTS, halve_at_decision: int | None = None) -> str:
+def spec(policy: str, oracle: Oracle, weights: str = model_file(), halve_at_decision: int | None = None) -> str:
     halve = "" if halve_at_decision is None else f",halve_at_decision={halve_at_decision}"
     return f"indigo:weights={weights},policy={policy},oracle_cwnd_packets={oracle.cwnd_packets},record=1{halve}"
 
@@ -320,10 +320,10 @@ class Trainer:
                 for i, (p, o, h) in enumerate(zip(every, self.oracles, halves))]
         started = time.monotonic()
         weights = weights_bytes(params)
-        results = self.runner.run(jobs, weights)
+        results = self.runner.run(jobs, [weights])
         while failed := [i for i, r in enumerate(results) if not r.ok and jobs[i].runtime_s / 2 >= SHORTEST_EPISODE_S]:
             jobs = [replace(job, runtime_s=job.runtime_s / 2) if i in failed else job for i, job in enumerate(jobs)]
-            for i, result in zip(failed, self.runner.run([jobs[i] for i in failed], weights)):
+            for i, result in zip(failed, self.runner.run([jobs[i] for i in failed], [weights])):
                 results[i] = result
         return episodes(results, list(range(len(jobs))), s.max_decisions), results, time.monotonic() - started
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon.indigo import dagger, oracle
-from pantheon.indigo.runner import Runner
 from pantheon.progress import Progress
+from pantheon.sim.runner import Runner
 
 
 @dataclass(frozen=True)

@@ -1,39 +1,51 @@
-"""Where the simulations of training run: here, as one `pantheon-sim batch` on every core
-(pantheon.sim.batch), or spread over a Dask cluster (`--scheduler tcp://HOST:8786`; the client
-is pantheon.cluster's, as calibration's), a slice of the jobs per task, each slice a batch of its
-own on one core of a worker (as calibration's trials: Dask runs as many at once as the workers
-have threads).
+"""Where the simulations of a training run (Indigo's DAgger, Remy's optimiser): here, as one
+`pantheon-sim batch` on every core (pantheon.sim.batch), or spread over a Dask cluster
+(`--scheduler tcp://HOST:8786`; the client is pantheon.cluster's, as calibration's), a slice of
+the jobs per task, each slice a batch of its own on one core of a worker (as calibration's
+trials: Dask runs as many at once as the workers have threads).
 
-A controller spec may name the network being trained as `weights=WEIGHTS` (the `WEIGHTS`
-placeholder): the file's bytes travel with the task and each worker writes its own copy, so a
-worker on another machine needs only its own checkout's pantheon-sim.
+A controller spec may name a model being trained by a placeholder, `model_file(i)` for the
+i-th of the model files given with the jobs (Indigo's `weights=@MODEL0@`, one network; Remy's
+`tree=@MODEL3@`, one rule tree of many candidates in one batch): the files' bytes travel with
+the task, only those its slice names, and each worker writes its own copies, so a worker on
+another machine needs only its own checkout's pantheon-sim.
 """
 from __future__ import annotations
 
 import os
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from pantheon.cluster import dask_client
 from pantheon.sim.batch import Job, Result, run_batch
 
-WEIGHTS = "@WEIGHTS@"
-"""Stands for the weights file's path in a job's controller specs."""
 SLICES_PER_THREAD = 2
 """Slices per worker thread: enough that a slow slice does not leave the others idle for long."""
 
 
-def run_jobs(jobs: list[Job], weights: bytes | None, jobs_parallel: int | None = None) -> list[Result]:
-    """The jobs' results in their order, with `WEIGHTS` in their specs replaced by a file of
-    `weights`. A module-level function of plain data, so that a Dask worker can run it."""
-    with tempfile.TemporaryDirectory(prefix="pantheon-indigo-") as tmp:
-        if weights is not None:
-            path = Path(tmp) / "weights.safetensors"
-            path.write_bytes(weights)
-            jobs = [replace(job, flows=[replace(f, cc=f.cc.replace(WEIGHTS, str(path))) for f in job.flows])
-                    for job in jobs]
+def model_file(index: int = 0) -> str:
+    """Stands for the path of the `index`-th model file given to `run_jobs` or `Runner.run` in a
+    job's controller specs."""
+    return f"@MODEL{index}@"
+
+
+def _names(job: Job, index: int) -> bool:
+    return any(model_file(index) in f.cc for f in job.flows)
+
+
+def run_jobs(jobs: list[Job], models: dict[int, bytes], jobs_parallel: int | None = None) -> list[Result]:
+    """The jobs' results in their order, with `model_file(i)` in their specs replaced by a file
+    of `models[i]`. A module-level function of plain data, so that a Dask worker can run it."""
+    with tempfile.TemporaryDirectory(prefix="pantheon-models-") as tmp:
+        for index, content in models.items():
+            path = Path(tmp) / f"model{index}"
+            path.write_bytes(content)
+            placeholder = model_file(index)
+            jobs = [replace(job, flows=[replace(f, cc=f.cc.replace(placeholder, str(path))) for f in job.flows])
+                    if _names(job, index) else job for job in jobs]
         with warnings.catch_warnings():
             # JAX warns at every fork that its threads may hold locks; the simulator's subprocess
             # execs at once after forking and takes none of them.
@@ -57,13 +69,17 @@ class Runner:
         assert self.client is not None
         return max(1, sum(self.client.nthreads().values()))
 
-    def run(self, jobs: list[Job], weights: bytes | None = None) -> list[Result]:
+    def run(self, jobs: list[Job], models: Sequence[bytes] = ()) -> list[Result]:
+        """The jobs' results in their order; `models[i]` is the file `model_file(i)` stands for."""
+        every = dict(enumerate(models))
         if self.client is None:
-            return run_jobs(jobs, weights)
+            return run_jobs(jobs, every)
         slices = max(1, min(len(jobs), self.threads() * SLICES_PER_THREAD))
         bounds = [len(jobs) * k // slices for k in range(slices + 1)]
-        futures = [self.client.submit(run_jobs, jobs[a:b], weights, 1, pure=False)
-                   for a, b in zip(bounds, bounds[1:])]
+        futures = []
+        for a, b in zip(bounds, bounds[1:]):
+            named = {i: content for i, content in every.items() if any(_names(job, i) for job in jobs[a:b])}
+            futures.append(self.client.submit(run_jobs, jobs[a:b], named, 1, pure=False))
         return [result for future in futures for result in future.result()]
 
     def close(self) -> None:

@@ -1,0 +1,101 @@
+"""One evaluation of Remy's optimiser (Winstein & Balakrishnan, SIGCOMM 2013, §4.2): trees run
+on the same drawn networks, each tree's objective (objective.py) and, when asked, how often each
+rule was used and the memories it saw, which pick the rule to improve and where to split it.
+
+The optimiser (optimise.py) knows only the `Evaluator` protocol, so its tests drive it with a
+fake; `Simulated` is the real one: every (tree, network) pair a job of one batch, the trees'
+files shipped with the jobs (pantheon.sim.runner's model files), the controller crates/cc's
+`tao` (`tao:tree=FILE`, with `record=1` each flow's per-rule uses and sampled memories).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pantheon.errors import PantheonError
+from pantheon.remy import objective, tree
+from pantheon.remy.networks import Network
+from pantheon.remy.tree import Memory, Node
+from pantheon.sim.batch import FlowMetrics, Result
+from pantheon.sim.runner import Runner, model_file
+
+MAX_SAMPLES_PER_RULE = 4096
+"""Memories kept per rule for its median: plenty for a median, and a bounded checkpoint."""
+
+
+class EvaluationError(PantheonError):
+    """The simulator could not run an evaluation's jobs."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    objective: float
+    """The mean over the networks of their scores."""
+    uses: tuple[int, ...] = ()
+    """Per rule (depth-first), how many times it chose the action; empty unless recorded."""
+    memories: tuple[tuple[Memory, ...], ...] = field(default=())
+    """Per rule, memories it was used at (a sample); empty unless recorded."""
+
+
+class Evaluator(Protocol):
+    def evaluate(self, trees: Sequence[Node], networks: Sequence[Network], record: bool) -> list[Evaluation]:
+        """Each tree's evaluation on all of `networks`, in the trees' order."""
+        ...
+
+
+def spec(tree_file: str, record: bool) -> str:
+    """The controller running the rule tree in `tree_file`."""
+    return f"tao:tree={tree_file}" + (",record=1" if record else "")
+
+
+def rule_records(flow: FlowMetrics) -> list[tuple[int, list[Memory]]]:
+    """(uses, sampled memories) of each rule in one flow, from the controller's record
+    (FlowMetrics.rules: per rule its uses and at most 64 memories)."""
+    if flow.rules is None:
+        return []
+    return [(int(count), [(m[0], m[1], m[2], m[3]) for m in seen])
+            for count, seen in zip(flow.rules.uses, flow.rules.memories)]
+
+
+def merge(rule_count: int, flows: Sequence[FlowMetrics]) -> tuple[tuple[int, ...], tuple[tuple[Memory, ...], ...]]:
+    """Every flow's records summed (uses) and joined in order (memories, at most
+    MAX_SAMPLES_PER_RULE each, taken evenly through the whole list so that every network counts)."""
+    uses = [0] * rule_count
+    memories: list[list[Memory]] = [[] for _ in range(rule_count)]
+    for flow in flows:
+        for i, (count, seen) in enumerate(rule_records(flow)[:rule_count]):
+            uses[i] += count
+            memories[i].extend(seen)
+    kept = []
+    for seen in memories:
+        step = max(1, -(-len(seen) // MAX_SAMPLES_PER_RULE))
+        kept.append(tuple(seen[::step]))
+    return tuple(uses), tuple(kept)
+
+
+class Simulated:
+    """Evaluations in the simulator, through `runner` (here or on Dask)."""
+
+    def __init__(self, runner: Runner, delta: float, encode: Callable[[Node], bytes] = tree.encode) -> None:
+        self.runner, self.delta, self.encode = runner, delta, encode
+        self.simulated_s = 0.0
+        """Simulated seconds of every job run so far."""
+
+    def evaluate(self, trees: Sequence[Node], networks: Sequence[Network], record: bool) -> list[Evaluation]:
+        models = [self.encode(t) for t in trees]
+        jobs = [n.job(spec(model_file(i), record)) for i in range(len(trees)) for n in networks]
+        results = self.runner.run(jobs, models)
+        self.simulated_s += sum(job.runtime_s for job in jobs)
+        if failed := next((r for r in results if not r.ok), None):
+            raise EvaluationError(f"the simulator could not run an evaluation: {failed.error}")
+        found = []
+        for i, t in enumerate(trees):
+            mine: list[Result] = results[i * len(networks):(i + 1) * len(networks)]
+            scores = [objective.score(n, r.flows, self.delta) for n, r in zip(networks, mine)]
+            evaluation = Evaluation(sum(scores) / len(scores))
+            if record:
+                uses, memories = merge(len(tree.rules(t)), [f for r in mine for f in r.flows])
+                evaluation = Evaluation(evaluation.objective, uses, memories)
+            found.append(evaluation)
+        return found
