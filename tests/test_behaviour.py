@@ -13,6 +13,9 @@ for crates/cc's controllers on some paths, in the simulator (below).
 - Sprout (Winstein et al. NSDI 2013 §5): on the Verizon LTE trace, a p95 delay far below Cubic's.
 - Two flows of a scheme whose paper claims fairness share the link: Jain's index ≥ 0.9 over the
   last half of each 30 s run; and a Vivace flow joining another 10 s later converges to its share.
+- Tao, a RemyCC (Winstein & Balakrishnan SIGCOMM 2013; Sivaraman et al. SIGCOMM 2014), on a path
+  inside the prior it was trained for that training never drew: at or near the throughput–delay
+  frontier of Cubic, Copa and Vegas (no one of them ahead of it by TAO_MARGIN on both axes).
 
 Where they run. Every scheme's utilization is judged over the emulator, end to end (tunnel,
 transport, emulator, the scheme's own program), as Pantheon's report would show it. The other
@@ -42,6 +45,7 @@ import pytest
 
 from pantheon import schemes
 from prerequisites import missing
+from support.frontier import Point, dominators
 from test_harness import pantheon
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.geteuid() != 0, reason="runs flows over the emulator (needs root)")]
@@ -271,3 +275,38 @@ def test_a_vivace_newcomer_converges_to_its_share(tmp_path: Path) -> None:
              runs=NEWCOMER_RUNS, engine=SIMULATOR)
     index = [jain_from(tmp_path / "pcc-vivace" / f"run{k}", 20) for k in range(1, NEWCOMER_RUNS + 1)]
     assert sum(index) / len(index) >= NEWCOMER_JAIN, index
+
+
+TAO_TREE = Path(__file__).resolve().parent.parent / "data" / "tao" / "tao-100x.pb"
+TAO_RATE_MBPS = 40
+TAO_DELAY_MS = 75
+"""Inside tao-100x's prior (data/tao/tao-100x.toml: 3.16-316 Mbit/s, 150 ms RTT, an infinite buffer),
+and not a network its training evaluates: the prior's corners (3.16 and 316 Mbit/s) are the only
+rates it draws twice, the rest uniformly at random (pantheon.remy.networks)."""
+TAO_RIVALS = ["cubic-user", "copa", "vegas-user"]
+TAO_MARGIN = 0.10
+"""How far ahead on both axes a comparator must be to count: Tao is "near" the frontier when no
+comparator gets 1.1 times its throughput at its mean delay ÷ 1.1 (bench/support/frontier.py). The
+published 100x tree (the learnability paper's, via bench/tao.py's --tree) on this path, one 10 s
+flow, simulated, 4 seeds: Tao 36.4-36.7 Mbit/s at a mean one-way delay of 94-95 ms; Cubic 36.2 at
+103; Copa 32.3-34.0 at 97-100; Vegas 3.9 at 76 (its window stops growing early on a 150 ms path):
+ahead of Cubic and Copa on both axes, the nearest being Cubic at 0.99 times its throughput; over
+the emulator, one run each (the tree as a scheme of a temporary manifest): Tao 36.4 at 96.0 ms,
+Cubic 36.2 at 102.7, Copa 31.9 at 99.1, Vegas 5.2 at 75.8, so this test's logic passes. 10%
+is the simulator's agreement with the emulator (bench/sim_fidelity.py's bound), so a run's luck on
+the emulator does not decide it."""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not TAO_TREE.exists(), reason="no data/tao/tao-100x.pb: the built-in tree is not trained yet (issue 37)")
+def test_tao_is_near_the_frontier_inside_its_prior(tmp_path: Path) -> None:
+    names = ready(["tao", *TAO_RIVALS])
+    assert "tao" in names, "tao is not ready although its tree is there: ./setup.sh builds it into pantheon-udp"
+    options = ["--delay", str(TAO_DELAY_MS), "--uplink-rate", str(TAO_RATE_MBPS), "--downlink-rate", str(TAO_RATE_MBPS)]
+    perf = campaign(tmp_path, names, *options, runtime_s=10)
+    means = {name: summary_of(perf, name)["all"] for name in names}
+    points = {name: Point(m["throughput_mbps"]["mean"], m["delay_mean_ms"]["mean"], m["delay_p95_ms"]["mean"])
+              for name, m in means.items()}
+    tao = points.pop("tao")
+    assert not dominators(tao, points, TAO_MARGIN), (tao, points)
+

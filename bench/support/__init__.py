@@ -1,6 +1,6 @@
 """What several benchmarks share, and what the tests share with them: one module per thing it
 models (processes, figures, tcp_buffers, link, mahimahi, ns3, iperf, datadir, disk, supervised,
-emulator, tunnel), and traffic.py, the program that sends and receives stamped datagrams.
+emulator, tunnel, frontier), and traffic.py, the program that sends and receives stamped datagrams.
 
 bench/ never imports tests/: a mechanism a test asserts on and a benchmark prints lives here once,
 and the tests import it too (pytest's pythonpath in pyproject.toml names bench/). Importing the
