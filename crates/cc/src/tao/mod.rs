@@ -84,8 +84,6 @@ pub struct MemoryTracker {
     last_sent_us: Option<u64>,
     /// Arrival of the last acknowledgement, µs.
     last_ack_us: u64,
-    /// Least RTT of the flow so far, µs.
-    min_rtt_us: u64,
 }
 
 impl MemoryTracker {
@@ -93,12 +91,13 @@ impl MemoryTracker {
         &self.memory
     }
 
-    /// The acknowledgement, arrived at `now_us`, of a packet sent at `sent_us` with RTT `rtt_us`.
-    pub fn on_ack(&mut self, now_us: u64, sent_us: u64, rtt_us: u64) {
+    /// The acknowledgement, arrived at `now_us`, of a packet sent at `sent_us` with RTT `rtt_us`;
+    /// `min_rtt_us` is the flow's least RTT so far, this one included (the driver's bookkeeping,
+    /// `Acked::min_rtt_us`).
+    pub fn on_ack(&mut self, now_us: u64, sent_us: u64, rtt_us: u64, min_rtt_us: u64) {
         let Some(last_sent_us) = self.last_sent_us else {
             self.last_sent_us = Some(sent_us);
             self.last_ack_us = now_us;
-            self.min_rtt_us = rtt_us;
             return;
         };
         let ms = |later: u64, earlier: u64| (later as f64 - earlier as f64) / 1000.0;
@@ -108,8 +107,7 @@ impl MemoryTracker {
         m[0] = (1.0 - EWMA_WEIGHT) * m[0] + EWMA_WEIGHT * send_gap_ms;
         m[1] = (1.0 - EWMA_WEIGHT) * m[1] + EWMA_WEIGHT * ack_gap_ms;
         m[3] = (1.0 - SLOW_EWMA_WEIGHT) * m[3] + SLOW_EWMA_WEIGHT * ack_gap_ms;
-        self.min_rtt_us = self.min_rtt_us.min(rtt_us);
-        m[2] = if self.min_rtt_us == 0 { 1.0 } else { rtt_us as f64 / self.min_rtt_us as f64 };
+        m[2] = if min_rtt_us == 0 { 1.0 } else { rtt_us as f64 / min_rtt_us as f64 };
         self.last_sent_us = Some(sent_us);
         self.last_ack_us = now_us;
     }
@@ -262,7 +260,7 @@ impl CongestionControl for Tao {
     fn on_sent(&mut self, _e: &Sent) {}
 
     fn on_ack(&mut self, e: &Acked) {
-        self.memory.on_ack(e.now_us, e.sent_us, e.rtt_us);
+        self.memory.on_ack(e.now_us, e.sent_us, e.rtt_us, e.min_rtt_us);
         let memory = self.memory.memory();
         self.rule = self.tree.rule_index(memory);
         if let Some(tally) = &mut self.tally {
@@ -295,29 +293,30 @@ mod tests {
         Tree::load(std::path::Path::new(&tao_fixture())).unwrap()
     }
 
-    /// An acknowledgement at `now_us` of a packet sent at `sent_us` (RTT the difference).
+    /// An acknowledgement at `now_us` of a packet sent at `sent_us` (RTT the difference), in a
+    /// flow whose least RTT is the first one's below, 5 ms.
     fn acked(now_us: u64, sent_us: u64) -> Acked {
-        ack(now_us, 0, sent_us, 1000)
+        Acked { min_rtt_us: 5_000, ..ack(now_us, 0, sent_us, 1000) }
     }
 
     #[test]
     fn memory_by_hand() {
         let mut m = MemoryTracker::default();
         // The first acknowledgement only records its times and RTT (40 ms).
-        m.on_ack(100_000, 60_000, 40_000);
+        m.on_ack(100_000, 60_000, 40_000, 40_000);
         assert_eq!(m.memory(), &[0.0; 4]);
         // Sent 1 ms after the first, arrived 2 ms after it, RTT 41 ms.
-        m.on_ack(102_000, 61_000, 41_000);
+        m.on_ack(102_000, 61_000, 41_000, 40_000);
         assert_eq!(m.memory(), &[1.0 / 8.0, 2.0 / 8.0, 41.0 / 40.0, 2.0 / 256.0]);
         // Sent 2 ms later, arrived 1 ms later, RTT 40 ms: the ratio is back to 1.
-        m.on_ack(103_000, 63_000, 40_000);
+        m.on_ack(103_000, 63_000, 40_000, 40_000);
         let slow = 255.0 / 256.0 * (2.0 / 256.0) + 1.0 / 256.0;
         assert_eq!(m.memory(), &[0.359375, 0.34375, 1.0, slow]);
         assert_eq!(slow, 0.011688232421875);
         // A smaller RTT is the new minimum at once: ratio 1, and the next ratio is against it.
-        m.on_ack(103_000, 63_000, 20_000);
+        m.on_ack(103_000, 63_000, 20_000, 20_000);
         assert_eq!(m.memory()[2], 1.0);
-        m.on_ack(104_000, 64_000, 30_000);
+        m.on_ack(104_000, 64_000, 30_000, 20_000);
         assert_eq!(m.memory()[2], 1.5);
     }
 
