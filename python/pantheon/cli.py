@@ -14,6 +14,7 @@
     pantheon observe SCHEDULE.toml          the observatory: a schedule's experiments round after round, on Dask
     pantheon indigo train                   Indigo's LSTM trained by DAgger over the simulator
     pantheon remy train --prior FILE.toml   a RemyCC's rule tree optimised for a prior (Remy), over the simulator
+    pantheon league MATRIX.toml --data-dir D every scheme over a matrix of environments, simulated on Dask, ranked
 
 Each command's module registers itself: its `add_parser(sub)` declares the options, a description
 and an example, and sets the parser's defaults `run` (the function that runs it, given the parsed
@@ -40,6 +41,7 @@ from pantheon.errors import PantheonError
 from pantheon.harm import cli as harm_cli
 from pantheon.harness import cli as harness_cli
 from pantheon.indigo import cli as indigo_cli
+from pantheon.league import cli as league_cli
 from pantheon.observe import cli as observe_cli
 from pantheon.remy import cli as remy_cli
 from pantheon.schemes import cli as schemes_cli
@@ -95,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     emulate.add_parsers(sub)
     for command in (harness_cli, sim_cli, harm_cli, analysis_cli, calibrate_cli, schemes_cli, archive_cli, observe_cli,
-                    indigo_cli, remy_cli, demo):
+                    indigo_cli, remy_cli, league_cli, demo):
         command.add_parser(sub)
     parser.set_defaults(makes_namespaces=None)
     return parser

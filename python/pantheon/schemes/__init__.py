@@ -83,6 +83,12 @@ class Scheme:
     """Files the scheme cannot run without that no setup step makes (committed data: Indigo's trained
     weights); while one is missing the scheme is unavailable."""
     setup: Setup = field(default_factory=Setup)
+    stand_in: str | None = None
+    """A crates/cc scheme that models this one where only such schemes run (the simulator: the
+    league runs kernel TCP Cubic as cubic-user, flagged as a stand-in); None where none does."""
+    congestion_control: bool = True
+    """False for a sender that is not a congestion controller (cbr's unresponsive cross traffic):
+    the league leaves it out of "every scheme"."""
     check_runtime_s: float = 5.0
     """Length of the flow `pantheon schemes check` runs; longer only for schemes that take seconds to
     start (a browser), said why in the manifest."""
@@ -243,7 +249,12 @@ def load(path: Path) -> Scheme:
             needs_kernel_cc=data.get("needs_kernel_cc"), needs_files=_strings(data.get("needs_files", []), "needs_files"),
             setup=_setup(data.get("setup", {})),
             check_runtime_s=data.get("check_runtime_s", 5.0),
+            stand_in=data.get("stand_in"), congestion_control=data.get("congestion_control", True),
         )
+        if scheme.stand_in is not None and not isinstance(scheme.stand_in, str):
+            raise SchemeError(f"stand_in must be a scheme's name, not {scheme.stand_in!r}")
+        if not isinstance(scheme.congestion_control, bool):
+            raise SchemeError(f"congestion_control must be true or false, not {scheme.congestion_control!r}")
         if not isinstance(scheme.check_runtime_s, (int, float)) or not 1 <= scheme.check_runtime_s <= 60:
             raise SchemeError(f"check_runtime_s must be a number of seconds in 1..60, not {scheme.check_runtime_s!r}")
         if scheme.run_first not in SIDES:

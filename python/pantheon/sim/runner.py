@@ -6,9 +6,10 @@ trials: Dask runs as many at once as the workers have threads).
 
 A controller spec may name a model being trained by a placeholder, `model_file(i)` for the
 i-th of the model files given with the jobs (Indigo's `weights=@MODEL0@`, one network; Remy's
-`tree=@MODEL3@`, one rule tree of many candidates in one batch): the files' bytes travel with
-the task, only those its slice names, and each worker writes its own copies, so a worker on
-another machine needs only its own checkout's pantheon-sim.
+`tree=@MODEL3@`, one rule tree of many candidates in one batch), and so may a path option (a
+league's rate-step trace, `--uplink-trace @MODEL0@`): the files' bytes travel with the task, only
+those its slice names, and each worker writes its own copies, so a worker on another machine
+needs only its own checkout's pantheon-sim.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def model_file(index: int = 0) -> str:
 
 
 def _names(job: Job, index: int) -> bool:
-    return any(model_file(index) in f.cc for f in job.flows)
+    placeholder = model_file(index)
+    return any(placeholder in f.cc for f in job.flows) or any(placeholder in o for o in job.path_options)
 
 
 def run_jobs(jobs: list[Job], models: dict[int, bytes], jobs_parallel: int | None = None) -> list[Result]:
@@ -44,7 +46,8 @@ def run_jobs(jobs: list[Job], models: dict[int, bytes], jobs_parallel: int | Non
             path = Path(tmp) / f"model{index}"
             path.write_bytes(content)
             placeholder = model_file(index)
-            jobs = [replace(job, flows=[replace(f, cc=f.cc.replace(placeholder, str(path))) for f in job.flows])
+            jobs = [replace(job, flows=[replace(f, cc=f.cc.replace(placeholder, str(path))) for f in job.flows],
+                            path_options=[o.replace(placeholder, str(path)) for o in job.path_options])
                     if _names(job, index) else job for job in jobs]
         with warnings.catch_warnings():
             # JAX warns at every fork that its threads may hold locks; the simulator's subprocess
