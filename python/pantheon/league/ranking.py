@@ -14,6 +14,7 @@ median Jain index and the median harm to the competitor; over seeds, each enviro
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,6 +34,10 @@ class Standing:
     stand_in: str | None
     medians: dict[str, float | None]
     """throughput_mbps, utilization, delay_p95_ms, loss_rate, jain, harm_throughput: their medians over the scheme's rows."""
+    harm: dict[str, float | None]
+    """Over the scheme's `vs:` rows: throughput_mean, throughput_p90 (the harm a bad case does, which
+    Ware et al. ask to look at beside the typical one: a median of 0 hides a scheme that starves its
+    competitor in a tenth of the cells) and delay_mean."""
 
     @property
     def win_share(self) -> float:
@@ -92,8 +97,17 @@ def standings(rows: Sequence[dict], schemes: Sequence[str], margin: float = WIN_
                    for key in ("throughput_mbps", "utilization", "delay_p95_ms", "loss_rate", "jain", "harm_throughput")}
         stand_in = next((r["stand_in"] for r in by_scheme[scheme]), None)
         found.append(Standing(scheme, wins[scheme], contests[scheme],
-                              statistics.fmean(relative[scheme]) if relative[scheme] else 0.0, stand_in, medians))
+                              statistics.fmean(relative[scheme]) if relative[scheme] else 0.0, stand_in, medians,
+                              _harm(mine)))
     return sorted(found, key=lambda s: (-s.win_share, -s.mean_relative_score, s.scheme))
+
+
+def _harm(rows: Sequence[dict]) -> dict[str, float | None]:
+    throughput = sorted(r["harm_throughput"] for r in rows if r.get("harm_throughput") is not None)
+    delay = [r["harm_delay"] for r in rows if r.get("harm_delay") is not None]
+    return {"throughput_mean": statistics.fmean(throughput) if throughput else None,
+            "throughput_p90": throughput[math.ceil(0.9 * len(throughput)) - 1] if throughput else None,
+            "delay_mean": statistics.fmean(delay) if delay else None}
 
 
 def breakdown(rows: Sequence[dict], schemes: Sequence[str], margin: float = WIN_MARGIN) -> dict[str, dict[str, dict[str, float]]]:

@@ -43,6 +43,7 @@ def summary(matrix: Matrix, entrants: Sequence[Entrant], rows: Sequence[dict], c
         "ranking": [{"rank": i, "scheme": s.scheme, "wins": s.wins, "contests": s.contests,
                      "win_share": round(s.win_share, 4), "mean_relative_score": round(s.mean_relative_score, 4),
                      **{f"{k}_median": None if v is None else round(v, 4) for k, v in s.medians.items()},
+                     **{f"harm_{k}": None if v is None else round(v, 4) for k, v in s.harm.items()},
                      "stand_in": s.stand_in}
                     for i, s in enumerate(standings, 1)],
         "breakdown": {dim: {value: {s: round(share, 4) for s, share in by.items()} for value, by in values.items()}
@@ -77,14 +78,16 @@ def markdown(data: dict, rows: Sequence[dict]) -> str:
     out += ["", "## Ranking", ""]
     out += _table(
         ("rank", "scheme", "wins", "win share", "relative score", "throughput (Mbit/s)", "utilization",
-         "p95 delay (ms)", "loss", "Jain", "harm"),
+         "p95 delay (ms)", "loss", "Jain", "harm mean", "harm p90"),
         [(str(r["rank"]), r["scheme"] + (f" (as {r['stand_in']})" if r["stand_in"] else ""),
           f"{r['wins']}/{r['contests']}", f"{r['win_share']:.0%}", _cell(r["mean_relative_score"]),
           _cell(r["throughput_mbps_median"]), _cell(r["utilization_median"]), _cell(r["delay_p95_ms_median"], 1),
-          _cell(r["loss_rate_median"], 4), _cell(r["jain_median"]), _cell(r["harm_throughput_median"]))
+          _cell(r["loss_rate_median"], 4), _cell(r["jain_median"]), _cell(r["harm_throughput_mean"]),
+          _cell(r["harm_throughput_p90"]))
          for r in data["ranking"]])
-    out += ["", "Medians over the scheme's runs; Jain where flows share the path, harm (of throughput, Ware et al. "
-            "2019) where the scheme competes with another."]
+    out += ["", "Medians over the scheme's runs; Jain's index where flows share the path; the harm the scheme does to "
+            "its competitor's throughput (Ware et al., HotNets 2019) where it competes with another scheme, its mean "
+            "and 90th percentile over those cells."]
     order = [r["scheme"] for r in data["ranking"]]
     for dim, values in data["breakdown"].items():
         out += ["", f"## Win share by {DIMENSION_NAMES.get(dim, dim)}", ""]
