@@ -26,6 +26,15 @@ def dask_client(scheduler: str | None, threads: int, resources: dict[str, float]
                                resources=resources))
 
 
+def close(client) -> None:
+    """Closes the client and, when it is this process's own LocalCluster, the cluster with it (its
+    worker threads and their tasks); a `--scheduler` cluster is left running for its next user."""
+    cluster = client.cluster
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
 def dashboard_link(client) -> str:
     """The address of the client's Dask dashboard that answers: a LocalCluster's is on loopback,
     where Dask's own link names the host's first address."""

@@ -39,6 +39,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pantheon import cluster
 from pantheon.calibrate import evaluate, replication, space
 from pantheon.calibrate.targets import CalibrationError, Target
 from pantheon.calibrate.trace import DeliveryTrace
@@ -272,10 +273,7 @@ def calibrate(problem: Problem, db: Path, seed: int, trials: int, minutes: float
         raise KeyboardInterrupt("interrupted: the study keeps its finished trials; the same command resumes it") from None
     finally:
         progress.end()
-        cluster = client.cluster
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        cluster.close(client)
     return phases
 
 

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from pantheon import files, schemes
+from pantheon import cluster, files, schemes
 from pantheon.cluster import dashboard_link, dask_client
 from pantheon.errors import PantheonError
 from pantheon.league import campaign, confirm, entrants, matrix, report
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                                 "the same command resumes the league") from None
     finally:
         out.close()
-        client.close()
+        cluster.close(client)
     campaign.finish(args.data_dir, rows)
     data = report.summary(league, players, rows, git_commit(), time.monotonic() - started)
     if args.confirm:
