@@ -8,6 +8,7 @@ matrix's league is refused, so one data dir never mixes two matrices.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import time
 from pathlib import Path
@@ -128,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         rows = campaign.run(league, cells, competitors, args.data_dir, client, progress)
     except KeyboardInterrupt:
         out.close()
+        # The tasks cancelled in flight are Dask's to mention, not the user's to read.
+        logging.getLogger("distributed").setLevel(logging.ERROR)
         raise KeyboardInterrupt(f"interrupted: the runs finished are journaled in {args.data_dir / campaign.PARTS_DIR}; "
                                 "the same command resumes the league") from None
     finally:
