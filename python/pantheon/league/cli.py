@@ -33,11 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "league", help="rank every scheme over a matrix of environments, simulated on Dask (pantheon league --help)",
         description="Run every scheme (or --schemes) in every environment of a matrix (TOML: rates, RTTs, buffers, "
         "queues, loss, rate steps, presets, flows, seeds; docs/league.md) in the simulator, as Dask tasks, and rank "
-        "them as ccBench does: in each environment (or time window) the schemes within 10%% of the best score win. "
+        "them as ccBench does: in each environment (or time window) the schemes within 10% of the best score win. "
         "Writes DIR/league.parquet (a row per environment x scheme x seed), DIR/report.md and DIR/league.json. "
         "Resumable: the same command continues a stopped league.",
-        epilog=f"example:\n  pantheon league {LEAGUES_DIR.relative_to(ROOT)}/ccbench-single.toml --data-dir league-single",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=f"example:\n  pantheon league {LEAGUES_DIR.relative_to(ROOT)}/ccbench-single.toml --data-dir league-single")
     p.add_argument("matrix", type=Path, metavar="MATRIX.toml", help="the matrix (e.g. leagues/ccbench-single.toml)")
     p.add_argument("--data-dir", type=Path, required=True, help="where the table, the report and the journal go")
     p.add_argument("--schemes", help="comma-separated schemes (default: every available crates/cc congestion "
