@@ -244,3 +244,27 @@ def test_confirmed_cells_set_the_emulators_numbers_beside_the_simulators(tmp_pat
     assert found["median_abs_difference"]["throughput_mbps"] < 0.1
     assert json.loads((tmp_path / "out" / "league.json").read_text())["confirm"] == found
     assert "## How far to trust it" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--schemes", "webrtc"], "webrtc cannot play: the simulator cannot run it"),
+    (["--schemes", "copa,copa"], "--schemes names copa twice"),
+    (["--schemes", "copa", "--confirm", "-1"], "--confirm must be a number of cells"),
+    (["--schemes", "copa", "--scheduler", "tcp://127.0.0.1:9"], "--scheduler tcp://127.0.0.1:9: cannot reach"),
+])
+def test_a_league_that_cannot_run_says_why_in_one_line_and_claims_no_data_dir(tmp_path: Path, capsys, argv: list[str],
+                                                                           message: str) -> None:
+    path = write(tmp_path / "small.toml", SMALL)
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_data_dir_that_holds_something_else_is_refused_and_kept(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "small.toml", SMALL)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("keep me")
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "copa"]) == 2
+    assert "is not empty and holds no league" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]

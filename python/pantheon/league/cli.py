@@ -102,12 +102,16 @@ def run(args: argparse.Namespace) -> int:
     competitors = {name: entrants.entrant(known, name) for name in league.competitors}
     playing = {e.name for e in players}
     baselines = [e for name, e in competitors.items() if name not in playing]
-    text = args.matrix.read_text()
-    _claim(args.data_dir, args.matrix, text)
+    # The cluster first: a scheduler that cannot be reached leaves no data dir claimed.
+    client = dask_client(args.scheduler, threads=args.jobs)
+    try:
+        _claim(args.data_dir, args.matrix, args.matrix.read_text())
+    except BaseException:
+        cluster.close(client)
+        raise
     cells = campaign.cells(league, players, baselines)
     already = len({(r["environment"], r["scheme"], r["seed"]) for r in campaign.done_rows(args.data_dir)}
                   & {c.key for c in cells})
-    client = dask_client(args.scheduler, threads=args.jobs)
     where = f"Dask at {args.scheduler}" if args.scheduler else f"a LocalCluster of {args.jobs} threads"
     out = Progress(len(cells), quiet=args.quiet, lines=False)
     out.write(f"league {league.name}: {len(league.environments)} environments x {len(players)} schemes x "
