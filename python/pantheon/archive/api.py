@@ -12,6 +12,14 @@
     GET  /api/export.{csv,parquet}       every flow of every run of the archive, one row each
     GET  /results/{id}/files/PATH        a file of the data dir
     GET  /results/{id}/archive.tar.gz    the whole data dir, as uploaded
+    GET  /api/leagues[?matrix=NAME]      every league (of one matrix), newest first (leagues.py)
+    GET  /api/leagues/{id}               a league: its ranking, per-dimension breakdown, files
+    GET  /api/leagues/compare?a=ID&b=ID  two leagues scheme by scheme: rank and win share in each, the change
+    GET  /leagues/{id}/files/PATH        a file of the league dir (league.json, league.parquet, ...)
+    GET  /leagues/{id}/archive.tar.gz    the whole league dir, as uploaded
+
+POST /api/uploads takes a league dir (one with league.json) as it takes a data dir, and answers
+with the league's id and URL (/leagues/N) instead of a result's.
 
 Uploaded files (PDFs aside, which Chrome's viewer will not open sandboxed) are served with a
 sandboxing Content-Security-Policy: a report.html or an SVG from an uploader runs no script in the
@@ -34,8 +42,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from pantheon.archive import staging, tokens, upload, views
-from pantheon.archive.models import File, Flow, Result, Run
+from pantheon.archive import leagues, staging, tokens, upload, views
+from pantheon.archive.models import File, Flow, League, LeagueFile, Result, Run
 from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find, result_id
 from pantheon.archive.staging import Refused
 
@@ -116,16 +124,18 @@ async def uploads(request: Request) -> Response:
         body = stage / "body.tar.gz"
         body_sha256 = await receive(request, body, state.limits.upload_bytes)
         unpacked = await run_in_threadpool(staging.unpack, body, stage, state.limits)
-        result_id, created = await run_in_threadpool(upload.ingest, state.sessions, state.store, unpacked, body,
-                                                     body_sha256, holder[0], told)
+        is_league = leagues.LEAGUE_JSON in unpacked.files
+        ingest = leagues.ingest if is_league else upload.ingest
+        new_id, created = await run_in_threadpool(ingest, state.sessions, state.store, unpacked, body, body_sha256,
+                                                  holder[0], told)
     except Refused as e:
         return error(e.status, str(e))
     except ClientDisconnect:
         return error(400, "the upload was cut off before its end")
     finally:
         await run_in_threadpool(shutil.rmtree, stage, True)
-    return JSONResponse({"id": result_id, "url": views.result_url(base_url(request), result_id), "created": created},
-                        201 if created else 200)
+    url = (leagues.league_url if is_league else views.result_url)(base_url(request), new_id)
+    return JSONResponse({"id": new_id, "url": url, "created": created}, 201 if created else 200)
 
 
 def _filters(request: Request) -> Filters:
@@ -253,6 +263,82 @@ async def archive(request: Request) -> Response:
         return error(404, "no such result")
     return FileResponse(request.app.state.store.path(digest), media_type="application/gzip",
                         filename=f"pantheon-result-{request.path_params['id']}.tar.gz", headers=UNTRUSTED_HEADERS)
+
+
+def league_id(text: str) -> int:
+    """A league id from a URL, or 0 (no league has it) where the text cannot be one."""
+    return result_id(text) or 0
+
+
+async def league_list(request: Request) -> Response:
+    matrix = request.query_params.get("matrix") or None
+    if matrix is not None and "\x00" in matrix:
+        return error(400, "a matrix's name holds no NUL character")
+
+    def load() -> dict:
+        with request.app.state.sessions() as session:
+            return {"leagues": [leagues.listing(league, base_url(request)) for league in leagues.every(session, matrix)]}
+    return JSONResponse(await run_in_threadpool(load))
+
+
+async def league(request: Request) -> Response:
+    def one() -> dict | None:
+        with request.app.state.sessions() as session:
+            found = leagues.loaded(session, league_id(str(request.path_params["id"])))
+            return leagues.detail(found, base_url(request)) if found else None
+    body = await run_in_threadpool(one)
+    return JSONResponse(body) if body else error(404, "no such league")
+
+
+def compared_leagues(request: Request, base: str) -> dict | tuple[int, str]:
+    """The two leagues of ?a=ID&b=ID compared (leagues.compared), or the HTTP status and one line
+    saying what is wrong (400 an id that is none, 404 a league the archive does not hold)."""
+    ids = [result_id(request.query_params.get(key, "")) for key in ("a", "b")]
+    if None in ids:
+        return 400, "give two leagues to compare: /leagues/compare?a=ID&b=ID"
+    with request.app.state.sessions() as session:
+        found = [leagues.loaded(session, i or 0) for i in ids]
+        if None in found:
+            return 404, f"there is no league {ids[found.index(None)]} in this archive"
+        a, b = (leagues.detail(f, base) for f in found if f is not None)
+    return leagues.compared(a, b)
+
+
+async def league_compare(request: Request) -> Response:
+    body = await run_in_threadpool(compared_leagues, request, base_url(request))
+    if isinstance(body, tuple):
+        return error(*body)
+    return JSONResponse(body)
+
+
+async def league_file(request: Request) -> Response:
+    path = request.path_params["path"]
+
+    def lookup() -> str | None:
+        with request.app.state.sessions() as session:
+            return session.scalar(select(LeagueFile.sha256).where(
+                LeagueFile.league_id == league_id(str(request.path_params["id"])), LeagueFile.path == path))
+    digest = None if "\x00" in path else await run_in_threadpool(lookup)
+    if digest is None:
+        return error(404, "no such file in this league")
+    if path.endswith(leagues.TEXT_FILES):
+        media = "text/plain; charset=utf-8"
+    elif path.endswith(".parquet"):
+        media = "application/vnd.apache.parquet"
+    else:
+        media = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    return FileResponse(request.app.state.store.path(digest), media_type=media, headers=UNTRUSTED_HEADERS)
+
+
+async def league_archive(request: Request) -> Response:
+    def lookup() -> str | None:
+        with request.app.state.sessions() as session:
+            return session.scalar(select(League.archive_sha256).where(League.id == league_id(str(request.path_params["id"]))))
+    digest = await run_in_threadpool(lookup)
+    if digest is None:
+        return error(404, "no such league")
+    return FileResponse(request.app.state.store.path(digest), media_type="application/gzip",
+                        filename=f"pantheon-league-{request.path_params['id']}.tar.gz", headers=UNTRUSTED_HEADERS)
 
 
 UNREACHABLE = "the archive's database is unreachable; try again later"

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from pantheon.archive import api, pages, tokens
 from pantheon.archive.db import opened
-from pantheon.archive.models import File, Result
+from pantheon.archive.models import File, League, LeagueFile, Result
 from pantheon.archive.staging import Limits
 from pantheon.archive.store import Store
 
@@ -40,6 +40,11 @@ ROUTES = [
     Route("/schemes/{name}", pages.scheme_page),
     Route("/compare", pages.compare_page),
     Route("/faq", pages.faq_page),
+    Route("/leagues", pages.leagues_page),
+    Route("/leagues/compare", pages.league_compare_page),
+    Route("/leagues/{id}", pages.league_page),
+    Route("/leagues/{id}/files/{path:path}", api.league_file),
+    Route("/leagues/{id}/archive.tar.gz", api.league_archive),
     Route("/api/health", api.health),
     Route("/api/token", api.token),
     Route("/api/uploads", api.uploads, methods=["POST"]),
@@ -50,6 +55,9 @@ ROUTES = [
     Route("/api/summary", api.summary),
     Route("/api/schemes/{name}", api.scheme),
     Route("/api/export.{format:str}", api.export),
+    Route("/api/leagues", api.league_list),
+    Route("/api/leagues/compare", api.league_compare),
+    Route("/api/leagues/{id}", api.league),
 ]
 
 
@@ -59,7 +67,9 @@ def make_app(settings: Settings) -> Starlette:
     store.open()
     sessions = sessionmaker(engine, expire_on_commit=False)
     with sessions() as session:
-        named = set(session.scalars(select(File.sha256).distinct())) | set(session.scalars(select(Result.archive_sha256)))
+        named = (set(session.scalars(select(File.sha256).distinct())) | set(session.scalars(select(Result.archive_sha256)))
+                 | set(session.scalars(select(LeagueFile.sha256).distinct()))
+                 | set(session.scalars(select(League.archive_sha256))))
         if removed := store.sweep(named):
             print(f"pantheon archive: removed {removed} file(s) of uploads a stopped server left half-done",
                   file=sys.stderr, flush=True)

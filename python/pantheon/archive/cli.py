@@ -3,7 +3,7 @@
     pantheon archive serve [--db URL] [--files DIR] [--host H] [--port P]
     pantheon archive token create NAME [--db URL]      prints the token once, as its last word
     pantheon archive token revoke NAME [--db URL]
-    pantheon archive upload DATA_DIR... --to URL [--token T]   (or PANTHEON_ARCHIVE_TOKEN)
+    pantheon archive upload DATA_DIR... --to URL [--token T]   (or PANTHEON_ARCHIVE_TOKEN; a league dir too)
 
 A server on a loopback address whose database has no token yet makes one for this machine's user
 and writes it to FILES/local-token (mode 0600); `upload` to a loopback URL with no token given reads
@@ -78,18 +78,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         parser.set_defaults(run=_token)
 
     upload = commands.add_parser(
-        "upload", help="upload a data dir (pantheon test, sim or demo; analysed) to an archive",
-        description="Upload data dirs of pantheon test, sim or demo, each analysed first, to an archive; prints each "
-        "one's page. Exit status 1 when the archive refused one or could not be reached.",
+        "upload", help="upload a data dir (pantheon test, sim or demo; analysed) or a league dir to an archive",
+        description="Upload data dirs of pantheon test, sim or demo, each analysed first, or league dirs of pantheon "
+        "league (with league.json), to an archive; prints each one's page. Exit status 1 when the archive refused one "
+        "or could not be reached.",
         epilog="example:\n  pantheon archive upload data/nepal --to http://127.0.0.1:8080/")
-    upload.add_argument("data_dirs", type=Path, nargs="+", metavar="DATA_DIR", help="one or more data dirs, each analysed")
+    upload.add_argument("data_dirs", type=Path, nargs="+", metavar="DATA_DIR",
+                        help="one or more data dirs, each analysed, or league dirs (pantheon league --data-dir)")
     upload.add_argument("--to", required=True, metavar="URL", help="the archive, e.g. http://127.0.0.1:8080/")
     upload.add_argument("--token", help=f"upload token (default: --token-file, ${TOKEN_VARIABLE}, or for a loopback URL "
                         f"{LOCAL_TOKEN}, the token archive serve --files {LOCAL_TOKEN.parent} made)")
     upload.add_argument("--token-file", type=Path, metavar="FILE",
                         help="a file holding the upload token (an archive serve's FILES/local-token, or your own)")
-    upload.add_argument("--title", help="the result's title (default: made from the path and the schemes)")
-    upload.add_argument("--description", help="a paragraph on the experiment, shown on its page")
+    upload.add_argument("--title", help="the result's title (default: made from the path and the schemes; a league's: its "
+                        "matrix and commit)")
+    upload.add_argument("--description", help="a paragraph on the experiment, shown on its page (a league's default: its "
+                        "matrix's)")
     upload.add_argument("--kind", choices=["emulation", "simulation", "node-cloud", "cloud-cloud"],
                         help="what the path was (default: from the data dir; a real path is node-cloud unless told)")
     upload.add_argument("--node", help="the host the experiment ran from (default: --local-desc of pantheon test remote)")

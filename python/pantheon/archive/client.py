@@ -1,4 +1,4 @@
-"""`pantheon archive upload DATA_DIR --to URL`: the data dir as a gzip-compressed tar with a
+"""`pantheon archive upload DATA_DIR --to URL`: the data dir (or a league dir) as a gzip-compressed tar with a
 MANIFEST.json of every file's sha256 at its top level (the server checks each), sent to
 POST /api/uploads with the token as a bearer token. The token is checked first (GET /api/token),
 so a bad token costs no upload. The archive is built in a temporary file and streamed from it:
@@ -22,6 +22,8 @@ from urllib.parse import urlencode, urlsplit
 from pantheon.archive.staging import MANIFEST
 from pantheon.errors import PantheonError
 
+LEAGUE_JSON = "league.json"
+"""The file of a league dir (pantheon league; the server's leagues.py reads it): uploaded as a data dir is."""
 TOKEN_VARIABLE = "PANTHEON_ARCHIVE_TOKEN"
 LOCAL_TOKEN = Path("archive/files/local-token")
 """Where a server on a loopback address with the default --files keeps the token it made for this
@@ -150,7 +152,7 @@ def _request(url: str, method: str, path: str, headers: dict, body=None) -> dict
 
 
 def upload(data_dir: Path, url: str, token: str | None, description: dict[str, str] | None = None) -> dict:
-    """Uploads a data dir; the server's answer {"id", "url", "created"}."""
+    """Uploads a data dir or a league dir; the server's answer {"id", "url", "created"} (a league's URL is /leagues/N)."""
     token = token or os.environ.get(TOKEN_VARIABLE) or _local_token(url)
     if not token:
         local = (f"; an archive served here makes one for its user in its --files directory, FILES/local-token (none "
@@ -158,9 +160,11 @@ def upload(data_dir: Path, url: str, token: str | None, description: dict[str, s
         raise UploadError(f"no token: give --token TOKEN or --token-file FILE, or set {TOKEN_VARIABLE} "
                           f"(pantheon archive token create NAME makes one){local}")
     if not data_dir.is_dir():
-        raise UploadError(f"{data_dir} is not a directory (give a data dir of pantheon test, pantheon sim or pantheon demo)")
-    if not (data_dir / "perf.json").is_file():
-        raise UploadError(f"{data_dir} has no perf.json: run pantheon analyze {data_dir} first")
+        raise UploadError(f"{data_dir} is not a directory (give a data dir of pantheon test, pantheon sim or pantheon demo, "
+                          "or a league dir of pantheon league)")
+    if not (data_dir / "perf.json").is_file() and not (data_dir / LEAGUE_JSON).is_file():
+        raise UploadError(f"{data_dir} has no perf.json: run pantheon analyze {data_dir} first (or, for a league, "
+                          f"give the --data-dir of pantheon league, which holds {LEAGUE_JSON})")
     auth = {"Authorization": f"Bearer {token}"}
     _request(url, "GET", "/api/token", auth)
     with tempfile.TemporaryFile() as body:

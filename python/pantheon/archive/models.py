@@ -171,3 +171,81 @@ class File(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     result: Mapped[Result] = relationship(back_populates="files")
+
+
+class League(Base):
+    """One uploaded league (`pantheon league MATRIX.toml --data-dir DIR`, issue 36 §5): every scheme
+    of a matrix against every other over its environments, ranked by wins. league.json is kept whole
+    (league_json) for its per-dimension breakdown; the ranking is in league_schemes, one row each,
+    so that leagues compare and list without reading the document."""
+    __tablename__ = "leagues"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    manifest_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    """sha256 of the canonical MANIFEST.json: the same league dir uploaded again is one league."""
+    archive_sha256: Mapped[str] = mapped_column(String(64))
+    """The first uploaded tar.gz of the league dir, kept whole in the store for download."""
+    archive_bytes: Mapped[int] = mapped_column(BigInteger)
+    title: Mapped[str] = mapped_column(String(500))
+    """The uploader's title, or the matrix and the commit."""
+    matrix: Mapped[str] = mapped_column(String(200), index=True)
+    """The matrix's name (league.json's "matrix"): leagues of one matrix ran the same contests."""
+    description: Mapped[str] = mapped_column(Text, default="")
+    git_commit: Mapped[str | None] = mapped_column(String(50), index=True)
+    """The commit the league ran at, 40 lower-case hex digits, "-dirty" after them for a tree with
+    uncommitted changes; None when league.json says null."""
+    created_at: Mapped[datetime] = mapped_column(DateTime, index=True)
+    """When the league was made (league.json's created_utc), UTC."""
+    uploaded_at: Mapped[datetime] = mapped_column(DateTime)
+    token_id: Mapped[int | None] = mapped_column(ForeignKey("tokens.id"))
+    duration_s: Mapped[float] = mapped_column(Float)
+    """Each contest's simulated length, s."""
+    environments: Mapped[int] = mapped_column(Integer)
+    rows: Mapped[int] = mapped_column(Integer)
+    """Rows of league.parquet: environment × scheme × seed."""
+    failed_rows: Mapped[int] = mapped_column(Integer)
+    top_scheme: Mapped[str] = mapped_column(String(200), default="")
+    """The scheme ranked first ("" for a league with an empty ranking)."""
+    league_json: Mapped[str] = mapped_column(Text)
+    """league.json as uploaded (checked against the contract, leagues.py)."""
+    schemes: Mapped[list[LeagueScheme]] = relationship(back_populates="league", cascade="all, delete-orphan",
+                                                       order_by="LeagueScheme.position")
+    files: Mapped[list[LeagueFile]] = relationship(back_populates="league", cascade="all, delete-orphan",
+                                                   order_by="LeagueFile.path")
+
+
+class LeagueScheme(Base):
+    """A scheme of a league: how it was simulated, and its row of the ranking (None where the ranking
+    leaves it out)."""
+    __tablename__ = "league_schemes"
+    league_id: Mapped[int] = mapped_column(ForeignKey("leagues.id", ondelete="CASCADE"), primary_key=True)
+    scheme: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    """Its place in the ranking (0 best), ranked schemes first; then the others in league.json's order."""
+    simulated_as: Mapped[str] = mapped_column(String(500), default="")
+    stand_in: Mapped[str | None] = mapped_column(String(200))
+    """The scheme that stood in for it in the simulator (cubic for cubic-user), or None."""
+    rank: Mapped[int | None] = mapped_column(Integer)
+    wins: Mapped[int | None] = mapped_column(Integer)
+    contests: Mapped[int | None] = mapped_column(Integer)
+    win_share: Mapped[float | None] = mapped_column(Float)
+    """wins / contests, 0 to 1."""
+    mean_relative_score: Mapped[float | None] = mapped_column(Float)
+    throughput_mbps_median: Mapped[float | None] = mapped_column(Float)
+    utilization_median: Mapped[float | None] = mapped_column(Float)
+    delay_p95_ms_median: Mapped[float | None] = mapped_column(Float)
+    loss_rate_median: Mapped[float | None] = mapped_column(Float)
+    """A fraction, 0 to 1 (the pages show it in %)."""
+    jain_median: Mapped[float | None] = mapped_column(Float)
+    harm_throughput_median: Mapped[float | None] = mapped_column(Float)
+    league: Mapped[League] = relationship(back_populates="schemes")
+
+
+class LeagueFile(Base):
+    """A file of a league dir (league.json, league.parquet, matrix.toml, report.md, ...), its bytes
+    in the content-addressed store under its sha256."""
+    __tablename__ = "league_files"
+    league_id: Mapped[int] = mapped_column(ForeignKey("leagues.id", ondelete="CASCADE"), primary_key=True)
+    path: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    league: Mapped[League] = relationship(back_populates="files")

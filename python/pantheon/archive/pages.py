@@ -1,6 +1,7 @@
 """The server-rendered pages (Jinja2, templates/; no JavaScript build, no script at all): find
-results, a result, the summary of results, a scheme over time, compare, FAQ. Each page reads what
-the API returns (views.py), so a page shows nothing the API cannot give a program.
+results, a result, the summary of results, a scheme over time, compare, FAQ; the leagues, a
+league, and two leagues compared. Each page reads what the API returns (views.py, leagues.py), so a
+page shows nothing the API cannot give a program.
 
 The summary table has one row per path (and flows per run), so that schemes run on the same path
 compare in one row even when each was uploaded as a result of its own; it colours each row from
@@ -20,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
-from pantheon.archive import views
-from pantheon.archive.api import base_url
+from pantheon.archive import leagues, views
+from pantheon.archive.api import base_url, compared_leagues, league_id
 from pantheon.archive.queries import PER_PAGE, FilterError, Filters, choices, find, result_id
 from pantheon.wording import counted
 
@@ -243,3 +244,80 @@ async def compare_page(request: Request) -> Response:
 
 async def faq_page(request: Request) -> Response:
     return _page(request, "faq.html", {"title": "FAQ"})
+
+
+DIMENSIONS = {"rate_mbps": "Rate (Mbit/s)", "rtt_ms": "Base RTT (ms)", "buffer_bdp": "Buffer (× BDP)",
+              "buffer_bytes": "Buffer (bytes)", "queue": "Queue", "loss": "Random loss", "step_factor": "Rate step (×)",
+              "flows": "Flows", "preset": "Preset"}
+"""How the league pages head the breakdown's dimensions of the contract; another is shown by its name."""
+templates.env.globals["dimensions"] = DIMENSIONS
+
+
+def _share_bar(share: float | None) -> str:
+    """A table cell's background drawn as a bar as long as the win share (0 to 1) of the cell's width."""
+    if share is None or not math.isfinite(share):
+        return ""
+    at = f"{100 * min(1.0, max(0.0, share)):.1f}%"
+    return f"background: linear-gradient(to right, #bcd4f0 {at}, transparent {at})"
+
+
+def _change_colour(change: float | None) -> str:
+    """A breakdown cell's background on the compare page: green where b's win share rose, red where it
+    fell, paler the smaller the change (full at 25 points)."""
+    if change is None or not math.isfinite(change) or abs(change) < 0.005:
+        return ""
+    strength = min(1.0, abs(change) / 0.25)
+    hue = 120 if change > 0 else 0
+    return f"background-color: hsl({hue}, 60%, {95 - 17 * strength:.0f}%)"
+
+
+templates.env.filters["share_bar"] = _share_bar
+templates.env.filters["short_commit"] = leagues.short_commit
+templates.env.filters["change_colour"] = _change_colour
+
+
+async def leagues_page(request: Request) -> Response:
+    matrix = request.query_params.get("matrix") or None
+    if matrix is not None and "\x00" in matrix:
+        return _page(request, "error.html", {"title": "Leagues", "message": "A matrix's name holds no NUL character."}, 400)
+
+    def load() -> list[dict]:
+        with request.app.state.sessions() as session:
+            return [leagues.listing(league, "") for league in leagues.every(session, matrix)]
+    listed = await run_in_threadpool(load)
+    return _page(request, "leagues.html", {"title": "Leagues", "leagues": listed, "matrix": matrix})
+
+
+def _report_text(request: Request, sha256: str) -> str:
+    """A league's report.md as text for its page, cut at MAX_REPORT_CHARS (the file is a download)."""
+    with request.app.state.store.path(sha256).open("rb") as report:
+        return report.read(4 * leagues.MAX_REPORT_CHARS).decode("utf-8", "replace")[:leagues.MAX_REPORT_CHARS]
+
+
+async def league_page(request: Request) -> Response:
+    text = request.path_params["id"]
+
+    def load() -> tuple[dict, list[dict], str | None] | None:
+        with request.app.state.sessions() as session:
+            found = leagues.loaded(session, league_id(text))
+            if found is None:
+                return None
+            others = [leagues.listing(other, "") for other in leagues.every(session, found.matrix) if other.id != found.id]
+            report = next((f.sha256 for f in found.files if f.path == "report.md"), None)
+            return leagues.detail(found, ""), others, None if report is None else _report_text(request, report)
+    loaded = await run_in_threadpool(load)
+    if loaded is None:
+        return _not_found(request, f"There is no league {text[:20]} in this archive.")
+    league, others, report = loaded
+    extras = [m for m in ("jain_median", "harm_throughput_median") if any(row[m] is not None for row in league["ranking"])]
+    return _page(request, "league.html", {"title": league["title"], "l": league, "others": others, "report": report,
+                                          "extras": extras})
+
+
+async def league_compare_page(request: Request) -> Response:
+    body = await run_in_threadpool(compared_leagues, request, "")
+    if isinstance(body, tuple):
+        status, message = body
+        return _page(request, "error.html", {"title": "Compare leagues", "message": message[0].upper() + message[1:] + "."},
+                     status)
+    return _page(request, "league_compare.html", {"title": "Compare leagues", "c": body})
