@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -127,17 +128,76 @@ def test_command_sees_the_peer_and_only_the_emulated_path(netns: str, emu: Path)
 
 
 def test_emulators_side_by_side_get_distinct_addresses(netns: str, emu: Path) -> None:
-    outer = emulate(
-        netns, emu, "--", "sh", "-c", "echo $MAHIMAHI_BASE"
-    ).stdout.strip()
+    both = subprocess.run(
+        in_ns(netns, ["sh", "-c", f"{emu} -- sh -c 'echo $MAHIMAHI_BASE; sleep 1' & sleep 0.3; "
+                      f"{emu} -- sh -c 'echo $MAHIMAHI_BASE'; wait"]),
+        capture_output=True, text=True, timeout=30)
+    assert both.returncode == 0, both.stderr
+    first, second = both.stdout.split()
+    assert first != second
+
+
+def test_a_nested_emulator_is_the_second_link_of_a_chain(netns: str, emu: Path) -> None:
+    """As Mahimahi's shells: the command behind both keeps the outer emulator's peer (Mahimahi's
+    MAHIMAHI_BASE is the outermost container's), and its own end is in the outer's /24."""
+    outer = emulate(netns, emu, "--", "sh", "-c", "echo $MAHIMAHI_BASE").stdout.strip()
     nested = subprocess.run(
-        in_ns(netns, [str(emu), "--", "sh", "-c", f"{emu} -- sh -c 'echo $MAHIMAHI_BASE'"]),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+        in_ns(netns, [str(emu), "--", "sh", "-c", f"{emu} -- sh -c 'echo $MAHIMAHI_BASE $PANTHEON_PEER; "
+                      "ip -o -4 addr show dev pemu0'"]),
+        capture_output=True, text=True, timeout=30)
     assert nested.returncode == 0, nested.stderr
-    assert nested.stdout.strip() not in ("", outer)
+    base, peer = nested.stdout.splitlines()[0].split()
+    assert base == peer == outer
+    own = nested.stdout.splitlines()[1].split()[3]
+    assert own.rsplit(".", 1)[0] == outer.rsplit(".", 1)[0] and own != outer.rsplit(".", 1)[0] + ".2"
+
+
+CHAIN_RECEIVER = """
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+for _ in range(5): s.accept()[0].close()
+c, _ = s.accept(); got = []
+while (b := c.recv(1 << 16)):
+    got.append((time.monotonic(), len(b)))
+c.close()
+t0 = got[0][0] + 1.0; late = [(t, n) for t, n in got if t >= t0]
+print(sum(n for _, n in late[1:]) * 8 / (late[-1][0] - late[0][0]) / 1e6)
+"""
+CHAIN_SENDER = """
+import os, socket, time
+far = (os.environ["PANTHEON_PEER"], 9100)
+handshakes_ms = []
+for _ in range(5):  # the least of five: an idle emulator reads its first datagram late, a busy host any
+    t = time.monotonic(); socket.create_connection(far).close(); handshakes_ms.append((time.monotonic() - t) * 1e3)
+print(min(handshakes_ms))
+s = socket.create_connection(far)
+t = time.monotonic()
+while time.monotonic() - t < 3: s.sendall(b"x" * 65536)
+s.shutdown(socket.SHUT_WR); s.recv(1)  # the receiver has it all: the emulators may end
+"""
+
+
+def test_a_chain_of_two_emulators_adds_their_delays_and_runs_at_the_slower_rate(netns: str, emu: Path) -> None:
+    """10 ms then 15 ms each way: a TCP handshake takes 50 ms; a bulk flow runs at the inner
+    link's 12 Mbit/s, not the outer's 48 (issue 36 §3: a chain of two emulated links)."""
+    receiver = subprocess.Popen(in_ns(netns, [sys.executable, "-c", CHAIN_RECEIVER, "9100"]), stdout=subprocess.PIPE,
+                                text=True)
+    try:
+        assert receiver.stdout is not None and receiver.stdout.readline().strip() == "ready"
+        sender = subprocess.run(
+            in_ns(netns, [str(emu), "--delay", "10", "--uplink-rate", "48", "--downlink-rate", "48", "--",
+                          str(emu), "--delay", "15", "--uplink-rate", "12", "--downlink-rate", "12", "--",
+                          sys.executable, "-c", CHAIN_SENDER]),
+            capture_output=True, text=True, timeout=30)
+        assert sender.returncode == 0, sender.stderr
+        rate_mbps = float(receiver.communicate(timeout=30)[0].strip())
+    finally:
+        receiver.kill()
+        receiver.wait()
+    handshake_ms = float(sender.stdout.strip())
+    assert 50 <= handshake_ms < 56, handshake_ms
+    assert 10.5 < rate_mbps < 12.1, rate_mbps
 
 
 def test_python_entry_point_passes_through(netns: str) -> None:

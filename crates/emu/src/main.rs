@@ -1,5 +1,6 @@
 //! `pantheon-emu` (run as `pantheon emulate`): see the library documentation.
 
+use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -108,7 +109,8 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
 
     privileges::ensure_net_admin(Scope::CallerNamespace).map_err(|e| e.to_string())?;
     child::block_handled_signals().map_err(|e| format!("cannot take over signals: {e}"))?;
-    let ends = netns::create().map_err(|e| format!("cannot set up the emulated namespace: {e}"))?;
+    let outer_peer = std::env::var("PANTHEON_PEER").ok().and_then(|p| p.parse::<Ipv4Addr>().ok());
+    let (ends, block) = netns::create(outer_peer).map_err(|e| format!("cannot set up the emulated namespace: {e}"))?;
     for tun in [&ends.inner, &ends.outer] {
         tun.set_nonblocking().map_err(|e| format!("cannot configure the TUN device: {e}"))?;
     }
@@ -144,7 +146,11 @@ fn run(args: &EmulateArgs) -> Result<i32, String> {
         std::thread::Builder::new().name("downlink".into()).spawn(move || downlink_dir.run()),
     ];
 
-    let peer = ends.outer_addr.to_string();
+    // Behind a chain the command's peer is the far end of the first link (netns.rs).
+    let peer = match (block, outer_peer) {
+        (netns::Block::Nested { .. }, Some(outer)) => outer.to_string(),
+        _ => ends.outer_addr.to_string(),
+    };
     let env = [("MAHIMAHI_BASE", peer.clone()), ("PANTHEON_PEER", peer)];
     let outcome = child::run(&command, ends.inner_ns.as_raw_fd(), &env);
 

@@ -161,18 +161,25 @@ impl Tun {
 
     /// Makes this device the default route of the calling thread's namespace.
     pub fn route_everything(&self) -> io::Result<()> {
+        self.route(Ipv4Addr::UNSPECIFIED, 0)
+    }
+
+    /// Routes `network`/`prefix_len` through this device in the calling thread's namespace (the
+    /// route goes with the device).
+    pub fn route(&self, network: Ipv4Addr, prefix_len: u8) -> io::Result<()> {
         let sock = control_socket()?;
         let mut dev = self.name.clone().into_bytes();
         dev.push(0);
+        let mask = u32::MAX.checked_shl(32 - u32::from(prefix_len.min(32))).unwrap_or(0);
         // SAFETY: rtentry is plain data; zero is "no gateway, no metric".
         let mut rt: libc::rtentry = unsafe { std::mem::zeroed() };
-        rt.rt_dst = sockaddr_in(Ipv4Addr::UNSPECIFIED);
-        rt.rt_genmask = sockaddr_in(Ipv4Addr::UNSPECIFIED);
+        rt.rt_dst = sockaddr_in(network);
+        rt.rt_genmask = sockaddr_in(Ipv4Addr::from(mask));
         rt.rt_flags = libc::RTF_UP;
         rt.rt_dev = dev.as_mut_ptr() as *mut libc::c_char;
         // SAFETY: rt and the device name it points to outlive the call.
         check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCADDRT as _, &mut rt as *mut libc::rtentry) })
             .map(|_| ())
-            .map_err(|e| io::Error::new(e.kind(), format!("adding the default route: {e}")))
+            .map_err(|e| io::Error::new(e.kind(), format!("routing {network}/{prefix_len} to {}: {e}", self.name)))
     }
 }
