@@ -308,3 +308,21 @@ def test_a_scheme_missing_a_file_it_needs_is_not_simulated(tmp_path: Path) -> No
                                                 "see the scheme's description)")
     (tmp_path / "w.safetensors").touch()
     assert simulable.problem(known, "copa") is None
+
+
+def test_batch_cuts_a_run_into_windows_whose_bits_are_the_flows() -> None:
+    path = link_options(rate_mbps=RATE_MBPS, delay_ms=DELAY_MS, queue_bytes=QUEUE_BYTES)
+    # Cubic all along, a second flow from 2 s: before it starts, its windows are empty.
+    flows = [FlowSpec("cubic"), FlowSpec("cubic", start_s=2)]
+    whole, windowed = run_batch([Job(flows, path, runtime_s=RUNTIME_S),
+                                 Job(flows, path, runtime_s=RUNTIME_S, window_s=0.5)])
+    assert whole.ok and windowed.ok, (whole.error, windowed.error)
+    assert all(f.windows is None for f in whole.flows)
+    for plain, flow in zip(whole.flows, windowed.flows):
+        assert dataclasses.replace(flow, windows=None) == plain, "windows leave the whole run's numbers as they are"
+        assert flow.windows is not None and len(flow.windows) == RUNTIME_S / 0.5
+        mean_mbps = sum(w.throughput_mbps for w in flow.windows) / len(flow.windows)
+        assert mean_mbps * RUNTIME_S * 1e6 == pytest.approx(flow.delivered_packets * PACKET_BYTES * 8, rel=1e-12)
+    late = windowed.flows[1].windows
+    assert late is not None and all(w.throughput_mbps == 0 and w.delay_p95_ms is None for w in late[:4])
+    assert all(w.delay_p95_ms is not None and w.delay_p95_ms >= DELAY_MS for w in late[4:])

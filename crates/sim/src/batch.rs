@@ -13,6 +13,9 @@
 //! {"id": 8, "ok": false, "error": "--uplink-rate: rate must be positive, got '0'"}
 //! ```
 //!
+//! A job with `"window_s": W` gets each flow's throughput and delay p95 per window of W seconds
+//! of the run too, as `windows` (metrics.rs's `Windows`).
+//!
 //! `path` holds the emulator's path options, parsed by the code every driver shares
 //! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job
 //! — malformed JSON, an unknown field, a bad option, even a bug that panics — is answered with
@@ -37,9 +40,14 @@ use serde_json::Value;
 use crate::metrics::FlowMetrics;
 use crate::observer::Kept;
 use crate::outcome;
-use crate::scenario::{runtime_us, FlowPlan, Scenario};
+use crate::scenario::{runtime_us, seconds_to_us, shown, FlowPlan, Scenario};
 
 const DEFAULT_RUNTIME_S: f64 = 30.0;
+/// Most windows a job may cut its run into: 100 000 (10 ms windows over 1000 s), each some 60
+/// bytes of its result line per flow and 24 of memory until the run ends.
+const MAX_WINDOWS: u64 = 100_000;
+/// Most windows of all its flows together a job may ask for: a result line up to some 60 MB.
+const MAX_FLOW_WINDOWS: u64 = 1_000_000;
 /// Longest job line: 1 MiB (a job with 1000 flows and its path is a few tens of kB; without a
 /// bound a line with no newline would be read until memory ran out).
 const MAX_JOB_BYTES: u64 = 1 << 20;
@@ -52,6 +60,8 @@ struct Job {
     path: Vec<String>,
     runtime_s: Option<f64>,
     seed: Option<u64>,
+    /// Cut the run into windows of this many seconds, each with its own metrics (metrics.rs).
+    window_s: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,7 +149,7 @@ pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, Str
 }
 
 fn scenario(job: &Job) -> Result<Scenario, String> {
-    let runtime_us = runtime_us("runtime_s", job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S))?;
+    let runtime_us = runtime_us("runtime_s", runtime_s(job))?;
     let paths = parse_path(&job.path, job.seed)?;
     let flows = job
         .flows
@@ -148,6 +158,44 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
         .map(|(i, f)| FlowPlan::new(i + 1, &f.cc, f.start_s, f.duration_s, runtime_us))
         .collect::<Result<Vec<_>, _>>()?;
     Scenario::new(flows, runtime_us, paths)
+}
+
+fn runtime_s(job: &Job) -> f64 {
+    job.runtime_s.unwrap_or(DEFAULT_RUNTIME_S)
+}
+
+/// The job's window in µs, if it asks for windows: at least 1 µs, at most the run, and no more
+/// than MAX_WINDOWS of them, MAX_FLOW_WINDOWS over its `flows` flows.
+fn window_us(job: &Job, flows: usize) -> Result<Option<u64>, String> {
+    let Some(window_s) = job.window_s else {
+        return Ok(None);
+    };
+    let runtime_s = runtime_s(job);
+    if !(window_s.is_finite() && window_s > 0.0 && window_s <= runtime_s) {
+        return Err(format!(
+            "window_s: expected a positive number of seconds up to runtime_s ({}), got {}",
+            shown(runtime_s),
+            shown(window_s)
+        ));
+    }
+    let window_us = seconds_to_us(window_s);
+    if window_us == 0 {
+        return Err(format!("window_s: expected at least a microsecond (1e-6), got {}", shown(window_s)));
+    }
+    let windows = seconds_to_us(runtime_s).div_ceil(window_us);
+    if windows > MAX_WINDOWS {
+        return Err(format!(
+            "window_s: {} s cuts the {} s run into more than {MAX_WINDOWS} windows; give a longer window",
+            shown(window_s),
+            shown(runtime_s)
+        ));
+    }
+    if windows * flows as u64 > MAX_FLOW_WINDOWS {
+        return Err(format!(
+            "window_s: {windows} windows for each of {flows} flows make more than {MAX_FLOW_WINDOWS}; give a longer window"
+        ));
+    }
+    Ok(Some(window_us))
 }
 
 /// The reply to one input line (without its newline).
@@ -164,7 +212,8 @@ pub fn answer(line: &[u8]) -> String {
         }
         let job: Job = serde_json::from_value(raw).map_err(|e| format!("bad job: {e}"))?;
         let scenario = scenario(&job)?;
-        catch_unwind(AssertUnwindSafe(|| outcome::metrics_only(&scenario)))
+        let window_us = window_us(&job, scenario.flow_count)?;
+        catch_unwind(AssertUnwindSafe(|| outcome::metrics_in_windows(&scenario, window_us)))
             .map_err(|_| "internal error: the simulation panicked (a bug; please report the job)".to_string())?
     })();
     let text = match &result {
@@ -243,6 +292,71 @@ mod tests {
         assert_eq!(e, "--delay: delay must be at most 3600000 ms (one hour), got '1e17'");
         let e = error_of(r#"{"flows": [{"cc": "cubic", "start_s": 1e300}], "runtime_s": 1}"#);
         assert!(e.contains("not before the run ends"), "{e}");
+    }
+
+    #[test]
+    fn a_window_must_be_a_microsecond_to_the_run_and_few_enough() {
+        let job = |rest: &str| format!(r#"{{"flows": [{{"cc": "cubic"}}], {rest}}}"#);
+        let e = error_of(&job(r#""runtime_s": 10, "window_s": 0"#));
+        assert_eq!(e, "window_s: expected a positive number of seconds up to runtime_s (10), got 0");
+        let e = error_of(&job(r#""runtime_s": 10, "window_s": 10.5"#));
+        assert_eq!(e, "window_s: expected a positive number of seconds up to runtime_s (10), got 10.5");
+        // runtime_s's default, 30 s.
+        let e = error_of(&job(r#""window_s": -1"#));
+        assert_eq!(e, "window_s: expected a positive number of seconds up to runtime_s (30), got -1");
+        let e = error_of(&job(r#""runtime_s": 1e-6, "window_s": 1e-7"#));
+        assert_eq!(e, "window_s: expected at least a microsecond (1e-6), got 1e-7");
+        let e = error_of(&job(r#""window_s": 1e-4"#));
+        assert_eq!(e, "window_s: 1e-4 s cuts the 30 s run into more than 100000 windows; give a longer window");
+        let flows = [r#"{"cc": "cubic"}"#; 11].join(", ");
+        let e = error_of(&format!(r#"{{"flows": [{flows}], "runtime_s": 100, "window_s": 0.001}}"#));
+        assert_eq!(e, "window_s: 100000 windows for each of 11 flows make more than 1000000; give a longer window");
+    }
+
+    #[test]
+    fn windows_hold_the_flows_bits_and_a_late_flow_has_empty_ones_before_its_start() {
+        // Two Cubic flows over 12 Mbit/s, the second from 5 s, 8 s in windows of 1 s.
+        let job = |windows: &str| {
+            format!(
+                r#"{{"flows": [{{"cc": "cubic"}}, {{"cc": "cubic", "start_s": 5}}],
+                   "path": ["--delay", "10", "--uplink-queue-bytes", "60000"], "runtime_s": 8{windows}}}"#
+            )
+            .replace('\n', " ")
+        };
+        let without_wall_s = |reply: &str| {
+            let mut reply: Value = serde_json::from_str(reply).unwrap();
+            reply.as_object_mut().unwrap().remove("wall_s");
+            reply
+        };
+        let plain = without_wall_s(&answer(job("").as_bytes()));
+        let mut windowed = without_wall_s(&answer(job(r#", "window_s": 1"#).as_bytes()));
+        assert_eq!(windowed["ok"], Value::Bool(true), "{windowed}");
+        assert!(plain["flows"][0].get("windows").is_none());
+        for (i, flow) in windowed["flows"].as_array().unwrap().iter().enumerate() {
+            let windows = flow["windows"].as_array().unwrap();
+            assert_eq!(windows.len(), 8);
+            // Mbit/s over 1 s windows: their sum is the Mbit delivered.
+            let mbit: f64 = windows.iter().map(|w| w["throughput_mbps"].as_f64().unwrap()).sum();
+            let delivered_mbit = flow["delivered_packets"].as_f64().unwrap() * 1464.0 * 8.0 / 1e6;
+            assert!((mbit - delivered_mbit).abs() < 1e-9 * delivered_mbit, "flow {i}: {mbit} against {delivered_mbit}");
+        }
+        let late = windowed["flows"][1]["windows"].as_array().unwrap();
+        for w in &late[..5] {
+            assert_eq!((w["throughput_mbps"].as_f64(), &w["delay_p95_ms"]), (Some(0.0), &Value::Null));
+        }
+        // The second flow's windows fill from its start; the two never deliver more than the link
+        // (1464 of each 1500 bytes are the datagram's), give or take the 0.0117 Mbit of a datagram
+        // on a window's edge.
+        let first = windowed["flows"][0]["windows"].as_array().unwrap();
+        for (a, b) in first.iter().zip(late).skip(5) {
+            let (a, b) = (a["throughput_mbps"].as_f64().unwrap(), b["throughput_mbps"].as_f64().unwrap());
+            assert!(b > 0.0 && a + b <= 12.0 * 1464.0 / 1500.0 + 0.02, "{a} + {b} Mbit/s");
+        }
+        // Without their windows, the flows are as a job without window_s gives them.
+        for flow in windowed["flows"].as_array_mut().unwrap() {
+            flow.as_object_mut().unwrap().remove("windows");
+        }
+        assert_eq!(windowed, plain);
     }
 
     #[test]

@@ -38,24 +38,19 @@ impl Observer for KeptByFlow {
     }
 }
 
-/// Room for the delays a flow is likely to deliver: its share of the uplink's mean rate over
-/// the run (datagrams of 1500 bytes on the path), bounded so a huge run grows instead.
-fn expected_packets(scenario: &Scenario) -> usize {
-    const UNKNOWN: f64 = 65_536.0;
-    const MOST: f64 = (1 << 22) as f64;
-    let total = scenario
-        .paths
-        .uplink
-        .delivery
-        .mean_rate_mbps()
-        .map_or(UNKNOWN, |rate_mbps| rate_mbps * scenario.runtime_us as f64 / (1500.0 * 8.0));
-    (total / scenario.flow_count as f64).clamp(16.0, MOST) as usize
-}
-
 /// Simulates `scenario` keeping only the metrics (and what learned controllers keep, `Kept`).
 pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
+    metrics_in_windows(scenario, None)
+}
+
+/// As `metrics_only`, and with `window_us` (> 0) each flow's metrics per window of that length
+/// too (metrics.rs's `Windows`).
+pub fn metrics_in_windows(scenario: &Scenario, window_us: Option<u64>) -> Result<Summary, String> {
     let started = Instant::now();
-    let metrics = Metrics::new(scenario.flow_count, expected_packets(scenario));
+    let metrics = match window_us {
+        Some(window_us) => Metrics::in_windows(scenario.flow_count, window_us, scenario.runtime_us),
+        None => Metrics::new(scenario.flow_count),
+    };
     let mut observers = (metrics, KeptByFlow(vec![None; scenario.flow_count]));
     let totals = simulation::run(scenario, &mut observers)?;
     let (metrics, kept) = observers;
@@ -74,7 +69,7 @@ pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<
     } else {
         None
     };
-    let metrics = Metrics::new(scenario.flow_count, expected_packets(scenario));
+    let metrics = Metrics::new(scenario.flow_count);
     let records = (Records::new(scenario.flow_count), Transfers::new(scenario));
     let mut observers = (records, (logs, metrics));
     let simulated = simulation::run(scenario, &mut observers);

@@ -57,12 +57,16 @@ class Job:
     """pantheon-emu's options (`pantheon emulate --help`); link_options() builds the common ones."""
     runtime_s: float = 30.0
     seed: int = 0
+    window_s: float | None = None
+    """Also each flow's metrics per window of this many seconds of the run (`FlowMetrics.windows`);
+    None: the whole run's alone."""
 
     def line(self, job_id: int) -> str:
         flows = [{"cc": f.cc, "start_s": f.start_s, **({"duration_s": f.duration_s} if f.duration_s is not None else {})}
                  for f in self.flows]
+        windows = {} if self.window_s is None else {"window_s": self.window_s}
         return json.dumps({"id": job_id, "flows": flows, "path": list(self.path_options),
-                           "runtime_s": self.runtime_s, "seed": self.seed})
+                           "runtime_s": self.runtime_s, "seed": self.seed, **windows})
 
 
 def link_options(*, rate_mbps: float = 12.0, delay_ms: float = 0.0, queue_bytes: int | None = None,
@@ -107,6 +111,16 @@ class RuleTally:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A flow in one window [kW, (k+1)W) of the run (`Job.window_s`; the last may be shorter)."""
+    throughput_mbps: float
+    """Bits of its datagrams delivered in the window over the window's length (the whole run's
+    throughput is over the span from its first delivery to its last instead)."""
+    delay_p95_ms: float | None
+    """The nearest-rank p95 of those datagrams' one-way delays; None when none was delivered."""
+
+
+@dataclass(frozen=True)
 class FlowMetrics:
     """One flow's data direction, as `pantheon analyze` defines them (docs/analysis.md)."""
     throughput_mbps: float
@@ -121,19 +135,23 @@ class FlowMetrics:
     """Indigo's decision records when it keeps them (`record=1`); None otherwise."""
     rules: RuleTally | None = None
     """Tao's per-rule uses and memories when it keeps them (`record=1`); None otherwise."""
+    windows: list[Window] | None = None
+    """Per window of the run, in time order, when the job gave `window_s`; None otherwise."""
 
 
-_KEPT = ("decisions", "rules")
+_NESTED = ("decisions", "rules", "windows")
 
 
 def _flow(reply: dict) -> FlowMetrics:
-    metrics: dict[str, Any] = {k: reply.get(k) for k in FlowMetrics.__dataclass_fields__ if k not in _KEPT}
+    metrics: dict[str, Any] = {k: reply.get(k) for k in FlowMetrics.__dataclass_fields__ if k not in _NESTED}
     d = reply.get("decisions")
     decisions = None if d is None else Decisions(d["inputs"], d["cwnd_packets"], d["actions"],
                                                   d.get("expert_actions"))
     r = reply.get("rules")
     rules = None if r is None else RuleTally(r["uses"], r["memories"])
-    return FlowMetrics(**metrics, decisions=decisions, rules=rules)
+    w = reply.get("windows")
+    windows = None if w is None else [Window(x["throughput_mbps"], x["delay_p95_ms"]) for x in w]
+    return FlowMetrics(**metrics, decisions=decisions, rules=rules, windows=windows)
 
 
 @dataclass
