@@ -151,14 +151,21 @@ impl Logs {
                 )?,
             });
         }
-        let paths = &scenario.paths;
+        // Over a topology the link logs are one link's (topology.rs's `log_link`): they say which.
+        let topology = &scenario.topology;
+        let logged = topology.logged();
+        let paths = &logged.paths;
+        let of_link = match topology.links.len() {
+            1 => String::new(),
+            n => format!(" on link {} of the topology's {n}", logged.name),
+        };
         let with_name =
             |e: io::Error, name: &str| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()));
         let uplink = NativeLog::create(
             &file("uplink.log".into()),
             &link_header(
                 "uplink",
-                "data, from the senders to the receivers",
+                &format!("data, from the senders to the receivers{of_link}"),
                 &paths.uplink,
                 paths.uplink_seed(),
                 &line,
@@ -169,7 +176,7 @@ impl Logs {
             &file("downlink.log".into()),
             &link_header(
                 "downlink",
-                "acknowledgements, towards the senders",
+                &format!("acknowledgements, towards the senders{of_link}"),
                 &paths.downlink,
                 paths.downlink_seed(),
                 &line,

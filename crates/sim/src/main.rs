@@ -11,6 +11,7 @@ use pantheon_cc::tao::{Body, Node, Tree};
 use pantheon_cli::path_options::PathArgs;
 use pantheon_cli::usage;
 use pantheon_sim::scenario::{parse_runtime_s, FlowPlan, Scenario};
+use pantheon_sim::topology::Topology;
 use pantheon_sim::{batch, flows_file, gym, outcome, tree_json};
 
 const NAME: &str = "pantheon-sim";
@@ -101,9 +102,38 @@ struct RunArgs {
     /// replay of an emulated run, whose flow start is read off the link's log).
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
     link_phase_us: Option<u64>,
+    /// The network as a topology file instead of the path options: links (each with the path
+    /// options of its own) and each flow's route over them (TOML; docs/sim.md, "Topologies";
+    /// examples in data/topologies/). --seed still seeds the run.
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = PATH_OPTIONS)]
+    topology: Option<PathBuf>,
     #[command(flatten)]
     path: PathArgs,
 }
+
+/// The path options a topology file replaces: every one but --seed, which seeds the run.
+const PATH_OPTIONS: [&str; 20] = [
+    "delay",
+    "uplink_rate",
+    "uplink_trace",
+    "uplink_poisson",
+    "downlink_rate",
+    "downlink_trace",
+    "downlink_poisson",
+    "uplink_queue",
+    "uplink_queue_args",
+    "uplink_queue_packets",
+    "uplink_queue_bytes",
+    "downlink_queue",
+    "downlink_queue_args",
+    "downlink_queue_packets",
+    "downlink_queue_bytes",
+    "uplink_loss",
+    "downlink_loss",
+    "uplink_policer",
+    "downlink_policer",
+    "timing",
+];
 
 #[derive(Debug, Args)]
 struct BatchArgs {
@@ -124,7 +154,10 @@ fn run(args: &RunArgs) -> Result<i32, String> {
             .map(|(i, text)| FlowPlan::parse(i + 1, text, runtime_us))
             .collect::<Result<Vec<_>, _>>()?,
     };
-    let mut scenario = Scenario::new(flows, runtime_us, paths)?;
+    let mut scenario = match &args.topology {
+        Some(file) => Scenario::over(flows, runtime_us, Topology::read(file, paths.seed)?)?,
+        None => Scenario::new(flows, runtime_us, paths)?,
+    };
     if let Some(phase_us) = args.link_phase_us {
         scenario = scenario.with_link_phase_us(phase_us);
     }

@@ -9,12 +9,16 @@
 //! transfer, all of one spec and one extra delay, sharing the flow's records
 //! (docs/sim.md, "Transfers").
 //!
+//! The network is one path (a run's `--delay`, `--uplink-rate`, ...), or a topology of several
+//! links with a route per flow (topology.rs); the first is a topology of one link.
+//!
 //! Times on the command line and in jobs are seconds; inside, microseconds from the run's start,
 //! the link model's unit (`seconds_to_us`).
 
 use pantheon_cli::path_options::PathPair;
 
 use crate::link_clock::link_phase_us;
+use crate::topology::Topology;
 
 /// One sender: which controller, when it runs (`start_us` ≤ t < `end_us`), which flow's
 /// records it belongs to, and whether it carries a finite transfer.
@@ -43,9 +47,11 @@ pub struct Scenario {
     /// How many flows (records' flows) the senders make up.
     pub flow_count: usize,
     pub runtime_us: u64,
-    pub paths: PathPair,
-    /// How far the link's clock runs ahead of the run's, µs (link_clock.rs): drawn from the
-    /// paths' seed unless given.
+    /// The links and each flow's route: one link crossed by every flow unless the run has a
+    /// topology.
+    pub topology: Topology,
+    /// How far the links' clock runs ahead of the run's, µs (link_clock.rs): drawn from the
+    /// run's seed unless given.
     pub link_phase_us: u64,
 }
 
@@ -66,7 +72,7 @@ pub fn seconds_to_us(seconds: f64) -> u64 {
 
 /// A number for a message: as written for everyday magnitudes, in exponent form beyond (Rust
 /// writes 1e300 with all 301 digits).
-fn shown(value: f64) -> String {
+pub fn shown(value: f64) -> String {
     if value == 0.0 || !value.is_finite() || (1e-3..1e9).contains(&value.abs()) {
         value.to_string()
     } else {
@@ -187,6 +193,12 @@ impl Scenario {
     /// The run of `flows` (senders; their flow numbers from 0, each the previous one's or the
     /// next) over `paths` for `runtime_us`.
     pub fn new(flows: Vec<FlowPlan>, runtime_us: u64, paths: PathPair) -> Result<Scenario, String> {
+        let flow_count = flows.last().map_or(0, |plan| plan.flow + 1);
+        Scenario::over(flows, runtime_us, Topology::single(paths, flow_count))
+    }
+
+    /// The run of `flows` over `topology`, whose routes must cover every flow.
+    pub fn over(flows: Vec<FlowPlan>, runtime_us: u64, topology: Topology) -> Result<Scenario, String> {
         if flows.is_empty() {
             return Err("no flows: give at least one --flow SPEC[@START_S[+DURATION_S]]".into());
         }
@@ -207,8 +219,14 @@ impl Scenario {
         if flow_count > MAX_FLOWS {
             return Err(format!("{flow_count} flows, more than the {MAX_FLOWS} a run may have"));
         }
-        let link_phase_us = link_phase_us(paths.seed);
-        Ok(Scenario { flows, flow_count, runtime_us, paths, link_phase_us })
+        if flow_count > topology.routes.len() {
+            return Err(format!(
+                "{flow_count} flows, but the topology has routes for {}: give each flow a route",
+                topology.routes.len()
+            ));
+        }
+        let link_phase_us = link_phase_us(topology.seed());
+        Ok(Scenario { flows, flow_count, runtime_us, topology, link_phase_us })
     }
 
     /// Whether any sender carries a finite transfer (the run then has transfers.parquet).

@@ -30,7 +30,7 @@ fn scenario(flows_csv: &str, runtime_us: u64, path: &[&str], seed: u64) -> Scena
 /// Runs `scenario` keeping its records, its transfers and its metrics.
 fn run(scenario: &Scenario) -> (Records, Option<Transfers>, Metrics) {
     let mut observers =
-        ((Records::new(scenario.flow_count), Transfers::new(scenario)), Metrics::new(scenario.flow_count, 1024));
+        ((Records::new(scenario.flow_count), Transfers::new(scenario)), Metrics::new(scenario.flow_count));
     simulation::run(scenario, &mut observers).unwrap();
     let ((records, transfers), metrics) = observers;
     (records, transfers, metrics)
