@@ -91,7 +91,8 @@ def sampled(matrix: Path, every: int, work: Path) -> Path:
     from pantheon.league import matrix as matrices
 
     m = matrices.load(matrix)
-    lines = [f'name = "{m.name}-sample{every}"', f"duration_s = {m.duration_s!r}", f"seeds = {list(m.seeds)}"]
+    lines = [f'name = "{m.name}-sample{every}"', f"duration_s = {m.duration_s!r}", f"seeds = {list(m.seeds)}",
+             *([f"window_s = {m.window_s!r}"] if m.window_s else [])]
     for env in m.environments[::every]:
         lines += ["[[grid]]", f"rate_mbps = [{env.rate_mbps!r}]", f"rtt_ms = [{env.rtt_ms!r}]",
                   f"buffer_bdp = [{env.buffer_bdp!r}]" if env.buffer_bdp is not None else 'buffer_bdp = ["infinite"]',

@@ -17,10 +17,11 @@ import pytest
 
 from archive_server import stop_group
 from pantheon import schemes
+from pantheon.calibrate.trace import LINK_LEAD_MS
 from pantheon.cli import main
 from pantheon.league import confirm, entrants, matrix, ranking, table
 from pantheon.league.campaign import PARTS_DIR
-from pantheon.league.path import step_trace
+from pantheon.league.path import PathBuilder, step_trace
 from pantheon.repository import ROOT
 from test_observe import free_port
 
@@ -268,3 +269,59 @@ def test_a_data_dir_that_holds_something_else_is_refused_and_kept(tmp_path: Path
     assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "copa"]) == 2
     assert "is not empty and holds no league" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
+
+
+def test_an_environments_path_is_the_emulators_options_and_its_traces_travel_as_files(tmp_path: Path) -> None:
+    text = """duration_s = 10.0
+[[grid]]
+rate_mbps = [24]
+rtt_ms = [40]
+buffer_bdp = [2]
+queue = ["codel"]
+loss = [0.01]
+step_factor = [0.5]
+step_at_s = 4.0
+[[grid]]
+rate_mbps = [24]
+rtt_ms = [40]
+buffer_bdp = ["infinite"]
+loss = [0.01]
+step_factor = [0.5]
+step_at_s = 4.0
+[[grid]]
+preset = ["ack-aggregation-100ms"]
+"""
+    m = matrix.parse(text, "m.toml")
+    builder = PathBuilder(m, tmp_path)
+    by_name = {e.name: e for e in m.environments}
+    codel = builder.options(by_name["24mbps-40ms-2bdp-codel-loss0.01-step0.5x@4s-single"])
+    assert codel[:2] == ["--delay", "20.0"] and codel[codel.index("--uplink-trace") + 1] == "@MODEL0@"
+    assert codel[codel.index("--uplink-queue") + 1] == "codel"
+    assert codel[codel.index("--uplink-queue-bytes") + 1] == str(2 * 24_000_000 // 8 * 40 // 1000)
+    assert codel[codel.index("--uplink-loss") + 1] == "0.01" and codel[codel.index("--downlink-rate") + 1] == "24.0"
+    infinite = builder.options(by_name["24mbps-40ms-infinite-loss0.01-step0.5x@4s-single"])
+    assert "--uplink-queue" not in infinite and "--uplink-queue-bytes" not in infinite
+    assert infinite[infinite.index("--uplink-trace") + 1] == "@MODEL0@", "one trace for both cells"
+    recipe = builder.files[0]
+    assert callable(recipe), "a step's trace travels as its recipe"
+    lines = recipe().decode().split()
+    step_ms = 4_000 + LINK_LEAD_MS
+    assert sum(1 for t in lines if int(t) <= step_ms) == 2 * step_ms, "24 Mbit/s is two opportunities a ms"
+    preset = builder.options(by_name["preset-ack-aggregation-100ms-single"])
+    assert preset[preset.index("--downlink-trace") + 1] == "@MODEL1@" and builder.files[1] == b"100\n"
+
+
+def test_windows_follow_a_rate_step_where_the_matrix_puts_it(tmp_path: Path) -> None:
+    """12 then 48 Mbit/s at 5 s (the trace written with the link's lead, path.py): Copa's window
+    throughputs are the link's before the step and several times it after."""
+    path = write(tmp_path / "m.toml", "duration_s = 10.0\nwindow_s = 1.0\n[[grid]]\nrate_mbps = [12]\nrtt_ms = [20]\n"
+                 "buffer_bdp = [2]\nstep_factor = [4]\nstep_at_s = 5.0\n")
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "copa"]) == 0
+    [row] = table.read(tmp_path / "out" / table.TABLE_FILE)
+    windows = row["window_throughput_mbps"]
+    assert len(windows) == len(row["window_score"]) == len(row["window_delay_p95_ms"]) == 10
+    assert all(9 < w <= 12.2 for w in windows[1:5]), windows
+    assert all(30 < w <= 48.5 for w in windows[7:]), windows
+    assert all(0 < s <= 1.01 for s in row["window_score"][1:]), row["window_score"]
+    summary = json.loads((tmp_path / "out" / "league.json").read_text())
+    assert summary["ranking"][0]["contests"] == 10, "each window is a contest"

@@ -3,7 +3,10 @@ in Dask tasks, journaled as they finish, so that a killed league resumes where i
 
 Tasks: the cells not yet done, in the matrix's order, cut into slices of SLICE_JOBS jobs; a task runs
 its slice through one `pantheon-sim batch` on one core (sim/runner.py's run_jobs; a rate step's trace
-travels with the task as a model file). Dask runs as many tasks at once as its workers have threads:
+travels with the task as its recipe, a preset's as its bytes: path.py). Not as data scattered to the
+cluster once: a worker that dies takes scattered data with it, and the tasks that needed it are
+cancelled, not run again; and not as a rate step's bytes, megabytes copied into each of hundreds of
+tasks (a gigabyte for ccBench's matrix). Dask runs as many tasks at once as its workers have threads:
 a LocalCluster of one worker with a thread per core by default, or the cluster at `--scheduler`. A
 worker that dies mid-task has its tasks run again elsewhere (Dask's own retry); each run is
 deterministic in its job and seed, so the table is the same, bit for bit, whatever the workers.
@@ -78,8 +81,7 @@ def done_rows(data_dir: Path) -> list[dict]:
     sources = [data_dir / table.TABLE_FILE] if (data_dir / table.TABLE_FILE).exists() else []
     sources += sorted((data_dir / PARTS_DIR).glob("part-*.parquet")) if (data_dir / PARTS_DIR).is_dir() else []
     for path in sources:
-        for row in table.read(path):
-            rows[(row["environment"], row["scheme"], row["seed"])] = row
+        rows.update({table.key(row): row for row in table.read(path)})
     return list(rows.values())
 
 
@@ -98,14 +100,12 @@ def run(matrix: Matrix, all_cells: list[Cell], competitors: dict[str, Entrant], 
     `all_cells`' order."""
     from distributed import as_completed
 
-    wanted = {c.key: i for i, c in enumerate(all_cells)}
-    rows = {(r["environment"], r["scheme"], r["seed"]): r for r in done_rows(data_dir)
-            if (r["environment"], r["scheme"], r["seed"]) in wanted}
+    wanted = {c.key for c in all_cells}
+    rows = {table.key(r): r for r in done_rows(data_dir) if table.key(r) in wanted}
     pending = [c for c in all_cells if c.key not in rows]
     paths = PathBuilder(matrix, data_dir / TRACES_DIR)
     jobs = [Job(flows(c, matrix, competitors), paths.options(c.env), runtime_s=matrix.duration_s, seed=c.seed,
-                **({"window_s": matrix.window_s} if matrix.window_s else {}))
-            for c in pending]
+                window_s=matrix.window_s) for c in pending]
     parts = data_dir / PARTS_DIR
     parts.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -113,7 +113,7 @@ def run(matrix: Matrix, all_cells: list[Cell], competitors: dict[str, Entrant], 
     futures = {}
     for a in range(0, len(pending), SLICE_JOBS):
         b = min(a + SLICE_JOBS, len(pending))
-        named = {i: content for i, content in enumerate(paths.files)
+        named = {i: trace for i, trace in enumerate(paths.files)
                  if any(model_file(i) in o for job in jobs[a:b] for o in job.path_options)}
         futures[client.submit(run_jobs, jobs[a:b], named, 1, pure=False)] = (a, b)
     try:
@@ -122,7 +122,7 @@ def run(matrix: Matrix, all_cells: list[Cell], competitors: dict[str, Entrant], 
             results: list[Result] = future.result()
             new = [table.row(c.env, c.entrant, c.seed, r, matrix) for c, r in zip(pending[a:b], results)]
             _journal(parts, new)
-            rows.update({(r["environment"], r["scheme"], r["seed"]): r for r in new})
+            rows.update({table.key(r): r for r in new})
             failed += sum(not r["ok"] for r in new)
             if on_progress:
                 on_progress(Progress(len(rows), len(all_cells), failed, time.monotonic() - started))

@@ -16,8 +16,7 @@ from pathlib import Path
 from pantheon import cluster, files, schemes
 from pantheon.cluster import dashboard_link, dask_client
 from pantheon.errors import PantheonError
-from pantheon.league import campaign, confirm, entrants, matrix, report
-from pantheon.league.table import TABLE_FILE
+from pantheon.league import campaign, confirm, entrants, matrix, report, table
 from pantheon.progress import Progress
 from pantheon.repository import ROOT
 from pantheon.sim import simulable
@@ -110,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
         cluster.close(client)
         raise
     cells = campaign.cells(league, players, baselines)
-    already = len({(r["environment"], r["scheme"], r["seed"]) for r in campaign.done_rows(args.data_dir)}
-                  & {c.key for c in cells})
+    already = len({table.key(r) for r in campaign.done_rows(args.data_dir)} & {c.key for c in cells})
     where = f"Dask at {args.scheduler}" if args.scheduler else f"a LocalCluster of {args.jobs} threads"
     out = Progress(len(cells), quiet=args.quiet, lines=False)
     out.write(f"league {league.name}: {len(league.environments)} environments x {len(players)} schemes x "
@@ -149,5 +147,5 @@ def run(args: argparse.Namespace) -> int:
         name = r["scheme"] + (f" (as {r['stand_in']})" if r["stand_in"] else "")
         print(f"{r['rank']:>4}  {name:<24} {r['wins']:>5}/{r['contests']:<5}  {r['win_share']:>5.0%}  "
               f"{r['mean_relative_score']:>8.2f}")
-    print(f"table: {args.data_dir / TABLE_FILE}; report: {path}; {data['failed_rows']} of {data['rows']} runs failed")
+    print(f"table: {args.data_dir / table.TABLE_FILE}; report: {path}; {data['failed_rows']} of {data['rows']} runs failed")
     return 1 if data["failed_rows"] else 0

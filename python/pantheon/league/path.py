@@ -16,6 +16,7 @@ A preset cell is the preset's own options, its traces included.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import numpy as np
 from pantheon import presets
 from pantheon.calibrate.trace import LINK_LEAD_MS
 from pantheon.league.matrix import Environment, Matrix
-from pantheon.sim.runner import model_file
+from pantheon.sim.runner import Model, model_file
 
 BITS_PER_OPPORTUNITY = 1500 * 8
 TRACE_TAIL_MS = 2_000
@@ -57,19 +58,20 @@ def mean_rate_mbps(env: Environment, duration_s: float, start_s: float = 0.0, en
 
 
 class PathBuilder:
-    """Options of each environment's path; the traces they need are model files (sim/runner.py:
-    their bytes travel with the Dask task), numbered as they are first needed."""
+    """Options of each environment's path; the traces they need are model files (sim/runner.py),
+    numbered as they are first needed: a step trace as its recipe (made where the task runs), a
+    preset's as its bytes."""
 
     def __init__(self, matrix: Matrix, traces_dir: Path) -> None:
         self.matrix = matrix
         self.traces_dir = traces_dir
-        self.files: list[bytes] = []
+        self.files: list[Model] = []
         self._index: dict[tuple, int] = {}
 
-    def _file(self, key: tuple, make) -> str:
+    def _file(self, key: tuple, model: Model) -> str:
         if key not in self._index:
             self._index[key] = len(self.files)
-            self.files.append(make())
+            self.files.append(model)
         return model_file(self._index[key])
 
     def options(self, env: Environment) -> list[str]:
@@ -85,7 +87,7 @@ class PathBuilder:
             step_ms = round((env.step_at_s or 0.0) * 1e3) + LINK_LEAD_MS
             length_ms = math.ceil(self.matrix.duration_s * 1e3) + TRACE_TAIL_MS
             trace = self._file(("step", rate, after, step_ms, length_ms),
-                               lambda: step_trace(rate, after, step_ms, length_ms))
+                               functools.partial(step_trace, rate, after, step_ms, length_ms))
             options += ["--uplink-trace", trace, "--downlink-rate", f"{max(rate, after)!r}"]
         if env.queue != "infinite":
             options += ["--uplink-queue", env.queue]
@@ -101,6 +103,5 @@ class PathBuilder:
         options = presets.lookup(name).options(self.traces_dir)
         for i, word in enumerate(options):
             if i and options[i - 1].endswith("-trace"):
-                content = Path(word).read_bytes()
-                options[i] = self._file(("preset", name, options[i - 1]), lambda c=content: c)
+                options[i] = self._file(("preset", name, options[i - 1]), Path(word).read_bytes())
         return options

@@ -44,9 +44,15 @@ SCHEMA = pa.schema([
     ("loss_rate", pa.float64()), ("utilization", pa.float64()), ("share", pa.float64()), ("jain", pa.float64()),
     ("competitor_throughput_mbps", pa.float64()), ("competitor_delay_p95_ms", pa.float64()),
     ("harm_throughput", pa.float64()), ("harm_delay", pa.float64()), ("score", pa.float64()),
-    ("window_score", pa.list_(pa.float64())), ("flow_throughput_mbps", pa.list_(pa.float64())),
+    ("window_score", pa.list_(pa.float64())), ("window_throughput_mbps", pa.list_(pa.float64())),
+    ("window_delay_p95_ms", pa.list_(pa.float64())), ("flow_throughput_mbps", pa.list_(pa.float64())),
     ("flow_delay_p95_ms", pa.list_(pa.float64())), ("wall_s", pa.float64()),
 ])
+
+
+def key(row: dict) -> tuple[str, str, int]:
+    """A row's cell: (environment, scheme, seed)."""
+    return row["environment"], row["scheme"], row["seed"]
 
 
 def capacity_mbps(env: Environment, matrix: Matrix, start_s: float = 0.0, end_s: float | None = None) -> float | None:
@@ -83,20 +89,24 @@ def score(throughput_mbps: float | None, delay_p95_ms: float | None, capacity: f
     return throughput_mbps / capacity * base_ms / delay_p95_ms
 
 
-def _windows(flows: Sequence[FlowMetrics], env: Environment, matrix: Matrix) -> list[float] | None:
-    per_flow = [getattr(f, "windows", None) for f in flows]
+def _windows(flows: Sequence[FlowMetrics], env: Environment, matrix: Matrix) -> dict[str, list[float] | None]:
+    """The scheme's flows window by window: throughput (summed), p95 delay (the worse; NaN where
+    none was delivered) and score."""
+    per_flow = [f.windows for f in flows]
     if matrix.window_s is None or any(w is None for w in per_flow):
-        return None
+        return {"window_score": None, "window_throughput_mbps": None, "window_delay_p95_ms": None}
     base = base_delay_ms(env)
-    found = []
+    scores, throughputs, delays = [], [], []
     for k, windows in enumerate(zip(*per_flow)):
         start = k * matrix.window_s
         end = min(matrix.duration_s, start + matrix.window_s)
-        delays = [w.delay_p95_ms for w in windows if w.delay_p95_ms is not None]
-        value = score(sum(w.throughput_mbps for w in windows), max(delays) if delays else None,
-                      capacity_mbps(env, matrix, start, end), base)
-        found.append(0.0 if value is None else value)
-    return found
+        p95s = [w.delay_p95_ms for w in windows if w.delay_p95_ms is not None]
+        throughput = sum(w.throughput_mbps for w in windows)
+        value = score(throughput, max(p95s) if p95s else None, capacity_mbps(env, matrix, start, end), base)
+        scores.append(0.0 if value is None else value)
+        throughputs.append(throughput)
+        delays.append(max(p95s) if p95s else math.nan)
+    return {"window_score": scores, "window_throughput_mbps": throughputs, "window_delay_p95_ms": delays}
 
 
 def row(env: Environment, entrant: Entrant, seed: int, result: Result, matrix: Matrix) -> dict:
@@ -128,7 +138,7 @@ def row(env: Environment, entrant: Entrant, seed: int, result: Result, matrix: M
         "competitor_throughput_mbps": others[0].throughput_mbps if others else None,
         "competitor_delay_p95_ms": others[0].delay_p95_ms if others else None,
         "score": score(throughput, max(delays) if delays else None, capacity, base_delay_ms(env)),
-        "window_score": _windows(own, env, matrix),
+        **_windows(own, env, matrix),
         "flow_throughput_mbps": [f.throughput_mbps for f in result.flows],
         "flow_delay_p95_ms": [math.nan if f.delay_p95_ms is None else f.delay_p95_ms for f in result.flows],
     })

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,13 +38,19 @@ def _names(job: Job, index: int) -> bool:
     return any(placeholder in f.cc for f in job.flows) or any(placeholder in o for o in job.path_options)
 
 
-def run_jobs(jobs: list[Job], models: dict[int, bytes], jobs_parallel: int | None = None) -> list[Result]:
+Model = bytes | Callable[[], bytes]
+"""A model file's bytes, or a function of none that makes them (picklable: a module-level function
+or a functools.partial of one), for a file that is large but cheap to make: a league's rate-step
+trace is megabytes, and its recipe a few numbers, which is what then travels with each task."""
+
+
+def run_jobs(jobs: list[Job], models: Mapping[int, Model], jobs_parallel: int | None = None) -> list[Result]:
     """The jobs' results in their order, with `model_file(i)` in their specs replaced by a file
     of `models[i]`. A module-level function of plain data, so that a Dask worker can run it."""
     with tempfile.TemporaryDirectory(prefix="pantheon-models-") as tmp:
         for index, content in models.items():
             path = Path(tmp) / f"model{index}"
-            path.write_bytes(content)
+            path.write_bytes(content() if callable(content) else content)
             placeholder = model_file(index)
             jobs = [replace(job, flows=[replace(f, cc=f.cc.replace(placeholder, str(path))) for f in job.flows],
                             path_options=[o.replace(placeholder, str(path)) for o in job.path_options])
