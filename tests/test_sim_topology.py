@@ -152,3 +152,18 @@ def test_a_bad_link_names_the_file_and_the_link(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (
         2, f"pantheon-sim: --topology {topology}: link a: --uplink-rate: rate must be positive, got '0'\n")
+
+
+def test_a_batch_job_takes_a_topology_whose_link_names_a_model_file() -> None:
+    """The batch API's `topology` (pantheon.sim.batch.Job.topology), with a trace that travels as a
+    model file (sim/runner.py): 12 Mbit/s (one 1500-byte opportunity a millisecond), then 6."""
+    from pantheon.sim.batch import FlowSpec, Job
+    from pantheon.sim.runner import model_file, run_jobs
+
+    topology = {"routes": [["first", "second"]], "link": [
+        {"name": "first", "path": ["--delay", "5", "--uplink-trace", model_file(0), "--downlink-rate", "12"]},
+        {"name": "second", "path": ["--delay", "5", "--uplink-rate", "6", "--downlink-rate", "6"]}]}
+    [result] = run_jobs([Job([FlowSpec("cubic")], runtime_s=3.0, topology=topology)], {0: b"1\n"})
+    assert result.ok, result.error
+    assert 4.0 < result.flows[0].throughput_mbps <= 6.05
+    assert result.flows[0].delay_p95_ms >= 20.0

@@ -41,6 +41,7 @@ use crate::metrics::FlowMetrics;
 use crate::observer::Kept;
 use crate::outcome;
 use crate::scenario::{runtime_us, seconds_to_us, shown, FlowPlan, Scenario};
+use crate::topology::TopologySpec;
 
 const DEFAULT_RUNTIME_S: f64 = 30.0;
 /// Most windows a job may cut its run into: 100 000 (10 ms windows over 1000 s), each some 60
@@ -62,6 +63,8 @@ struct Job {
     seed: Option<u64>,
     /// Cut the run into windows of this many seconds, each with its own metrics (metrics.rs).
     window_s: Option<f64>,
+    /// Links and a route per flow instead of `path` (topology.rs: the topology file's fields).
+    topology: Option<TopologySpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,14 +153,19 @@ pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, Str
 
 fn scenario(job: &Job) -> Result<Scenario, String> {
     let runtime_us = runtime_us("runtime_s", runtime_s(job))?;
-    let paths = parse_path(&job.path, job.seed)?;
     let flows = job
         .flows
         .iter()
         .enumerate()
         .map(|(i, f)| FlowPlan::new(i + 1, &f.cc, f.start_s, f.duration_s, runtime_us))
         .collect::<Result<Vec<_>, _>>()?;
-    Scenario::new(flows, runtime_us, paths)
+    match &job.topology {
+        None => Scenario::new(flows, runtime_us, parse_path(&job.path, job.seed)?),
+        Some(_) if !job.path.is_empty() => {
+            Err("give path or topology, not both (a topology's links carry their own path options)".into())
+        }
+        Some(spec) => Scenario::over(flows, runtime_us, spec.build(job.seed.unwrap_or(0), None)?),
+    }
 }
 
 fn runtime_s(job: &Job) -> f64 {
@@ -357,6 +365,40 @@ mod tests {
             flow.as_object_mut().unwrap().remove("windows");
         }
         assert_eq!(windowed, plain);
+    }
+
+    #[test]
+    fn a_topology_job_runs_its_routes_and_a_one_link_topology_is_the_path() {
+        let path =
+            r#"["--delay", "10", "--uplink-rate", "12", "--downlink-rate", "12", "--uplink-queue-bytes", "30000"]"#;
+        let plain = answer(
+            format!(r#"{{"flows": [{{"cc": "cubic"}}], "path": {path}, "runtime_s": 3, "seed": 4}}"#).as_bytes(),
+        );
+        let one = answer(
+            format!(
+                r#"{{"flows": [{{"cc": "cubic"}}], "runtime_s": 3, "seed": 4,
+                    "topology": {{"routes": [["a"]], "link": [{{"name": "a", "path": {path}}}]}}}}"#
+            )
+            .as_bytes(),
+        );
+        let flows = |text: &str| serde_json::from_str::<Value>(text).unwrap()["flows"].clone();
+        assert_eq!(flows(&plain), flows(&one));
+        // Two hops of 12 and 6 Mbit/s: the long flow crosses both, the second only the first.
+        let slow = r#"["--delay", "5", "--uplink-rate", "6", "--downlink-rate", "6"]"#;
+        let two: Value = serde_json::from_str(&answer(
+            format!(
+                r#"{{"flows": [{{"cc": "cubic"}}], "runtime_s": 3,
+                    "topology": {{"routes": [["a", "b"]], "link": [{{"name": "a", "path": {path}}}, {{"name": "b", "path": {slow}}}]}}}}"#
+            )
+            .as_bytes(),
+        ))
+        .unwrap();
+        let throughput = two["flows"][0]["throughput_mbps"].as_f64().unwrap();
+        assert!(throughput > 4.0 && throughput <= 6.0, "{two}");
+        let both = format!(
+            r#"{{"flows": [{{"cc": "cubic"}}], "path": {path}, "topology": {{"routes": [["a"]], "link": [{{"name": "a", "path": {path}}}]}}}}"#
+        );
+        assert!(error_of(&both).contains("give path or topology, not both"));
     }
 
     #[test]

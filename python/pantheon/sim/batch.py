@@ -33,7 +33,7 @@ import json
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,13 +60,18 @@ class Job:
     window_s: float | None = None
     """Also each flow's metrics per window of this many seconds of the run (`FlowMetrics.windows`);
     None: the whole run's alone."""
+    topology: Mapping[str, Any] | None = None
+    """Links and a route per flow instead of `path_options`: a topology file's fields (docs/sim.md,
+    "Topologies"), {"routes": [["a", "b"], ["a"]], "link": [{"name": "a", "path": [...]}, ...]}."""
 
     def line(self, job_id: int) -> str:
         flows = [{"cc": f.cc, "start_s": f.start_s, **({"duration_s": f.duration_s} if f.duration_s is not None else {})}
                  for f in self.flows]
-        windows = {} if self.window_s is None else {"window_s": self.window_s}
+        extra: dict[str, Any] = {} if self.window_s is None else {"window_s": self.window_s}
+        if self.topology is not None:
+            extra["topology"] = self.topology
         return json.dumps({"id": job_id, "flows": flows, "path": list(self.path_options),
-                           "runtime_s": self.runtime_s, "seed": self.seed, **windows})
+                           "runtime_s": self.runtime_s, "seed": self.seed, **extra})
 
 
 def link_options(*, rate_mbps: float = 12.0, delay_ms: float = 0.0, queue_bytes: int | None = None,

@@ -7,12 +7,13 @@ trials: Dask runs as many at once as the workers have threads).
 A controller spec may name a model being trained by a placeholder, `model_file(i)` for the
 i-th of the model files given with the jobs (Indigo's `weights=@MODEL0@`, one network; Remy's
 `tree=@MODEL3@`, one rule tree of many candidates in one batch), and so may a path option (a
-league's rate-step trace, `--uplink-trace @MODEL0@`): the files' bytes travel with the task, only
+league's rate-step trace, `--uplink-trace @MODEL0@`), a topology's links' too: the files' bytes travel with the task, only
 those its slice names, and each worker writes its own copies, so a worker on another machine
 needs only its own checkout's pantheon-sim.
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import warnings
@@ -35,7 +36,16 @@ def model_file(index: int = 0) -> str:
 
 def _names(job: Job, index: int) -> bool:
     placeholder = model_file(index)
-    return any(placeholder in f.cc for f in job.flows) or any(placeholder in o for o in job.path_options)
+    return (any(placeholder in f.cc for f in job.flows) or any(placeholder in o for o in job.path_options)
+            or (job.topology is not None and placeholder in json.dumps(job.topology)))
+
+
+def _with_file(job: Job, placeholder: str, path: str) -> Job:
+    """The job with `placeholder` replaced by `path` in its specs, its path options and its
+    topology's links' options."""
+    topology = None if job.topology is None else json.loads(json.dumps(job.topology).replace(placeholder, path))
+    return replace(job, flows=[replace(f, cc=f.cc.replace(placeholder, path)) for f in job.flows],
+                   path_options=[o.replace(placeholder, path) for o in job.path_options], topology=topology)
 
 
 Model = bytes | Callable[[], bytes]
@@ -51,10 +61,7 @@ def run_jobs(jobs: list[Job], models: Mapping[int, Model], jobs_parallel: int | 
         for index, content in models.items():
             path = Path(tmp) / f"model{index}"
             path.write_bytes(content() if callable(content) else content)
-            placeholder = model_file(index)
-            jobs = [replace(job, flows=[replace(f, cc=f.cc.replace(placeholder, str(path))) for f in job.flows],
-                            path_options=[o.replace(placeholder, str(path)) for o in job.path_options])
-                    if _names(job, index) else job for job in jobs]
+            jobs = [_with_file(job, model_file(index), str(path)) if _names(job, index) else job for job in jobs]
         with warnings.catch_warnings():
             # JAX warns at every fork that its threads may hold locks; the simulator's subprocess
             # execs at once after forking and takes none of them.
