@@ -20,14 +20,13 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from pantheon.archive.models import League, LeagueFile, LeagueScheme
 from pantheon.archive.staging import Refused, Unpacked
 from pantheon.archive.store import Store
 from pantheon.archive.tokens import now_utc
-from pantheon.archive.upload import WRITE_LOCK, Description
+from pantheon.archive.upload import Description, keep
 
 LEAGUE_JSON = "league.json"
 """The file that makes a dir a league dir (and not an experiment's data dir)."""
@@ -253,21 +252,7 @@ def ingest(sessions: sessionmaker[Session], store: Store, unpacked: Unpacked, bo
         if (found := existing(session, unpacked.manifest_sha256)) is not None:
             return found, False
     league = build(_read(unpacked), unpacked, told.check())
-    league.archive_sha256, league.archive_bytes, league.token_id = body_sha256, body_path.stat().st_size, token_id
-    for name, (digest, _) in unpacked.files.items():
-        store.put(unpacked.root / name, digest)
-    store.put(body_path, body_sha256)
-    with WRITE_LOCK, sessions() as session:
-        session.add(league)
-        try:
-            session.commit()
-        except IntegrityError:
-            session.rollback()
-            found = existing(session, unpacked.manifest_sha256)
-            if found is None:
-                raise
-            return found, False
-        return league.id, True
+    return keep(sessions, store, unpacked, body_path, body_sha256, token_id, league, existing)
 
 
 # --- what the pages and the API show -------------------------------------------------------------

@@ -17,6 +17,7 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -275,12 +276,20 @@ def ingest(sessions: sessionmaker[Session], store: Store, unpacked: Unpacked, bo
             return found, False
     data, derived = derive(unpacked)
     result = build_result(data, derived, unpacked, told.check())
-    result.archive_sha256, result.archive_bytes, result.token_id = body_sha256, body.stat().st_size, token_id
+    return keep(sessions, store, unpacked, body, body_sha256, token_id, result, existing)
+
+
+def keep(sessions: sessionmaker[Session], store: Store, unpacked: Unpacked, body: Path, body_sha256: str,
+         token_id: int, row, existing: Callable[[Session, str], int | None]) -> tuple[int, bool]:
+    """(the row's id, whether it is new): an upload's files into the store, then its row (a result,
+    a league) in one transaction; where a concurrent upload of the same dir committed first, its row
+    (`existing` finds it by the manifest's digest)."""
+    row.archive_sha256, row.archive_bytes, row.token_id = body_sha256, body.stat().st_size, token_id
     for name, (digest, _) in unpacked.files.items():
         store.put(unpacked.root / name, digest)
     store.put(body, body_sha256)
     with WRITE_LOCK, sessions() as session:
-        session.add(result)
+        session.add(row)
         try:
             session.commit()
         except IntegrityError:
@@ -289,4 +298,4 @@ def ingest(sessions: sessionmaker[Session], store: Store, unpacked: Unpacked, bo
             if found is None:
                 raise
             return found, False
-        return result.id, True
+        return row.id, True
