@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon import files, presets, queues
 from pantheon.errors import PantheonError
+from pantheon.toml_config import top_table
 
 MAX_MATRIX_BYTES = 1 << 20
 TOP_KEYS = {"name", "description", "duration_s", "seeds", "window_s", "grid", "stagger_at_s"}
@@ -250,12 +250,7 @@ def _seeds(value: object, where: str) -> tuple[int, ...]:
 def parse(text: str, source: str, known: set[str] | None = None) -> Matrix:
     """The matrix a file's text declares; a MatrixError naming `source` and the key otherwise.
     `known`: the simulable schemes `vs:NAME` may name (None: not checked)."""
-    try:
-        top = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise MatrixError(f"{source}: not TOML ({e})") from None
-    if unknown := sorted(set(top) - TOP_KEYS):
-        raise MatrixError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})")
+    top = top_table(text, source, TOP_KEYS, MatrixError)
     name = top.get("name", Path(source).stem)
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name) or len(name) > 64:
         raise MatrixError(f"{source}: name must be letters, digits, '-', '_' or '.' (up to 64), got {name!r}")

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon import files, presets, schemes
 from pantheon.errors import PantheonError
+from pantheon.toml_config import top_table
 
 TOP_KEYS = {"period", "runtime_s", "runs", "stagger_s", "matrix", "pair"}
 MATRIX_KEYS = {"presets", "schemes", "flows", "runs", "runtime_s"}
@@ -166,12 +166,7 @@ def _ready_schemes() -> list[str]:
 
 
 def parse(text: str, source: Path) -> Schedule:
-    try:
-        top = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScheduleError(f"{source}: not TOML ({e})") from None
-    if unknown := sorted(set(top) - TOP_KEYS):
-        raise ScheduleError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})")
+    top = top_table(text, str(source), TOP_KEYS, ScheduleError)
     period_s = parse_period(top["period"], str(source)) if "period" in top else None
     runtime_s = _number(top, "runtime_s", str(source), 30.0, 1.0, MAX_RUNTIME_S)
     runs = int(_number(top, "runs", str(source), 1, 1, 100, integer=True))

@@ -38,11 +38,11 @@ Every mistake is one line naming the file and the key (`PriorError`, exit 2).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pantheon.errors import PantheonError
+from pantheon.toml_config import top_table
 
 TOP_KEYS = {"delta", "link", "traffic", "training", "search"}
 TRAINING_KEYS = {"runtime_s", "networks", "generations"}
@@ -183,12 +183,7 @@ def _setting(table: dict, where: str, default: Setting) -> Setting:
 
 def parse(text: str, source: str) -> Prior:
     """The prior a file's text declares; a PriorError naming `source` and the key otherwise."""
-    try:
-        top = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise PriorError(f"{source}: not TOML ({e})") from None
-    if unknown := sorted(set(top) - TOP_KEYS):
-        raise PriorError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})")
+    top = top_table(text, source, TOP_KEYS, PriorError)
     link = _table(top, "link", source, LINK_KEYS)
     traffic = _table(top, "traffic", source, TRAFFIC_KEYS)
     for table, name, keys in ((link, "link", ("rate_mbps", "min_rtt_ms")), (traffic, "traffic", ("senders",))):
