@@ -56,10 +56,9 @@ def all_paths() -> dict[str, Preset]:
 
 
 def uplink_rate_mbps(direction: Direction) -> float:
-    if direction.trace_ms is not None:
-        return len(direction.trace_ms) * PACKET_BYTES * 8 / (direction.trace_ms[-1] * 1000)
-    assert direction.rate_mbps is not None
-    return direction.rate_mbps
+    rate = direction.mean_rate_mbps()
+    assert rate is not None
+    return rate
 
 
 def bdp_bytes(path: Preset) -> float:

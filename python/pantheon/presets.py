@@ -112,12 +112,18 @@ class Direction:
             opts += [f"--{name}-loss", f"{self.loss:g}"]
         return opts
 
+    def mean_rate_mbps(self) -> float | None:
+        """The direction's mean delivery rate: its constant rate or Poisson mean, or its trace's
+        (a 1500-byte opportunity a line over the trace's period, as the link loops it)."""
+        if self.trace_ms is not None:
+            return len(self.trace_ms) * 1500 * 8 / (self.trace_ms[-1] * 1000)
+        return self.rate_mbps
+
     def describe(self) -> str:
         if self.trace_ms is not None:
-            period_ms = self.trace_ms[-1]
-            rate = len(self.trace_ms) * 1500 * 8 / (period_ms * 1000)
             count = len(self.trace_ms)
-            what = f"trace: {count} deliver{'y' if count == 1 else 'ies'} every {period_ms} ms ({rate:g} Mbit/s)"
+            what = (f"trace: {count} deliver{'y' if count == 1 else 'ies'} every {self.trace_ms[-1]} ms "
+                    f"({self.mean_rate_mbps():g} Mbit/s)")
         else:
             what = f"{self.rate_mbps:g} Mbit/s{' Poisson' if self.poisson else ''}"
         if not (queue := self.queue_of()).infinite:

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     # The cluster first: a scheduler that cannot be reached leaves no data dir claimed.
     client = dask_client(args.scheduler, threads=args.jobs)
     try:
-        _claim(args.data_dir, args.matrix, args.matrix.read_text())
+        _claim(args.data_dir, args.matrix, league.text)
     except BaseException:
         cluster.close(client)
         raise

@@ -118,6 +118,8 @@ class Matrix:
     window_s: float | None = None
     stagger_at_s: float | None = None
     source: str = "<matrix>"
+    text: str = ""
+    """The file as read: the data dir keeps a copy, by which a resumed league knows its matrix."""
 
     @property
     def competitors(self) -> list[str]:
@@ -277,7 +279,7 @@ def parse(text: str, source: str, known: set[str] | None = None) -> Matrix:
         raise MatrixError(f"{source}: {len(unique)} environments; at most {MAX_ENVIRONMENTS}")
     return Matrix(name=name, description=description, duration_s=duration_s,
                   seeds=_seeds(top.get("seeds", 1), source), environments=tuple(unique), window_s=window_s,
-                  stagger_at_s=stagger, source=source)
+                  stagger_at_s=stagger, source=source, text=text)
 
 
 def load(path: Path, known: set[str] | None = None) -> Matrix:

@@ -60,10 +60,7 @@ def capacity_mbps(env: Environment, matrix: Matrix, start_s: float = 0.0, end_s:
     preset's (its trace's mean: opportunities of 1500 bytes over the trace's period)."""
     if env.preset is None:
         return mean_rate_mbps(env, matrix.duration_s, start_s, end_s)
-    up = presets.lookup(env.preset).uplink
-    if up.trace_ms:
-        return len(up.trace_ms) * 1500 * 8 / (up.trace_ms[-1] * 1e3)
-    return up.rate_mbps
+    return presets.lookup(env.preset).uplink.mean_rate_mbps()
 
 
 def base_delay_ms(env: Environment) -> float:
