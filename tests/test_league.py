@@ -93,6 +93,10 @@ def test_the_shipped_matrices_are_ccbench_sized() -> None:
     ("[[grid]]\npreset=['nepal-wifi']\nrate_mbps=[1]", "rate_mbps with preset"),
     ("seeds = 0\n[[grid]]\npreset=['nepal-wifi']", "seeds must be a count in 1..1000"),
     ("window_s = 60\n[[grid]]\npreset=['nepal-wifi']", "window_s must be above 0 and at most 30"),
+    ("[[grid]]\ntopology=['nowhere']", "grid 1.topology: no topology 'nowhere'"),
+    ("[[grid]]\ntopology=['dumbbell']\nrtt_ms=[1]", "rtt_ms with topology"),
+    ("[[grid]]\ntopology=['dumbbell']\nflows=['pair']", "'pair' is not one of all or vs:SCHEME"),
+    ("[[grid]]\ntopology=['moving-bottleneck']\nflows=['vs:cubic-user']", "which has one route"),
 ])
 def test_a_bad_matrix_is_one_line_naming_the_key_and_nothing_runs(tmp_path: Path, capsys, text: str,
                                                                    message: str) -> None:
@@ -325,3 +329,49 @@ def test_windows_follow_a_rate_step_where_the_matrix_puts_it(tmp_path: Path) -> 
     assert all(0 < s <= 1.01 for s in row["window_score"][1:]), row["window_score"]
     summary = json.loads((tmp_path / "out" / "league.json").read_text())
     assert summary["ranking"][0]["contests"] == 10, "each window is a contest"
+
+
+TOPOLOGIES = """duration_s = 8.0
+window_s = 2.0
+seeds = 1
+[[grid]]
+topology = ["parking-lot"]
+flows = ["all", "vs:cubic-user"]
+[[grid]]
+topology = ["moving-bottleneck"]
+"""
+
+
+def test_a_topology_cell_runs_a_flow_per_route_held_to_its_fair_share(tmp_path: Path) -> None:
+    """The parking lot (4 routes of 12 Mbit/s hops: a fair share of 6 each) with every flow the
+    scheme's or the long one against Cubic, and the moving bottleneck, whose traces travel as files."""
+    path = write(tmp_path / "m.toml", TOPOLOGIES)
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "copa,vegas-user"]) == 0
+    rows = {(r["environment"], r["scheme"]): r for r in table.read(tmp_path / "out" / table.TABLE_FILE)}
+    assert set(rows) == {(e, s) for e in ("topology-parking-lot-all", "topology-parking-lot-vs-cubic-user",
+                                          "topology-moving-bottleneck-all")
+                         for s in ("copa", "vegas-user")} | {("topology-parking-lot-vs-cubic-user", "cubic-user")}
+    assert all(r["ok"] and r["topology"] in ("parking-lot", "moving-bottleneck") for r in rows.values())
+    alone = rows["topology-parking-lot-all", "vegas-user"]
+    flows, p95s = alone["flow_throughput_mbps"], alone["flow_delay_p95_ms"]
+    assert len(flows) == 4 and flows[0] < min(flows[1:]), "the long flow crosses three queues"
+    base_ms = [30.0, 10.0, 10.0, 10.0]
+    expected = sum(min(t, 6.0) / 6.0 * b / d for t, b, d in zip(flows, base_ms, p95s)) / 4
+    assert alone["score"] == pytest.approx(expected) and alone["utilization"] is None
+    assert alone["jain"] == pytest.approx(sum(flows) ** 2 / (4 * sum(t * t for t in flows)))
+    versus = rows["topology-parking-lot-vs-cubic-user", "copa"]
+    assert len(versus["flow_throughput_mbps"]) == 4 and versus["throughput_mbps"] == versus["flow_throughput_mbps"][0]
+    assert versus["competitor_throughput_mbps"] == pytest.approx(sum(versus["flow_throughput_mbps"][1:]))
+    assert versus["harm_throughput"] is not None, "against Cubic's own cell"
+    moving = rows["topology-moving-bottleneck-all", "copa"]
+    windows = moving["window_throughput_mbps"]
+    assert 6.5 < windows[1] < 8.1 and 2.5 < windows[3] < 4.1, "8 Mbit/s, then the second link's 4 from 5 s"
+    assert all(0 < s <= 1.0 for s in moving["window_score"][1:]), moving["window_score"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Win share by topology" in report
+
+
+def test_the_shipped_topology_matrix_names_every_shipped_topology() -> None:
+    m = matrix.load(ROOT / "leagues" / "topologies.toml", set(schemes.all_schemes()))
+    from pantheon import topology
+    assert {e.topology for e in m.environments} == set(topology.shipped())

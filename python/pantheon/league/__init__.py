@@ -2,7 +2,7 @@
 tasks, ranked as ccBench ranks schemes (Abbasloo, "Internet Congestion Control Benchmarking",
 arXiv:2307.10054, 2023): who is within 10 % of the best in each contest (docs/league.md).
 
-    matrix.py     the matrix (TOML): rates, RTTs, buffers, queues, loss, rate steps, presets, flows, seeds
+    matrix.py     the matrix (TOML): rates, RTTs, buffers, queues, loss, rate steps, presets, topologies, flows, seeds
     path.py       an environment's path as the simulator's options; a rate step as a delivery trace
     entrants.py   who plays: crates/cc schemes, and kernel or QUIC schemes through their stand-ins
     campaign.py   the cells as Dask tasks over `pantheon-sim batch`, journaled, resumable

@@ -27,12 +27,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pantheon import files
+from pantheon import topology as topologies
 from pantheon.league import table
 from pantheon.league.entrants import Entrant
 from pantheon.league.matrix import Environment, Matrix
 from pantheon.league.path import PathBuilder
 from pantheon.sim.batch import FlowSpec, Job, Result
-from pantheon.sim.runner import model_file, run_jobs
+from pantheon.sim.runner import names_model, run_jobs
 
 PARTS_DIR = "parts"
 TRACES_DIR = "traces"
@@ -64,6 +65,10 @@ def cells(matrix: Matrix, entrants: list[Entrant], baselines: list[Entrant]) -> 
 
 def flows(cell: Cell, matrix: Matrix, competitors: dict[str, Entrant]) -> list[FlowSpec]:
     spec, env = cell.entrant.spec, cell.env
+    if env.topology is not None:
+        routes = len(topologies.load(env.topology).routes)
+        other = spec if env.competitor is None else competitors[env.competitor].spec
+        return [FlowSpec(spec)] + [FlowSpec(other)] * (routes - 1)
     if env.flows == "single":
         return [FlowSpec(spec)]
     if env.flows == "pair":
@@ -105,7 +110,7 @@ def run(matrix: Matrix, all_cells: list[Cell], competitors: dict[str, Entrant], 
     pending = [c for c in all_cells if c.key not in rows]
     paths = PathBuilder(matrix, data_dir / TRACES_DIR)
     jobs = [Job(flows(c, matrix, competitors), paths.options(c.env), runtime_s=matrix.duration_s, seed=c.seed,
-                window_s=matrix.window_s) for c in pending]
+                window_s=matrix.window_s, topology=paths.topology(c.env)) for c in pending]
     parts = data_dir / PARTS_DIR
     parts.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -113,8 +118,7 @@ def run(matrix: Matrix, all_cells: list[Cell], competitors: dict[str, Entrant], 
     futures = {}
     for a in range(0, len(pending), SLICE_JOBS):
         b = min(a + SLICE_JOBS, len(pending))
-        named = {i: trace for i, trace in enumerate(paths.files)
-                 if any(model_file(i) in o for job in jobs[a:b] for o in job.path_options)}
+        named = {i: trace for i, trace in enumerate(paths.files) if any(names_model(job, i) for job in jobs[a:b])}
         futures[client.submit(run_jobs, jobs[a:b], named, 1, pure=False)] = (a, b)
     try:
         for future in as_completed(futures):

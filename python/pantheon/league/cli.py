@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "league", help="rank every scheme over a matrix of environments, simulated on Dask (pantheon league --help)",
         description="Run every scheme (or --schemes) in every environment of a matrix (TOML: rates, RTTs, buffers, "
-        "queues, loss, rate steps, presets, flows, seeds; docs/league.md) in the simulator, as Dask tasks, and rank "
+        "queues, loss, rate steps, presets, topologies, flows, seeds; docs/league.md) in the simulator, as Dask tasks, and rank "
         "them as ccBench does: in each environment (or time window) the schemes within 10% of the best score win. "
         "Writes DIR/league.parquet (a row per environment x scheme x seed), DIR/report.md and DIR/league.json. "
         "Resumable: the same command continues a stopped league.",

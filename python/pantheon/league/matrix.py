@@ -21,10 +21,15 @@
     preset = ["tmobile-lte"]        # an emulator preset as it is (pantheon emulators: traces, calibrated paths)
     flows = ["single"]
 
+    [[grid]]
+    topology = ["parking-lot"]      # a topology (data/topologies/NAME.toml, or a file NAME.toml beside the matrix)
+    flows = ["all", "vs:cubic-user"]
+
 Flows: `single`, one flow of the scheme for the whole run; `pair`, two of it from the start;
 `staggered`, two of it, the second joining at `stagger_at_s` (default half the run); `vs:NAME`, one
 of the scheme and one of the simulable scheme NAME from the start (the league runs NAME too, for
-the harm baseline).
+the harm baseline). In a topology, a flow per route: `all`, every one the scheme's; `vs:NAME`, the
+first route's the scheme's and the others NAME's.
 
 Every mistake is one line naming the file and the key (MatrixError, exit 2), before anything runs.
 """
@@ -36,14 +41,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pantheon import files, presets, queues
+from pantheon import topology as topologies
 from pantheon.errors import PantheonError
 from pantheon.toml_config import top_table
 
 MAX_MATRIX_BYTES = 1 << 20
 TOP_KEYS = {"name", "description", "duration_s", "seeds", "window_s", "grid", "stagger_at_s"}
 RATE_KEYS = {"rate_mbps", "rtt_ms", "buffer_bdp", "buffer_bytes", "queue", "loss", "step_factor", "step_at_s"}
-GRID_KEYS = RATE_KEYS | {"preset", "flows"}
+GRID_KEYS = RATE_KEYS | {"preset", "topology", "flows"}
 FLOW_KINDS = ("single", "pair", "staggered")
+TOPOLOGY_FLOWS = ("all",)
 VERSUS = "vs:"
 MAX_RATE_MBPS = 10_000.0
 MAX_RTT_MS = 10_000.0
@@ -75,12 +82,16 @@ class Environment:
     step_factor: float | None = None
     step_at_s: float | None = None
     preset: str | None = None
+    topology: str | None = None
+    """A shipped topology's name, or a topology file's path (pantheon.topology); None: one link."""
 
     @property
     def name(self) -> str:
         """A stable, readable key of the cell: `12mbps-40ms-2bdp-droptail-single`."""
         if self.preset:
             parts = [f"preset-{self.preset}"]
+        elif self.topology:
+            parts = [f"topology-{Path(self.topology).stem}"]
         else:
             queue = [self.queue] if self.queue == INFINITE else [self.buffer_words(), self.queue]
             parts = [f"{self.rate_mbps:g}mbps", f"{self.rtt_ms:g}ms", *queue]
@@ -172,10 +183,12 @@ def _buffers(grid: dict, where: str) -> list[tuple[float | None, int | None]]:
 
 
 def _flows(grid: dict, where: str, known: set[str] | None) -> list[str]:
-    kinds = _list(grid, "flows", where) if "flows" in grid else ["single"]
+    allowed = TOPOLOGY_FLOWS if "topology" in grid else FLOW_KINDS
+    kinds = _list(grid, "flows", where) if "flows" in grid else [allowed[0]]
     for kind in kinds:
-        if not isinstance(kind, str) or not (kind in FLOW_KINDS or kind.startswith(VERSUS)):
-            raise MatrixError(f"{where}.flows: {kind!r} is not one of {', '.join(FLOW_KINDS)} or vs:SCHEME")
+        if not isinstance(kind, str) or not (kind in allowed or kind.startswith(VERSUS)):
+            raise MatrixError(f"{where}.flows: {kind!r} is not one of {', '.join(allowed)} or vs:SCHEME"
+                              + (" (in a topology, a flow per route)" if "topology" in grid else ""))
         name = kind[len(VERSUS):]
         if kind.startswith(VERSUS) and known is not None and name not in known:
             raise MatrixError(f"{where}.flows: {kind!r}: {name!r} is not a simulable scheme "
@@ -183,12 +196,34 @@ def _flows(grid: dict, where: str, known: set[str] | None) -> list[str]:
     return kinds
 
 
-def _grid(grid: object, where: str, duration_s: float, known: set[str] | None) -> list[Environment]:
+def _topologies(grid: dict, where: str, flows: list[str], folder: Path) -> list[Environment]:
+    """A topology grid's cells: each topology (a shipped name, or a file relative to the matrix's
+    folder) with each flows kind."""
+    if mixed := sorted(set(grid) & (RATE_KEYS | {"preset"})):
+        raise MatrixError(f"{where}: {mixed[0]} with topology: a topology's links are its own (drop one)")
+    cells = []
+    for value in _list(grid, "topology", where):
+        name = str(folder / value) if isinstance(value, str) and value.endswith(".toml") else str(value)
+        try:
+            topology = topologies.load(name)
+        except topologies.TopologyError as e:
+            raise MatrixError(f"{where}.topology: {e}") from None
+        for kind in flows:
+            if kind.startswith(VERSUS) and len(topology.routes) < 2:
+                raise MatrixError(f"{where}.flows: {kind!r} in topology {value!r}, which has one route: "
+                                  "no flow to compete with")
+            cells.append(Environment(flows=kind, topology=name))
+    return cells
+
+
+def _grid(grid: object, where: str, duration_s: float, known: set[str] | None, folder: Path) -> list[Environment]:
     if not isinstance(grid, dict):
         raise MatrixError(f"{where} must be a table ([[grid]])")
     if unknown := sorted(set(grid) - GRID_KEYS):
         raise MatrixError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(GRID_KEYS))})")
     flows = _flows(grid, where, known)
+    if "topology" in grid:
+        return _topologies(grid, where, flows, folder)
     if "preset" in grid:
         if mixed := sorted(set(grid) & RATE_KEYS):
             raise MatrixError(f"{where}: {mixed[0]} with preset: a preset's path is its own (drop one)")
@@ -273,7 +308,7 @@ def parse(text: str, source: str, known: set[str] | None = None) -> Matrix:
         raise MatrixError(f"{source}: no [[grid]]: the matrix has no cell")
     cells: list[Environment] = []
     for i, grid in enumerate(grids, 1):
-        cells += _grid(grid, f"{source}: grid {i}", duration_s, known)
+        cells += _grid(grid, f"{source}: grid {i}", duration_s, known, Path(source).parent)
     unique = list(dict.fromkeys(cells))
     if len(unique) > MAX_ENVIRONMENTS:
         raise MatrixError(f"{source}: {len(unique)} environments; at most {MAX_ENVIRONMENTS}")

@@ -12,7 +12,8 @@ have passed at R Mbit/s. The link's clock runs ahead of the run's by the emulato
 lasts the run plus two seconds: it never loops within a run. The downlink stays at the higher of
 the two rates, constant.
 
-A preset cell is the preset's own options, its traces included.
+A preset cell is the preset's own options, its traces included. A topology cell is the topology's
+links and routes (pantheon.topology), its links' traces as model files too.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from pantheon import presets
+from pantheon import topology as topologies
 from pantheon.calibrate.trace import LINK_LEAD_MS
 from pantheon.league.matrix import Environment, Matrix
 from pantheon.sim.runner import Model, model_file
@@ -77,6 +79,8 @@ class PathBuilder:
     def options(self, env: Environment) -> list[str]:
         if env.preset is not None:
             return self._preset(env.preset)
+        if env.topology is not None:
+            return []
         assert env.rate_mbps is not None and env.rtt_ms is not None
         rate = env.rate_mbps
         options = ["--delay", f"{env.rtt_ms / 2!r}"]
@@ -96,6 +100,14 @@ class PathBuilder:
         if env.loss:
             options += ["--uplink-loss", f"{env.loss!r}"]
         return options
+
+    def topology(self, env: Environment) -> dict | None:
+        """A topology cell's network as a batch job's `topology` (None for a one-link cell)."""
+        if env.topology is None:
+            return None
+        network = topologies.load(env.topology)
+        return network.fields({trace: self._file(("trace", str(trace)), trace.read_bytes())
+                               for trace in network.traces()})
 
     def _preset(self, name: str) -> list[str]:
         """The preset's options with each trace file it writes replaced by a model file."""

@@ -8,7 +8,7 @@ scores over the seeds (table.py defines the score); a contest whose best score i
 data) has no winner and does not count. Ranked: by win share, then by the mean of the scheme's score
 relative to each contest's best ("how close it came", 1 when it won everything outright).
 
-Per dimension (rate, RTT, buffer, queue, loss, step, flows, preset), the same win share over the
+Per dimension (rate, RTT, buffer, queue, loss, step, flows, preset, topology), the same win share over the
 contests with each value: where each scheme wins and where it loses. Where flows compete, the
 median Jain index and the median harm to the competitor; over seeds, each environment's spread.
 """
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 WIN_MARGIN = 0.1
 """ccBench's: a scheme within 10 % of the best score wins the contest with it."""
-DIMENSIONS = ("rate_mbps", "rtt_ms", "buffer_bdp", "buffer_bytes", "queue", "loss", "step_factor", "flows", "preset")
+DIMENSIONS = ("rate_mbps", "rtt_ms", "buffer_bdp", "buffer_bytes", "queue", "loss", "step_factor", "flows", "preset",
+              "topology")
 
 
 @dataclass(frozen=True)

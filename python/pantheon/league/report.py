@@ -22,10 +22,12 @@ SUMMARY_FILE = "league.json"
 REPORT_FILE = "report.md"
 FORMAT = "pantheon-league/1"
 SCORE = ("the scheme's throughput over the link's mean rate, times the path's one-way propagation delay over the "
-         "scheme's 95th-percentile one-way delay (1: the whole link with no queue)")
+         "scheme's 95th-percentile one-way delay (1: the whole link with no queue); in a topology, the mean over the "
+         "scheme's flows of the same against each flow's max-min fair share (capped at 1) and its route's delay")
 DIMENSION_NAMES = {"rate_mbps": "rate (Mbit/s)", "rtt_ms": "base RTT (ms)", "buffer_bdp": "buffer (BDP)",
                    "buffer_bytes": "buffer (bytes)", "queue": "queue", "loss": "random loss",
-                   "step_factor": "rate step (×)", "flows": "flows", "preset": "preset"}
+                   "step_factor": "rate step (×)", "flows": "flows", "preset": "preset",
+                   "topology": "topology"}
 SPREAD_SHOWN = 5
 
 

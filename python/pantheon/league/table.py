@@ -15,6 +15,14 @@ The score (ranking.py compares it): the scheme's throughput over the link's rate
 one-way delay over its p95 one-way delay. 1 is the ideal (the whole link, no queue); it falls as the
 scheme leaves the link idle or builds a queue, in proportion. With windows, each window's score is
 the same of the window's throughput (bits delivered in it over its length) and p95.
+
+A topology has no one link rate: there each flow of the scheme is held to its max-min fair share
+(pantheon.topology) and its route's propagation delay, and the score is the mean over the scheme's
+flows of min(1, throughput / fair share) × base one-way delay / p95 one-way delay. On one link it
+would be the same as above for a flow alone; in a parking lot a scheme that starves the long flow
+for its cross flows loses on the long flow what the cross flows cannot make up (they are capped at
+their share). Jain's index there is of throughputs over fair shares (Jain, Chiu and Hawe, DEC-TR-301,
+1984, §3: the index of normalised allocations), and utilization is left empty (no one link).
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pantheon import files, presets
+from pantheon import topology as topologies
 from pantheon.analysis.harm import harm
 from pantheon.analysis.metrics import jain_index
 from pantheon.league.entrants import Entrant
@@ -37,7 +46,8 @@ TABLE_FILE = "league.parquet"
 SCHEMA = pa.schema([
     ("environment", pa.string()), ("rate_mbps", pa.float64()), ("rtt_ms", pa.float64()),
     ("buffer_bdp", pa.float64()), ("buffer_bytes", pa.int64()), ("queue", pa.string()), ("loss", pa.float64()),
-    ("step_factor", pa.float64()), ("preset", pa.string()), ("flows", pa.string()), ("duration_s", pa.float64()),
+    ("step_factor", pa.float64()), ("preset", pa.string()), ("topology", pa.string()), ("flows", pa.string()),
+    ("duration_s", pa.float64()),
     ("scheme", pa.string()), ("simulated_as", pa.string()), ("stand_in", pa.string()), ("seed", pa.int64()),
     ("ok", pa.bool_()), ("error", pa.string()),
     ("throughput_mbps", pa.float64()), ("delay_p95_ms", pa.float64()), ("delay_mean_ms", pa.float64()),
@@ -73,6 +83,8 @@ def base_delay_ms(env: Environment) -> float:
 
 def own_flows(env: Environment) -> int:
     """How many of a cell's flows are the scheme's (the rest: the competitor's)."""
+    if env.topology is not None and env.competitor is None:
+        return len(topologies.load(env.topology).routes)
     return 2 if env.flows in ("pair", "staggered") else 1
 
 
@@ -86,20 +98,46 @@ def score(throughput_mbps: float | None, delay_p95_ms: float | None, capacity: f
     return throughput_mbps / capacity * base_ms / delay_p95_ms
 
 
+def topology_score(throughputs_mbps: Sequence[float], delays_p95_ms: Sequence[float | None], env: Environment,
+                   start_s: float, end_s: float) -> float | None:
+    """A topology cell's score of the scheme's flows (module header), their fair shares over
+    [start_s, end_s); None where a flow's share is unbounded (no link limits it)."""
+    network = topologies.load(env.topology or "")
+    shares = network.fair_shares_mbps(start_s, end_s)
+    terms = []
+    for flow, (throughput, p95) in enumerate(zip(throughputs_mbps, delays_p95_ms)):
+        if math.isinf(shares[flow]):
+            return None
+        value = score(min(throughput, shares[flow]), p95, shares[flow], network.base_delay_ms(flow))
+        terms.append(0.0 if value is None else value)
+    return sum(terms) / len(terms) if terms else None
+
+
+def _cell_score(throughputs_mbps: Sequence[float], delays_p95_ms: Sequence[float | None], env: Environment,
+                matrix: Matrix, start_s: float = 0.0, end_s: float | None = None) -> float | None:
+    """The score of the scheme's flows over [start_s, end_s) of the run."""
+    end_s = matrix.duration_s if end_s is None else end_s
+    if env.topology is not None:
+        return topology_score(throughputs_mbps, delays_p95_ms, env, start_s, end_s)
+    p95s = [d for d in delays_p95_ms if d is not None]
+    return score(sum(throughputs_mbps), max(p95s) if p95s else None, capacity_mbps(env, matrix, start_s, end_s),
+                 base_delay_ms(env))
+
+
 def _windows(flows: Sequence[FlowMetrics], env: Environment, matrix: Matrix) -> dict[str, list[float] | None]:
     """The scheme's flows window by window: throughput (summed), p95 delay (the worse; NaN where
     none was delivered) and score."""
     per_flow = [f.windows for f in flows]
     if matrix.window_s is None or any(w is None for w in per_flow):
         return {"window_score": None, "window_throughput_mbps": None, "window_delay_p95_ms": None}
-    base = base_delay_ms(env)
     scores, throughputs, delays = [], [], []
     for k, windows in enumerate(zip(*per_flow)):
         start = k * matrix.window_s
         end = min(matrix.duration_s, start + matrix.window_s)
         p95s = [w.delay_p95_ms for w in windows if w.delay_p95_ms is not None]
         throughput = sum(w.throughput_mbps for w in windows)
-        value = score(throughput, max(p95s) if p95s else None, capacity_mbps(env, matrix, start, end), base)
+        value = _cell_score([w.throughput_mbps for w in windows], [w.delay_p95_ms for w in windows], env, matrix,
+                            start, end)
         scores.append(0.0 if value is None else value)
         throughputs.append(throughput)
         delays.append(max(p95s) if p95s else math.nan)
@@ -111,7 +149,8 @@ def row(env: Environment, entrant: Entrant, seed: int, result: Result, matrix: M
     values: dict = {
         "environment": env.name, "rate_mbps": env.rate_mbps, "rtt_ms": env.rtt_ms, "buffer_bdp": env.buffer_bdp,
         "buffer_bytes": env.limit_bytes(), "queue": env.queue if env.preset is None else None, "loss": env.loss,
-        "step_factor": env.step_factor, "preset": env.preset, "flows": env.flows, "duration_s": matrix.duration_s,
+        "step_factor": env.step_factor, "preset": env.preset, "topology": Path(env.topology).stem if env.topology else None, "flows": env.flows,
+        "duration_s": matrix.duration_s,
         "scheme": entrant.name, "simulated_as": entrant.spec, "stand_in": entrant.stand_in, "seed": seed,
         "ok": result.ok, "error": result.error, "wall_s": result.wall_s,
     }
@@ -124,22 +163,34 @@ def row(env: Environment, entrant: Entrant, seed: int, result: Result, matrix: M
     means = [f.delay_mean_ms for f in own if f.delay_mean_ms is not None]
     sent = sum(f.sent_packets for f in own)
     total = sum(f.throughput_mbps for f in result.flows)
-    capacity = capacity_mbps(env, matrix)
+    capacity = None if env.topology is not None else capacity_mbps(env, matrix)
+    other_delays = [f.delay_p95_ms for f in others if f.delay_p95_ms is not None]
     values.update({
         "throughput_mbps": throughput, "delay_p95_ms": max(delays) if delays else None,
         "delay_mean_ms": sum(means) / len(means) if means else None,
         "loss_rate": 1 - sum(f.delivered_packets for f in own) / sent if sent else None,
         "utilization": total / capacity if capacity else None,
         "share": throughput / total if total else None,
-        "jain": jain_index([f.throughput_mbps for f in result.flows]) if len(result.flows) > 1 else None,
-        "competitor_throughput_mbps": others[0].throughput_mbps if others else None,
-        "competitor_delay_p95_ms": others[0].delay_p95_ms if others else None,
-        "score": score(throughput, max(delays) if delays else None, capacity, base_delay_ms(env)),
+        "jain": _jain(result.flows, env, matrix) if len(result.flows) > 1 else None,
+        "competitor_throughput_mbps": sum(f.throughput_mbps for f in others) if others else None,
+        "competitor_delay_p95_ms": max(other_delays) if other_delays else None,
+        "score": _cell_score([f.throughput_mbps for f in own], [f.delay_p95_ms for f in own], env, matrix),
         **_windows(own, env, matrix),
         "flow_throughput_mbps": [f.throughput_mbps for f in result.flows],
         "flow_delay_p95_ms": [math.nan if f.delay_p95_ms is None else f.delay_p95_ms for f in result.flows],
     })
     return values
+
+
+def _jain(flows: Sequence[FlowMetrics], env: Environment, matrix: Matrix) -> float | None:
+    """Jain's index of the flows' throughputs; in a topology, of each over its fair share."""
+    throughputs = [f.throughput_mbps for f in flows]
+    if env.topology is None:
+        return jain_index(throughputs)
+    shares = topologies.load(env.topology).fair_shares_mbps(0.0, matrix.duration_s)
+    if any(math.isinf(s) or s <= 0 for s in shares[:len(flows)]):
+        return None
+    return jain_index([t / s for t, s in zip(throughputs, shares)])
 
 
 def with_harm(rows: list[dict]) -> list[dict]:

@@ -34,7 +34,8 @@ def model_file(index: int = 0) -> str:
     return f"@MODEL{index}@"
 
 
-def _names(job: Job, index: int) -> bool:
+def names_model(job: Job, index: int) -> bool:
+    """Whether the job names the `index`-th model file (its specs, path options or topology)."""
     placeholder = model_file(index)
     return (any(placeholder in f.cc for f in job.flows) or any(placeholder in o for o in job.path_options)
             or (job.topology is not None and placeholder in json.dumps(job.topology)))
@@ -61,7 +62,7 @@ def run_jobs(jobs: list[Job], models: Mapping[int, Model], jobs_parallel: int | 
         for index, content in models.items():
             path = Path(tmp) / f"model{index}"
             path.write_bytes(content() if callable(content) else content)
-            jobs = [_with_file(job, model_file(index), str(path)) if _names(job, index) else job for job in jobs]
+            jobs = [_with_file(job, model_file(index), str(path)) if names_model(job, index) else job for job in jobs]
         with warnings.catch_warnings():
             # JAX warns at every fork that its threads may hold locks; the simulator's subprocess
             # execs at once after forking and takes none of them.
@@ -94,7 +95,7 @@ class Runner:
         bounds = [len(jobs) * k // slices for k in range(slices + 1)]
         futures = []
         for a, b in zip(bounds, bounds[1:]):
-            named = {i: content for i, content in every.items() if any(_names(job, i) for job in jobs[a:b])}
+            named = {i: content for i, content in every.items() if any(names_model(job, i) for job in jobs[a:b])}
             futures.append(self.client.submit(run_jobs, jobs[a:b], named, 1, pure=False))
         return [result for future in futures for result in future.result()]
 
