@@ -65,7 +65,7 @@ class Records:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict, Records]]:
     root = tmp_path_factory.mktemp("topologies")
-    flows = {"dumbbell": 3, "parking-lot": 4, "moving-bottleneck": 1}
+    flows = {"dumbbell": 3, "parking-lot": 4, "parking-lot-2": 3, "moving-bottleneck": 1}
     out = {}
     for name, count in flows.items():
         args = ["--runtime-s", "10", "--seed", "1", "--topology", str(TOPOLOGIES / f"{name}.toml")]

@@ -16,6 +16,20 @@
 //! A job with `"window_s": W` gets each flow's throughput and delay p95 per window of W seconds
 //! of the run too, as `windows` (metrics.rs's `Windows`).
 //!
+//! A flow is bulk (`start_s`, `duration_s`) or made of finite transfers, each by a sender of its
+//! own with the flow's cc, from its start until its bytes are acknowledged or the run ends: the
+//! flows file's flow of transfers (flows_file.rs), whose start and extra delay checks it shares
+//! (scenario.rs). Either may have an extra one-way delay each way. A flow with transfers returns,
+//! beside its metrics over all its datagrams, each transfer in plan order with `end_us` when its
+//! receiver had the last datagram (transfers.rs; `null`: not by the run's end):
+//!
+//! ```text
+//! {"id": 11, "flows": [{"cc": "cubic", "extra_delay_ms": 10,
+//!  "transfers": [{"start_s": 0.1, "bytes": 150000}, {"start_s": 0.5, "bytes": 2000}]}], ...}
+//! {"id": 11, "ok": true, "flows": [{"throughput_mbps": ..., "transfers": [{"bytes": 150000,
+//!  "start_us": 100000, "end_us": ...}, {"bytes": 2000, "start_us": 500000, "end_us": null}]}], ...}
+//! ```
+//!
 //! `path` holds the emulator's path options, parsed by the code every driver shares
 //! (`pantheon_cli::path_options`), so a job's mistake reads as the emulator's message. A bad job
 //! — malformed JSON, an unknown field, a bad option, even a bug that panics — is answered with
@@ -40,8 +54,9 @@ use serde_json::Value;
 use crate::metrics::FlowMetrics;
 use crate::observer::Kept;
 use crate::outcome;
-use crate::scenario::{runtime_us, seconds_to_us, shown, FlowPlan, Scenario};
+use crate::scenario::{extra_delay_us, runtime_us, seconds_to_us, sender_start_us, shown, FlowPlan, Scenario};
 use crate::topology::TopologySpec;
+use crate::transfers::Transfer;
 
 const DEFAULT_RUNTIME_S: f64 = 30.0;
 /// Most windows a job may cut its run into: 100 000 (10 ms windows over 1000 s), each some 60
@@ -71,9 +86,22 @@ struct Job {
 #[serde(deny_unknown_fields)]
 struct JobFlow {
     cc: String,
-    #[serde(default)]
-    start_s: f64,
+    /// A bulk flow's start (default 0) and how long it runs (default: to the run's end); a flow
+    /// with transfers has neither.
+    start_s: Option<f64>,
     duration_s: Option<f64>,
+    /// The flow's extra one-way propagation delay each way, ms (scenario.rs's `FlowPlan`).
+    #[serde(default)]
+    extra_delay_ms: f64,
+    /// Finite transfers instead of a bulk sender, in plan order.
+    transfers: Option<Vec<JobTransfer>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobTransfer {
+    start_s: f64,
+    bytes: u64,
 }
 
 #[derive(Serialize)]
@@ -94,17 +122,33 @@ struct DoneFlow<'a> {
     decisions: Option<DoneDecisions<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rules: Option<DoneRules<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transfers: Option<Vec<DoneTransfer>>,
 }
 
 impl<'a> DoneFlow<'a> {
-    fn new(metrics: &'a FlowMetrics, kept: Option<&'a Kept>) -> Self {
+    /// `transfers`: the flow's rows of transfers.rs, empty for a bulk flow.
+    fn new(metrics: &'a FlowMetrics, kept: Option<&'a Kept>, transfers: &[Transfer]) -> Self {
         let (decisions, rules) = match kept {
             Some(Kept::Decisions(records)) => (Some(DoneDecisions::of(records)), None),
             Some(Kept::Rules(tally)) => (None, Some(DoneRules { uses: &tally.uses, memories: &tally.memories })),
             None => (None, None),
         };
-        DoneFlow { metrics, decisions, rules }
+        let transfers = (!transfers.is_empty()).then(|| {
+            transfers.iter().map(|t| DoneTransfer { bytes: t.bytes, start_us: t.start_us, end_us: t.end_us }).collect()
+        });
+        DoneFlow { metrics, decisions, rules, transfers }
     }
+}
+
+/// A transfer of a flow, as docs/sim.md gives it: transfers.parquet's row less the flow, its
+/// index (the list's order) and `began_us` (a simulated sender starts on time).
+#[derive(Serialize)]
+struct DoneTransfer {
+    bytes: u64,
+    start_us: u64,
+    /// When its receiver had the last datagram; `null`: not by the run's end.
+    end_us: Option<u64>,
 }
 
 /// crates/cc/src/tao/tally.rs's lists, one entry per rule, as docs/sim.md gives them.
@@ -151,14 +195,47 @@ pub fn parse_path(options: &[String], seed: Option<u64>) -> Result<PathPair, Str
     PathArgs::validate_words(&argv)
 }
 
-fn scenario(job: &Job) -> Result<Scenario, String> {
-    let runtime_us = runtime_us("runtime_s", runtime_s(job))?;
-    let flows = job
-        .flows
+/// The senders of flow `number` (from 1): one for a bulk flow, one per transfer otherwise.
+fn senders(number: usize, flow: &JobFlow, runtime_us: u64) -> Result<Vec<FlowPlan>, String> {
+    let name = format!("flow {number}");
+    let extra_delay_us = extra_delay_us(flow.extra_delay_ms, &shown(flow.extra_delay_ms))
+        .map_err(|e| format!("{name}: extra_delay_ms: {e}"))?;
+    let Some(transfers) = &flow.transfers else {
+        let plan = FlowPlan::new(number, &flow.cc, flow.start_s.unwrap_or(0.0), flow.duration_s, runtime_us)?;
+        return Ok(vec![plan.with_extra_delay_us(extra_delay_us)]);
+    };
+    if flow.start_s.is_some() || flow.duration_s.is_some() {
+        return Err(format!(
+            "{name}: a flow with transfers takes no start_s or duration_s: each transfer starts at its own start_s and runs until its bytes are acknowledged or the run ends"
+        ));
+    }
+    if transfers.is_empty() {
+        return Err(format!(
+            "{name}: transfers is empty: give at least one {{\"start_s\": s, \"bytes\": n}}, or leave transfers out for a bulk flow"
+        ));
+    }
+    // The spec is checked (its controller built) once per flow, as a flows file's.
+    let head = FlowPlan::new(number, &flow.cc, 0.0, None, runtime_us)?.with_extra_delay_us(extra_delay_us);
+    transfers
         .iter()
         .enumerate()
-        .map(|(i, f)| FlowPlan::new(i + 1, &f.cc, f.start_s, f.duration_s, runtime_us))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, t)| {
+            let start_us = sender_start_us(t.start_s, &shown(t.start_s), runtime_us)
+                .map_err(|e| format!("{name}, transfer {}: {e}", i + 1))?;
+            if t.bytes == 0 {
+                return Err(format!("{name}, transfer {}: bytes must be a whole number > 0, got 0", i + 1));
+            }
+            Ok(FlowPlan { start_us, ..head.clone() }.with_bytes(t.bytes))
+        })
+        .collect()
+}
+
+fn scenario(job: &Job) -> Result<Scenario, String> {
+    let runtime_us = runtime_us("runtime_s", runtime_s(job))?;
+    let mut flows = Vec::with_capacity(job.flows.len());
+    for (i, flow) in job.flows.iter().enumerate() {
+        flows.extend(senders(i + 1, flow, runtime_us)?);
+    }
     match &job.topology {
         None => Scenario::new(flows, runtime_us, parse_path(&job.path, job.seed)?),
         Some(_) if !job.path.is_empty() => {
@@ -226,11 +303,16 @@ pub fn answer(line: &[u8]) -> String {
     })();
     let text = match &result {
         Ok(s) => {
+            // Each flow's transfers: the rows come flows in order, a flow's together.
+            let mut transfers: Vec<&[Transfer]> = vec![&[]; s.flows.len()];
+            for rows in s.transfers.chunk_by(|a, b| a.flow == b.flow) {
+                transfers[usize::from(rows[0].flow)] = rows;
+            }
             let flows = s
                 .flows
                 .iter()
                 .enumerate()
-                .map(|(i, metrics)| DoneFlow::new(metrics, s.kept.get(i).and_then(Option::as_ref)))
+                .map(|(i, metrics)| DoneFlow::new(metrics, s.kept.get(i).and_then(Option::as_ref), transfers[i]))
                 .collect();
             serde_json::to_string(&Done { id: &id, ok: true, flows, events: s.events, wall_s: s.wall_s })
         }
@@ -459,6 +541,81 @@ mod tests {
         assert_eq!(memories[0][0], serde_json::json!([0.0, 0.0, 0.0, 0.0]));
         assert!(flow.get("decisions").is_none());
         assert!(reply["flows"][1].get("rules").is_none());
+    }
+
+    #[test]
+    fn a_flow_of_transfers_is_the_flows_files_and_returns_each_transfer_in_plan_order() {
+        // A bulk Cubic flow 5 ms further away, and a flow of three transfers 10 ms further, over
+        // 12 Mbit/s (1 ms a 1500-byte datagram) and 10 ms each way: the same senders as the
+        // flows file's rows.
+        let fixed = "fixed:cwnd_packets=10";
+        let job = format!(
+            r#"{{"flows": [{{"cc": "cubic", "extra_delay_ms": 5, "duration_s": 0.05}},
+                {{"cc": "{fixed}", "extra_delay_ms": 10, "transfers": [{{"start_s": 0.1, "bytes": 14640}},
+                 {{"start_s": 0.05, "bytes": 1}}, {{"start_s": 0.2, "bytes": 100000000}}]}}],
+              "path": ["--delay", "10"], "runtime_s": 1}}"#
+        )
+        .replace('\n', " ");
+        let csv = format!(
+            "flow,cc,start_s,duration_s,bytes,extra_delay_ms\n0,cubic,0,0.05,,5\n\
+             1,{fixed},0.1,,14640,10\n1,{fixed},0.05,,1,10\n1,{fixed},0.2,,100000000,10\n"
+        );
+        let plans = crate::flows_file::parse("f.csv", &csv, 1_000_000).unwrap();
+        assert_eq!(scenario(&serde_json::from_str(&job).unwrap()).unwrap().flows, plans);
+        let reply: Value = serde_json::from_str(&answer(job.as_bytes())).unwrap();
+        assert_eq!(reply["ok"], Value::Bool(true), "{reply}");
+        let (bulk, flow) = (&reply["flows"][0], &reply["flows"][1]);
+        assert!(bulk.get("transfers").is_none() && bulk["delay_mean_ms"].as_f64().unwrap() >= 15.0, "{bulk}");
+        let transfers = flow["transfers"].as_array().unwrap();
+        let fields = |t: &Value| (t["bytes"].as_u64().unwrap(), t["start_us"].as_u64().unwrap(), t["end_us"].as_u64());
+        let [ten, one, huge] = [0, 1, 2].map(|i| fields(&transfers[i]));
+        // Ten datagrams sent at once: the first leaves the link at its next delivery opportunity
+        // (within 1 ms), the last 9 ms after it (one opportunity a ms), and each arrives 20 ms
+        // (one way, the extra delay included) after it left: 29 to 30 ms after the start.
+        assert_eq!((ten.0, ten.1), (14_640, 100_000));
+        let fct_us = ten.2.unwrap() - ten.1;
+        assert!((29_000..=30_000).contains(&fct_us), "{fct_us} µs");
+        // One datagram: 20 ms and the wait for an opportunity.
+        assert_eq!((one.0, one.1), (1, 50_000));
+        let fct_us = one.2.unwrap() - one.1;
+        assert!((20_000..=21_000).contains(&fct_us), "{fct_us} µs");
+        // 100 MB need 67 s at 12 Mbit/s: not done by the end of the run.
+        assert_eq!(huge, (100_000_000, 200_000, None));
+        assert!(transfers[2].as_object().unwrap().contains_key("end_us"), "null, not left out");
+        // The flow's metrics are over all its transfers' datagrams: 1 + 10 + the large one's, at
+        // most a window of 10 per 40 ms round trip over the 0.8 s left (200).
+        let delivered = flow["delivered_packets"].as_u64().unwrap();
+        assert!((11 + 150..=11 + 200).contains(&delivered), "{flow}");
+    }
+
+    #[test]
+    fn a_bad_transfer_or_extra_delay_is_the_jobs_one_line_error() {
+        let job =
+            |flow: &str| format!(r#"{{"flows": [{{"cc": "cubic"}}, {{"cc": "cubic", {flow}}}], "runtime_s": 1}}"#);
+        let transfers = |list: &str| job(&format!(r#""transfers": [{list}]"#));
+        let ok = r#"{"start_s": 0, "bytes": 1000}"#;
+        let cases = [
+            (transfers(&format!(r#"{ok}, {{"start_s": 0.5, "bytes": 0}}"#)), "flow 2, transfer 2: bytes must be a whole number > 0, got 0"),
+            (transfers(r#"{"start_s": -1, "bytes": 10}"#), "flow 2, transfer 1: expected a start in seconds ≥ 0, got '-1'"),
+            (transfers(r#"{"start_s": 1, "bytes": 10}"#), "flow 2, transfer 1: a start at 1 s is not before the run's end at 1 s: start it earlier or lengthen the run"),
+            (transfers(r#"{"start_s": 1e300, "bytes": 10}"#), "flow 2, transfer 1: a start at 1e300 s is not before the run's end at 1 s: start it earlier or lengthen the run"),
+            (transfers(""), "flow 2: transfers is empty: give at least one {\"start_s\": s, \"bytes\": n}, or leave transfers out for a bulk flow"),
+            (job(&format!(r#""duration_s": 1, "transfers": [{ok}]"#)), "flow 2: a flow with transfers takes no start_s or duration_s: each transfer starts at its own start_s and runs until its bytes are acknowledged or the run ends"),
+            (job(&format!(r#""start_s": 0, "transfers": [{ok}]"#)), "flow 2: a flow with transfers takes no start_s or duration_s: each transfer starts at its own start_s and runs until its bytes are acknowledged or the run ends"),
+            (job(r#""extra_delay_ms": -5"#), "flow 2: extra_delay_ms: expected an extra delay in ms from 0 to 3600000 (one hour), got '-5'"),
+            (job(&format!(r#""extra_delay_ms": 4e6, "transfers": [{ok}]"#)), "flow 2: extra_delay_ms: expected an extra delay in ms from 0 to 3600000 (one hour), got '4000000'"),
+        ];
+        for (job, expected) in cases {
+            assert_eq!(error_of(&job), expected, "{job}");
+        }
+        // What JSON's types already say: a size that is no whole number, a field unknown.
+        assert!(error_of(&transfers(r#"{"start_s": 0, "bytes": 1.5}"#))
+            .starts_with("bad job: invalid type: floating point `1.5`, expected u64"));
+        assert!(error_of(&transfers(r#"{"start_s": 0, "bytes": -3}"#))
+            .starts_with("bad job: invalid value: integer `-3`, expected u64"));
+        assert!(error_of(&transfers(r#"{"start_s": 0, "size": 3}"#))
+            .starts_with("bad job: unknown field `size`, expected `start_s` or `bytes`"));
+        assert!(error_of(&transfers(r#"{"bytes": 3}"#)).starts_with("bad job: missing field `start_s`"));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::observer::{Kept, Observer};
 use crate::records::Records;
 use crate::scenario::Scenario;
 use crate::simulation;
-use crate::transfers::Transfers;
+use crate::transfers::{Transfer, Transfers};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
@@ -27,6 +27,10 @@ pub struct Summary {
     /// only; `pantheon-sim batch` returns it, docs/sim.md).
     #[serde(skip)]
     pub kept: Vec<Option<Kept>>,
+    /// Each transfer's row, flows in order and transfers in plan order; empty without transfers
+    /// (`metrics_only` only; `pantheon-sim batch` returns them, docs/sim.md).
+    #[serde(skip)]
+    pub transfers: Vec<Transfer>,
 }
 
 /// Keeps what each flow's controller kept.
@@ -38,7 +42,8 @@ impl Observer for KeptByFlow {
     }
 }
 
-/// Simulates `scenario` keeping only the metrics (and what learned controllers keep, `Kept`).
+/// Simulates `scenario` keeping only the metrics (and what learned controllers keep, `Kept`, and
+/// when each transfer completed).
 pub fn metrics_only(scenario: &Scenario) -> Result<Summary, String> {
     metrics_in_windows(scenario, None)
 }
@@ -51,10 +56,14 @@ pub fn metrics_in_windows(scenario: &Scenario, window_us: Option<u64>) -> Result
         Some(window_us) => Metrics::in_windows(scenario.flow_count, window_us, scenario.runtime_us),
         None => Metrics::new(scenario.flow_count),
     };
-    let mut observers = (metrics, KeptByFlow(vec![None; scenario.flow_count]));
+    let mut observers = (metrics, (KeptByFlow(vec![None; scenario.flow_count]), Transfers::new(scenario)));
     let totals = simulation::run(scenario, &mut observers)?;
-    let (metrics, kept) = observers;
-    Ok(Summary { kept: kept.0, ..summary(scenario, totals, started, metrics.finish()) })
+    let (metrics, (kept, transfers)) = observers;
+    Ok(Summary {
+        kept: kept.0,
+        transfers: transfers.map_or_else(Vec::new, |t| t.rows),
+        ..summary(scenario, totals, started, metrics.finish())
+    })
 }
 
 /// Simulates `scenario` writing into `dir` (created if missing) `records.parquet`,
@@ -107,5 +116,6 @@ fn summary(scenario: &Scenario, totals: simulation::Totals, started: Instant, fl
         sim_s: scenario.runtime_us as f64 / 1e6,
         flows,
         kept: Vec::new(),
+        transfers: Vec::new(),
     }
 }

@@ -65,6 +65,9 @@ pub const MAX_FLOWS: usize = 1 << 16;
 /// nothing (simulation.rs's heap of wake-ups), but each holds its bookkeeping until the end.
 pub const MAX_SENDERS: usize = 100_000;
 
+/// Largest extra delay of a flow: an hour, as for the emulator's --delay.
+pub const MAX_EXTRA_DELAY_MS: f64 = 3_600_000.0;
+
 /// Seconds (validated: finite, not negative) to whole microseconds, to the nearest.
 pub fn seconds_to_us(seconds: f64) -> u64 {
     (seconds * 1e6).round() as u64
@@ -98,6 +101,32 @@ fn seconds(what: &str, value: f64, allow_zero: bool) -> Result<u64, String> {
         return Err(format!("{what} must be a number of seconds {bound}, got {}", shown(value)));
     }
     Ok(seconds_to_us(value))
+}
+
+/// A sender's start (a transfer's planned start) in µs: `start_s` ≥ 0, before the run's end.
+/// `given` is the value as its input wrote it, for the message (a flows file's field, a job's
+/// number); a flows file's text that is no number arrives as NaN.
+pub fn sender_start_us(start_s: f64, given: &str, runtime_us: u64) -> Result<u64, String> {
+    if !(start_s.is_finite() && start_s >= 0.0) {
+        return Err(format!("expected a start in seconds ≥ 0, got '{given}'"));
+    }
+    let start_us = seconds_to_us(start_s);
+    if start_us >= runtime_us {
+        return Err(format!(
+            "a start at {given} s is not before the run's end at {} s: start it earlier or lengthen the run",
+            runtime_us as f64 / 1e6
+        ));
+    }
+    Ok(start_us)
+}
+
+/// A flow's extra one-way delay each way, `delay_ms` from 0 to MAX_EXTRA_DELAY_MS, in µs;
+/// `given` as for `sender_start_us`.
+pub fn extra_delay_us(delay_ms: f64, given: &str) -> Result<u64, String> {
+    if !(0.0..=MAX_EXTRA_DELAY_MS).contains(&delay_ms) {
+        return Err(format!("expected an extra delay in ms from 0 to {MAX_EXTRA_DELAY_MS} (one hour), got '{given}'"));
+    }
+    Ok((delay_ms * 1e3).round() as u64)
 }
 
 /// Parses a run's length in seconds as given on the command line, into µs.

@@ -23,6 +23,11 @@ at 12 Mbit/s, one at a time): 0.07 to 0.1 ms per job beyond the simulations them
 0.9 to 2.3 ms per job for one `pantheon-sim run` process each (shared 2-core machine); a 30 s job
 at 12 Mbit/s itself takes about 13 ms.
 
+A flow is bulk, or made of finite transfers (`FlowSpec.transfers`: a workload's arrivals, each a
+sender of its own with the flow's cc), and may lie further away than the path (`extra_delay_ms`),
+as a flows file's flow (docs/sim.md, "Transfers, the flows file and extra delays"); each transfer
+comes back with its completion (`FlowMetrics.transfers`).
+
 Jobs that are wrong (an unknown controller, a bad path option) come back as results with `error`
 set, the simulator's one line; the others run. Determinism: the same job and seed give the same
 metrics, whatever the batch around it and however many jobs run at once.
@@ -42,12 +47,39 @@ from pantheon.sim import simulator
 
 
 @dataclass(frozen=True)
+class TransferSpec:
+    """A finite transfer of a flow: `size_bytes` (> 0; ⌈size / 1464⌉ datagrams, the byte budget)
+    by a sender of its own from `start_s` (≥ 0, before the run's end) until every datagram is
+    acknowledged or the run ends."""
+    start_s: float
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class FlowSpec:
     cc: str
     """A crates/cc spec, e.g. `copa:delta=0.5` (docs/cc.md); packets are 1464-byte datagrams."""
     start_s: float = 0.0
     duration_s: float | None = None
-    """None: until the end of the run."""
+    """None: until the end of the run. A flow with transfers has neither a start nor a duration."""
+    transfers: tuple[TransferSpec, ...] = ()
+    """Finite transfers, in plan order, instead of one bulk sender; (): a bulk flow."""
+    extra_delay_ms: float = 0.0
+    """The flow's own one-way propagation delay each way beyond the path's, ms (0 to 3 600 000)."""
+
+    def job_fields(self) -> dict[str, Any]:
+        """The flow as a job line gives it (docs/sim.md, "batch"): fields at their defaults are
+        left out, except a bulk flow's `start_s` (as lines have always had it)."""
+        fields: dict[str, Any] = {"cc": self.cc}
+        if not self.transfers or self.start_s != 0.0:
+            fields["start_s"] = self.start_s
+        if self.duration_s is not None:
+            fields["duration_s"] = self.duration_s
+        if self.extra_delay_ms:
+            fields["extra_delay_ms"] = self.extra_delay_ms
+        if self.transfers:
+            fields["transfers"] = [{"start_s": t.start_s, "bytes": t.size_bytes} for t in self.transfers]
+        return fields
 
 
 @dataclass(frozen=True)
@@ -65,8 +97,7 @@ class Job:
     "Topologies"), {"routes": [["a", "b"], ["a"]], "link": [{"name": "a", "path": [...]}, ...]}."""
 
     def line(self, job_id: int) -> str:
-        flows = [{"cc": f.cc, "start_s": f.start_s, **({"duration_s": f.duration_s} if f.duration_s is not None else {})}
-                 for f in self.flows]
+        flows = [f.job_fields() for f in self.flows]
         extra: dict[str, Any] = {} if self.window_s is None else {"window_s": self.window_s}
         if self.topology is not None:
             extra["topology"] = self.topology
@@ -126,6 +157,23 @@ class Window:
 
 
 @dataclass(frozen=True)
+class TransferResult:
+    """One transfer of a flow, as the simulator's transfers.parquet row (docs/sim.md, "Transfers"):
+    µs since the run's start."""
+    size_bytes: int
+    start_us: int
+    """Its planned start, which is when its sender began (a simulated sender is never late)."""
+    end_us: int | None
+    """When its receiver had the last datagram; None: not by the run's end."""
+
+    @property
+    def fct_ms(self) -> float | None:
+        """Its flow completion time, end − start (no handshake: analysis/transfers.py), ms; None
+        if it did not complete."""
+        return None if self.end_us is None else (self.end_us - self.start_us) / 1000.0
+
+
+@dataclass(frozen=True)
 class FlowMetrics:
     """One flow's data direction, as `pantheon analyze` defines them (docs/analysis.md)."""
     throughput_mbps: float
@@ -142,9 +190,12 @@ class FlowMetrics:
     """Tao's per-rule uses and memories when it keeps them (`record=1`); None otherwise."""
     windows: list[Window] | None = None
     """Per window of the run, in time order, when the job gave `window_s`; None otherwise."""
+    transfers: list[TransferResult] | None = None
+    """Each of the flow's transfers, in plan order, when it has transfers; None for a bulk flow.
+    The metrics above are over all their datagrams together."""
 
 
-_NESTED = ("decisions", "rules", "windows")
+_NESTED = ("decisions", "rules", "windows", "transfers")
 
 
 def _flow(reply: dict) -> FlowMetrics:
@@ -156,7 +207,9 @@ def _flow(reply: dict) -> FlowMetrics:
     rules = None if r is None else RuleTally(r["uses"], r["memories"])
     w = reply.get("windows")
     windows = None if w is None else [Window(x["throughput_mbps"], x["delay_p95_ms"]) for x in w]
-    return FlowMetrics(**metrics, decisions=decisions, rules=rules, windows=windows)
+    t = reply.get("transfers")
+    transfers = None if t is None else [TransferResult(x["bytes"], x["start_us"], x["end_us"]) for x in t]
+    return FlowMetrics(**metrics, decisions=decisions, rules=rules, windows=windows, transfers=transfers)
 
 
 @dataclass
