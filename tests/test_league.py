@@ -19,10 +19,11 @@ from archive_server import stop_group
 from pantheon import schemes
 from pantheon.calibrate.trace import LINK_LEAD_MS
 from pantheon.cli import main
-from pantheon.league import confirm, entrants, matrix, ranking, table
+from pantheon.league import confirm, entrants, matrix, ranking, table, workloads
 from pantheon.league.campaign import PARTS_DIR
 from pantheon.league.path import PathBuilder, step_trace
 from pantheon.repository import ROOT
+from pantheon.sim.batch import TransferResult
 from test_observe import free_port
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
@@ -97,6 +98,12 @@ def test_the_shipped_matrices_are_ccbench_sized() -> None:
     ("[[grid]]\ntopology=['dumbbell']\nrtt_ms=[1]", "rtt_ms with topology"),
     ("[[grid]]\ntopology=['dumbbell']\nflows=['pair']", "'pair' is not one of all or vs:SCHEME"),
     ("[[grid]]\ntopology=['moving-bottleneck']\nflows=['vs:cubic-user']", "which has one route"),
+    ("[[grid]]\nrate_mbps=[12]\nrtt_ms=[1]\nbuffer_bdp=[1]\nflows=['workload:nope@0.5']", "sizes 'nope' is not one of"),
+    ("[[grid]]\nrate_mbps=[12]\nrtt_ms=[1]\nbuffer_bdp=[1]\nflows=['workload:websearch@1.5']",
+     "the load must be above 0 and at most 0.99"),
+    ("duration_s=5\n[[grid]]\nrate_mbps=[12]\nrtt_ms=[1]\nbuffer_bdp=[1]\nflows=['workload:websearch@0.5']",
+     "expects 2.3 transfers in 12mbps-1ms-1bdp-droptail-workload-websearch@0.5, fewer than 10"),
+    ("[[grid]]\ntopology=['dumbbell']\nflows=['workload:websearch@0.5']", "is not one of all or vs:SCHEME"),
 ])
 def test_a_bad_matrix_is_one_line_naming_the_key_and_nothing_runs(tmp_path: Path, capsys, text: str,
                                                                    message: str) -> None:
@@ -255,6 +262,7 @@ def test_confirmed_cells_set_the_emulators_numbers_beside_the_simulators(tmp_pat
     (["--schemes", "webrtc"], "webrtc cannot play: the simulator cannot run it"),
     (["--schemes", "copa,copa"], "--schemes names copa twice"),
     (["--schemes", "copa", "--confirm", "-1"], "--confirm must be a number of cells"),
+    (["--schemes", "copa", "--confirm", "1", "--confirm-seeds", "3"], "--confirm-seeds must be from 1 to the matrix's 2"),
     (["--schemes", "copa", "--scheduler", "tcp://127.0.0.1:9"], "--scheduler tcp://127.0.0.1:9: cannot reach"),
 ])
 def test_a_league_that_cannot_run_says_why_in_one_line_and_claims_no_data_dir(tmp_path: Path, capsys, argv: list[str],
@@ -375,3 +383,45 @@ def test_the_shipped_topology_matrix_names_every_shipped_topology() -> None:
     m = matrix.load(ROOT / "leagues" / "topologies.toml", set(schemes.all_schemes()))
     from pantheon import topology
     assert {e.topology for e in m.environments} == set(topology.shipped())
+
+
+def test_a_workloads_score_is_its_transfers_speed_against_the_empty_path() -> None:
+    """One datagram at 12 Mbit/s over 10 ms one way: 11 ms alone on the path. Done in 22 ms: half
+    the speed; not done: 0; begun too late to be done even alone: not counted."""
+    transfers = [TransferResult(1464, 0, 22_000), TransferResult(1464, 1_000_000, None),
+                 TransferResult(1464, 9_995_000, None)]
+    found = workloads.metrics(transfers, 12.0, 10.0, duration_s=10.0)
+    assert found == {"transfers": 2, "completed": 0.5, "slowdown_p50": 2.0, "slowdown_p99": 2.0, "score": 0.25}
+
+
+def test_workload_cells_give_every_scheme_and_buffer_the_same_transfers(tmp_path: Path) -> None:
+    path = write(tmp_path / "m.toml", "duration_s = 20.0\n[[grid]]\nrate_mbps = [24]\nrtt_ms = [40]\n"
+                 "buffer_bdp = [1, 4]\nflows = [\"workload:websearch@0.5\"]\n")
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "copa,cubic-user"]) == 0
+    rows = table.read(tmp_path / "out" / table.TABLE_FILE)
+    assert len(rows) == 4 and all(r["ok"] for r in rows)
+    assert len({r["transfers"] for r in rows}) == 1 and rows[0]["transfers"] >= 10
+    for r in rows:
+        assert 0 < r["score"] <= 1 and 0 < r["completed"] <= 1 and 0.98 <= r["slowdown_p50"] <= r["slowdown_p99"], r
+        assert r["window_score"] is None
+    assert "FCT slowdown p99" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_only_topologies_a_chain_of_emulators_can_run_are_confirmed() -> None:
+    m = matrix.parse('[[grid]]\ntopology = ["parking-lot", "parking-lot-2", "dumbbell"]\n', "m.toml")
+    chosen = confirm.choose(m, [entrants.Entrant("copa", "copa")], 3)
+    assert [c.env.topology for c in chosen] == ["parking-lot-2"], "three hops, or four links, are not a chain of two"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the emulated runs need network namespaces (root)")
+def test_a_parking_lot_cell_is_confirmed_over_a_chain_of_emulators_on_two_seeds(tmp_path: Path) -> None:
+    path = write(tmp_path / "m.toml", 'duration_s = 6.0\nseeds = 2\n[[grid]]\ntopology = ["parking-lot-2"]\n')
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "vegas-user", "--confirm", "1",
+                   "--confirm-seeds", "2"]) == 0
+    [cell] = json.loads((tmp_path / "out" / confirm.CONFIRM_FILE).read_text())["cells"]
+    assert cell["error"] is None and cell["seeds"] == [0, 1], cell
+    rows = table.read(tmp_path / "out" / table.TABLE_FILE)
+    assert cell["simulated"]["throughput_mbps"] == pytest.approx(sum(r["throughput_mbps"] for r in rows) / 2)
+    assert abs(cell["difference"]["throughput_mbps"]) < 0.1 and abs(cell["difference"]["delay_p95_ms"]) < 0.15, cell
+    runs = sorted(p.name for p in (tmp_path / "out" / confirm.CONFIRM_DIR).iterdir())
+    assert runs == ["topology-parking-lot-2-all.vegas-user", "topology-parking-lot-2-all.vegas-user.seed1"]

@@ -45,7 +45,7 @@ def test_a_trace_rate_loops_with_its_period(tmp_path: Path) -> None:
     # One opportunity each ms for 1 s, then none for 1 s: 12 Mbit/s, then 0, then 12 again.
     trace = tmp_path / "t.trace"
     trace.write_text("".join(f"{t}\n" for t in range(1, 1001)) + "2000\n")
-    (tmp_path / "t.toml").write_text('routes = [["a"]]\n[[link]]\nname = "a"\npath = ["--uplink-trace", "t.trace"]\n')
+    (tmp_path / "t.toml").write_text('routes = [["a"]]\n[[link]]\nname = "a"\npath = ["--uplink-trace=t.trace"]\n')
     link = topology.load(str(tmp_path / "t.toml")).links[0]
     lead_s = LINK_LEAD_MS / 1e3
     assert link.rate_mbps(2 - lead_s, 2.5 - lead_s) == pytest.approx(12.0, rel=1e-2)

@@ -198,7 +198,9 @@ def parse(text: str, source: Path, name: str) -> Topology:
             raise TopologyError(f"{source}: link {k}: unknown key {unknown[0]!r} (known: name, path)")
         if not isinstance(link_name := table.get("name"), str) or not link_name:
             raise TopologyError(f"{source}: link {k}: name is missing")
-        words = _strings(table.get("path", []), f"{source}: link {link_name}: path")
+        given = _strings(table.get("path", []), f"{source}: link {link_name}: path")
+        # `--flag=value` as two words, as the emulator's parser takes either.
+        words = [part for w in given for part in (w.split("=", 1) if w.startswith("--") and "=" in w else [w])]
         words = [str(source.parent / w) if i and words[i - 1].endswith("-trace") else w for i, w in enumerate(words)]
         link = Link(link_name, tuple(words))
         try:

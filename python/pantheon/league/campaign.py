@@ -69,6 +69,13 @@ def flows(cell: Cell, matrix: Matrix, competitors: dict[str, Entrant]) -> list[F
         routes = len(topologies.load(env.topology).routes)
         other = spec if env.competitor is None else competitors[env.competitor].spec
         return [FlowSpec(spec)] + [FlowSpec(other)] * (routes - 1)
+    if (work := env.workload) is not None:
+        rate = env.capacity_mbps(matrix.duration_s)
+        assert rate is not None, "a workload is in a grid of rates or presets"
+        # The draw is the workload's, the rate's and the seed's: cells that differ in their buffer,
+        # queue or loss meet the same transfers (common random numbers).
+        key = f"{env.flows}/{rate!r}/{matrix.duration_s!r}/{cell.seed}"
+        return [FlowSpec(spec, transfers=work.arrivals(key, rate, matrix.duration_s))]
     if env.flows == "single":
         return [FlowSpec(spec)]
     if env.flows == "pair":

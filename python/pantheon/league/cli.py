@@ -21,6 +21,7 @@ from pantheon.progress import Progress
 from pantheon.repository import ROOT
 from pantheon.sim import simulable
 from pantheon.trials import git_commit
+from pantheon.wording import counted
 
 MATRIX_COPY = "matrix.toml"
 LEAGUES_DIR = ROOT / "leagues"
@@ -47,6 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confirm", type=int, default=0, metavar="N", help="then run N cells chosen to cover the matrix "
                    "again over the emulator, in real time (pantheon test local; root or user namespaces), and report "
                    "the simulator-vs-emulator difference per cell and overall (default 0)")
+    p.add_argument("--confirm-seeds", type=int, default=1, metavar="K", help="with --confirm: run each chosen cell on "
+                   "the matrix's first K seeds and compare the means (a two-flow cell's single race is noisy; "
+                   "default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress, only the ranking")
     p.set_defaults(run=run)
 
@@ -70,7 +74,8 @@ def _confirm(args: argparse.Namespace, league: matrix.Matrix, players: list[entr
     """--confirm N: the chosen cells over the emulator, one line each as they end."""
     chosen = confirm.choose(league, players, args.confirm)
     out = Progress(len(chosen), quiet=args.quiet)
-    out.write(f"confirming {len(chosen)} cells over the emulator, {league.duration_s:g} s each")
+    seeds = f" x {args.confirm_seeds} seeds" if args.confirm_seeds > 1 else ""
+    out.write(f"confirming {counted(len(chosen), 'cell')}{seeds} over the emulator, {league.duration_s:g} s each")
 
     def done(c: confirm.Confirmed) -> None:
         if c.emulated is None:
@@ -81,7 +86,7 @@ def _confirm(args: argparse.Namespace, league: matrix.Matrix, players: list[entr
         out.ended(f"{c.cell.env.name} {c.cell.entrant.name}: simulated -> emulated: {', '.join(parts)}")
 
     try:
-        found = confirm.confirm(chosen, league, rows, competitors, args.data_dir, done)
+        found = confirm.confirm(chosen, league, rows, competitors, args.data_dir, done, seeds=args.confirm_seeds)
     finally:
         out.close()
     return confirm.write(args.data_dir, found)
@@ -98,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         raise PantheonError("--schemes names no scheme")
     players = entrants.resolve(known, names)
     league = matrix.load(args.matrix, set(simulable.simulable(known)))
+    if not 1 <= args.confirm_seeds <= len(league.seeds):
+        raise PantheonError(f"--confirm-seeds must be from 1 to the matrix's {len(league.seeds)} seed(s), "
+                            f"got {args.confirm_seeds}")
     competitors = {name: entrants.entrant(known, name) for name in league.competitors}
     playing = {e.name for e in players}
     baselines = [e for name, e in competitors.items() if name not in playing]

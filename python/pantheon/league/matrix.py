@@ -26,6 +26,7 @@
     flows = ["all", "vs:cubic-user"]
 
 Flows: `single`, one flow of the scheme for the whole run; `pair`, two of it from the start;
+`workload:SIZES@LOAD`, the scheme carrying Poisson transfers offering LOAD of the link (workloads.py);
 `staggered`, two of it, the second joining at `stagger_at_s` (default half the run); `vs:NAME`, one
 of the scheme and one of the simulable scheme NAME from the start (the league runs NAME too, for
 the harm baseline). In a topology, a flow per route: `all`, every one the scheme's; `vs:NAME`, the
@@ -43,6 +44,7 @@ from pathlib import Path
 from pantheon import files, presets, queues
 from pantheon import topology as topologies
 from pantheon.errors import PantheonError
+from pantheon.league import workloads
 from pantheon.toml_config import top_table
 
 MAX_MATRIX_BYTES = 1 << 20
@@ -113,6 +115,25 @@ class Environment:
             bdp_bytes = self.rate_mbps * 1e6 / 8 * self.rtt_ms / 1e3
             return max(PACKET_BYTES, round(self.buffer_bdp * bdp_bytes))
         return self.buffer_bytes
+
+    def capacity_mbps(self, duration_s: float, start_s: float = 0.0, end_s: float | None = None) -> float | None:
+        """The link's mean rate over [start_s, end_s) of a run of `duration_s`: the cell's rate (and
+        step), or the preset's (its trace's mean: opportunities of 1500 bytes over the trace's
+        period); None for a topology (no one link)."""
+        if self.preset is not None:
+            return presets.lookup(self.preset).uplink.mean_rate_mbps()
+        if self.rate_mbps is None:
+            return None
+        end_s = duration_s if end_s is None else end_s
+        if self.step_factor is None or self.step_at_s is None or end_s <= start_s:
+            return self.rate_mbps
+        after = self.rate_mbps * self.step_factor
+        before_s = min(max(self.step_at_s - start_s, 0.0), end_s - start_s)
+        return (self.rate_mbps * before_s + after * (end_s - start_s - before_s)) / (end_s - start_s)
+
+    @property
+    def workload(self) -> workloads.Workload | None:
+        return workloads.parse(self.flows)
 
     @property
     def competitor(self) -> str | None:
@@ -186,8 +207,15 @@ def _flows(grid: dict, where: str, known: set[str] | None) -> list[str]:
     allowed = TOPOLOGY_FLOWS if "topology" in grid else FLOW_KINDS
     kinds = _list(grid, "flows", where) if "flows" in grid else [allowed[0]]
     for kind in kinds:
+        if isinstance(kind, str) and kind.startswith(workloads.KIND) and "topology" not in grid:
+            try:
+                workloads.parse(kind)
+            except ValueError as e:
+                raise MatrixError(f"{where}.flows: {e}") from None
+            continue
         if not isinstance(kind, str) or not (kind in allowed or kind.startswith(VERSUS)):
-            raise MatrixError(f"{where}.flows: {kind!r} is not one of {', '.join(allowed)} or vs:SCHEME"
+            others = "vs:SCHEME" if "topology" in grid else "vs:SCHEME or workload:SIZES@LOAD"
+            raise MatrixError(f"{where}.flows: {kind!r} is not one of {', '.join(allowed)} or {others}"
                               + (" (in a topology, a flow per route)" if "topology" in grid else ""))
         name = kind[len(VERSUS):]
         if kind.startswith(VERSUS) and known is not None and name not in known:
@@ -308,7 +336,14 @@ def parse(text: str, source: str, known: set[str] | None = None) -> Matrix:
         raise MatrixError(f"{source}: no [[grid]]: the matrix has no cell")
     cells: list[Environment] = []
     for i, grid in enumerate(grids, 1):
-        cells += _grid(grid, f"{source}: grid {i}", duration_s, known, Path(source).parent)
+        found = _grid(grid, f"{source}: grid {i}", duration_s, known, Path(source).parent)
+        for cell in found:
+            if (w := cell.workload) is not None and (rate := cell.capacity_mbps(duration_s)) is not None \
+                    and (expected := workloads.expected_arrivals(w, rate, duration_s)) < workloads.MIN_EXPECTED_ARRIVALS:
+                raise MatrixError(f"{source}: grid {i}.flows: {cell.flows!r} expects {expected:.1f} transfers in "
+                                  f"{cell.name}, fewer than {workloads.MIN_EXPECTED_ARRIVALS:g}: raise the load or "
+                                  "duration_s")
+        cells += found
     unique = list(dict.fromkeys(cells))
     if len(unique) > MAX_ENVIRONMENTS:
         raise MatrixError(f"{source}: {len(unique)} environments; at most {MAX_ENVIRONMENTS}")

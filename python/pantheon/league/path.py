@@ -47,18 +47,6 @@ def step_trace(before_mbps: float, after_mbps: float, step_ms: int, length_ms: i
     return ("\n".join(map(str, lines.tolist())) + "\n").encode()
 
 
-def mean_rate_mbps(env: Environment, duration_s: float, start_s: float = 0.0, end_s: float | None = None) -> float | None:
-    """The link's mean rate over [start_s, end_s) of the run (None for a preset's path)."""
-    if env.rate_mbps is None:
-        return None
-    end_s = duration_s if end_s is None else end_s
-    if env.step_factor is None or env.step_at_s is None or end_s <= start_s:
-        return env.rate_mbps
-    after = env.rate_mbps * env.step_factor
-    before_s = min(max(env.step_at_s - start_s, 0.0), end_s - start_s)
-    return (env.rate_mbps * before_s + after * (end_s - start_s - before_s)) / (end_s - start_s)
-
-
 class PathBuilder:
     """Options of each environment's path; the traces they need are model files (sim/runner.py),
     numbered as they are first needed: a step trace as its recipe (made where the task runs), a

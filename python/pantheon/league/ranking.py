@@ -34,7 +34,8 @@ class Standing:
     mean_relative_score: float
     stand_in: str | None
     medians: dict[str, float | None]
-    """throughput_mbps, utilization, delay_p95_ms, loss_rate, jain, harm_throughput: their medians over the scheme's rows."""
+    """throughput_mbps, utilization, delay_p95_ms, loss_rate, jain, harm_throughput, slowdown_p99 (workload
+    cells): their medians over the scheme's rows."""
     harm: dict[str, float | None]
     """Over the scheme's `vs:` rows: throughput_mean, throughput_p90 (the harm a bad case does, which
     Ware et al. ask to look at beside the typical one: a median of 0 hides a scheme that starves its
@@ -95,7 +96,8 @@ def standings(rows: Sequence[dict], schemes: Sequence[str], margin: float = WIN_
     for scheme in schemes:
         mine = [r for r in by_scheme[scheme] if r["ok"]]
         medians = {key: _median([r.get(key) for r in mine])
-                   for key in ("throughput_mbps", "utilization", "delay_p95_ms", "loss_rate", "jain", "harm_throughput")}
+                   for key in ("throughput_mbps", "utilization", "delay_p95_ms", "loss_rate", "jain", "harm_throughput",
+                               "slowdown_p99")}
         stand_in = next((r["stand_in"] for r in by_scheme[scheme]), None)
         found.append(Standing(scheme, wins[scheme], contests[scheme],
                               statistics.fmean(relative[scheme]) if relative[scheme] else 0.0, stand_in, medians,

@@ -17,13 +17,15 @@ from pantheon.league import ranking
 from pantheon.league.entrants import Entrant
 from pantheon.league.matrix import Matrix
 from pantheon.league.table import TABLE_FILE
+from pantheon.wording import counted
 
 SUMMARY_FILE = "league.json"
 REPORT_FILE = "report.md"
 FORMAT = "pantheon-league/1"
 SCORE = ("the scheme's throughput over the link's mean rate, times the path's one-way propagation delay over the "
          "scheme's 95th-percentile one-way delay (1: the whole link with no queue); in a topology, the mean over the "
-         "scheme's flows of the same against each flow's max-min fair share (capped at 1) and its route's delay")
+         "scheme's flows of the same against each flow's max-min fair share (capped at 1) and its route's delay; in a "
+         "workload, the mean over its transfers of ideal / actual completion time (0: not completed)")
 DIMENSION_NAMES = {"rate_mbps": "rate (Mbit/s)", "rtt_ms": "base RTT (ms)", "buffer_bdp": "buffer (BDP)",
                    "buffer_bytes": "buffer (bytes)", "queue": "queue", "loss": "random loss",
                    "step_factor": "rate step (×)", "flows": "flows", "preset": "preset",
@@ -78,18 +80,21 @@ def markdown(data: dict, rows: Sequence[dict]) -> str:
         out += ["", "Stand-ins (the simulator runs the crates/cc scheme in their place): "
                 + ", ".join(f"{s['name']} as {s['stand_in']}" for s in stand_ins) + "."]
     out += ["", "## Ranking", ""]
+    slowdowns = any(r.get("slowdown_p99_median") is not None for r in data["ranking"])
     out += _table(
         ("rank", "scheme", "wins", "win share", "relative score", "throughput (Mbit/s)", "utilization",
-         "p95 delay (ms)", "loss", "Jain", "harm mean", "harm p90"),
+         "p95 delay (ms)", "loss", "Jain", "harm mean", "harm p90", *(["FCT slowdown p99"] if slowdowns else [])),
         [(str(r["rank"]), r["scheme"] + (f" (as {r['stand_in']})" if r["stand_in"] else ""),
           f"{r['wins']}/{r['contests']}", f"{r['win_share']:.0%}", _cell(r["mean_relative_score"]),
           _cell(r["throughput_mbps_median"]), _cell(r["utilization_median"]), _cell(r["delay_p95_ms_median"], 1),
           _cell(r["loss_rate_median"], 4), _cell(r["jain_median"]), _cell(r["harm_throughput_mean"]),
-          _cell(r["harm_throughput_p90"]))
+          _cell(r["harm_throughput_p90"]), *([_cell(r.get("slowdown_p99_median"), 1)] if slowdowns else []))
          for r in data["ranking"]])
     out += ["", "Medians over the scheme's runs; Jain's index where flows share the path; the harm the scheme does to "
             "its competitor's throughput (Ware et al., HotNets 2019) where it competes with another scheme, its mean "
-            "and 90th percentile over those cells."]
+            "and 90th percentile over those cells" + ("; the 99th percentile of its transfers' slowdown (completion "
+                                                      "time over the empty path's) in workload cells" if slowdowns
+                                                      else "") + "."]
     order = [r["scheme"] for r in data["ranking"]]
     for dim, values in data["breakdown"].items():
         out += ["", f"## Win share by {DIMENSION_NAMES.get(dim, dim)}", ""]
@@ -120,9 +125,12 @@ def _percent(value: float | None) -> str:
 def _trust(confirmed: dict) -> list[str]:
     """The emulator's spot checks: each cell's numbers both ways, and the median differences."""
     medians = confirmed["median_abs_difference"]
+    seeds = max((len(c.get("seeds") or [c["seed"]]) for c in confirmed["cells"]), default=1)
     out = ["## How far to trust it: the emulator's spot checks", "",
-           f"{len(confirmed['cells'])} cells chosen to cover the matrix, run again over the emulator in real time "
-           "(the same controller, path, flows, length and seed). Median |emulated − simulated| / simulated: "
+           f"{counted(len(confirmed['cells']), 'cell')} chosen to cover the matrix, run again over the emulator in real time "
+           "(the same controller, path, flows, length and seed"
+           + (f"; each on {seeds} seeds, the means compared" if seeds > 1 else "")
+           + "). Median |emulated − simulated| / simulated: "
            + ", ".join(f"{name} {'–' if medians[key] is None else f'{medians[key]:.1%}'}"
                        for key, name in (("throughput_mbps", "throughput"), ("delay_p95_ms", "p95 delay"),
                                          ("score", "score"))) + ".", ""]

@@ -37,9 +37,9 @@ from pantheon import files, presets
 from pantheon import topology as topologies
 from pantheon.analysis.harm import harm
 from pantheon.analysis.metrics import jain_index
+from pantheon.league import workloads
 from pantheon.league.entrants import Entrant
 from pantheon.league.matrix import Environment, Matrix
-from pantheon.league.path import mean_rate_mbps
 from pantheon.sim.batch import FlowMetrics, Result
 
 TABLE_FILE = "league.parquet"
@@ -53,7 +53,8 @@ SCHEMA = pa.schema([
     ("throughput_mbps", pa.float64()), ("delay_p95_ms", pa.float64()), ("delay_mean_ms", pa.float64()),
     ("loss_rate", pa.float64()), ("utilization", pa.float64()), ("share", pa.float64()), ("jain", pa.float64()),
     ("competitor_throughput_mbps", pa.float64()), ("competitor_delay_p95_ms", pa.float64()),
-    ("harm_throughput", pa.float64()), ("harm_delay", pa.float64()), ("score", pa.float64()),
+    ("harm_throughput", pa.float64()), ("harm_delay", pa.float64()), ("transfers", pa.int64()),
+    ("completed", pa.float64()), ("slowdown_p50", pa.float64()), ("slowdown_p99", pa.float64()), ("score", pa.float64()),
     ("window_score", pa.list_(pa.float64())), ("window_throughput_mbps", pa.list_(pa.float64())),
     ("window_delay_p95_ms", pa.list_(pa.float64())), ("flow_throughput_mbps", pa.list_(pa.float64())),
     ("flow_delay_p95_ms", pa.list_(pa.float64())), ("wall_s", pa.float64()),
@@ -66,11 +67,8 @@ def key(row: dict) -> tuple[str, str, int]:
 
 
 def capacity_mbps(env: Environment, matrix: Matrix, start_s: float = 0.0, end_s: float | None = None) -> float | None:
-    """The link's mean rate over [start_s, end_s) of the run: the cell's rate (and step), or the
-    preset's (its trace's mean: opportunities of 1500 bytes over the trace's period)."""
-    if env.preset is None:
-        return mean_rate_mbps(env, matrix.duration_s, start_s, end_s)
-    return presets.lookup(env.preset).uplink.mean_rate_mbps()
+    """The link's mean rate over [start_s, end_s) of the run (Environment.capacity_mbps)."""
+    return env.capacity_mbps(matrix.duration_s, start_s, end_s)
 
 
 def base_delay_ms(env: Environment) -> float:
@@ -179,6 +177,10 @@ def row(env: Environment, entrant: Entrant, seed: int, result: Result, matrix: M
         "flow_throughput_mbps": [f.throughput_mbps for f in result.flows],
         "flow_delay_p95_ms": [math.nan if f.delay_p95_ms is None else f.delay_p95_ms for f in result.flows],
     })
+    if env.workload is not None and capacity:
+        # The transfers' speed against the empty path is the score (workloads.py), the run's alone.
+        values.update(workloads.metrics(own[0].transfers or [], capacity, base_delay_ms(env), matrix.duration_s))
+        values.update({"window_score": None, "window_throughput_mbps": None, "window_delay_p95_ms": None})
     return values
 
 
