@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from pantheon import files
 from pantheon.calibrate.trace import LINK_LEAD_MS
 from pantheon.errors import PantheonError
 from pantheon.repository import ROOT
+from pantheon.toml_config import top_table
 
 TOPOLOGIES_DIR = ROOT / "data" / "topologies"
 """The shipped topologies, `NAME.toml`."""
@@ -183,12 +183,7 @@ def _strings(value: object, where: str) -> list[str]:
 
 def parse(text: str, source: Path, name: str) -> Topology:
     """The topology a file's text declares (trace files relative to `source`'s folder)."""
-    try:
-        top = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise TopologyError(f"{source}: not TOML ({e})") from None
-    if unknown := sorted(set(top) - KEYS):
-        raise TopologyError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})")
+    top = top_table(text, str(source), KEYS, TopologyError)
     tables = top.get("link")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise TopologyError(f"{source}: no [[link]]: a topology needs at least one link")

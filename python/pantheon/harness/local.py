@@ -92,10 +92,12 @@ class EmulatedPath:
 
     def stop(self) -> list[str]:
         self.signal([f"{name}.stop" for name in self.names] + ["agent.stop"])
-        failures = self.processes.end()
-        leftovers.remove_namespace(self.namespace)
-        if self.keys:
-            self.keys.remove()
+        try:
+            failures = self.processes.end()
+        finally:
+            leftovers.remove_namespace(self.namespace)
+            if self.keys:
+                self.keys.remove()
         return failures
 
 

@@ -64,9 +64,9 @@ from pantheon.analysis.metrics import FlowMetrics, run_metrics
 from pantheon.binaries import binary
 from pantheon.errors import PantheonError
 from pantheon.harness import agent, leftovers, tunnel
-from pantheon.harness.local import check_emulator_options
+from pantheon.harness.local import EmulatedPath, check_emulator_options
 from pantheon.harness.records import merge_run
-from pantheon.harness.run import SIDES, Processes, Run, SessionKeys, scheme_side, side_name, wait_for_connect_line
+from pantheon.harness.run import Run, SessionKeys, scheme_side, side_name, wait_for_connect_line
 from pantheon.netns import in_netns, require_root
 from pantheon.plan import Flow, Plan
 from pantheon.processes import lifeline
@@ -149,17 +149,14 @@ def supported(topology: Mapping[str, Any]) -> str | None:
     return None
 
 
-class ChainedPath:
+class ChainedPath(EmulatedPath):
     """The harness's endpoints (harness/run.py's Endpoints) over a chain of emulators: the run
     namespace, the emulators nested in it, each flow's tunnel endpoints at the depths its route
-    starts and ends (module header)."""
+    starts and ends (module header). Signalling, checking and stopping are local mode's."""
 
     def __init__(self, *, topology: Mapping[str, Any], seed: int, namespace: str, run_dir: Path) -> None:
-        self.topology, self.seed, self.namespace = topology, seed, namespace
-        self.dir, self.control = run_dir, run_dir / "control"
-        self.processes = Processes(self.control)
-        self.keys: SessionKeys | None = None
-        self.names: list[str] = []
+        super().__init__(emulator_options=[], namespace=namespace, run_dir=run_dir)
+        self.topology, self.seed = topology, seed
 
     def _emulator(self, name: str, command: list[str]) -> list[str]:
         """pantheon-emu as link `name`, seeded as pantheon-sim seeds it, logging if it is the log link."""
@@ -216,26 +213,6 @@ class ChainedPath:
             files[depth].write_text(json.dumps(plan))
         outer = self._emulator(order[-1], outer_command)
         self.processes.spawn(f"emulator of link {order[-1]}", in_netns(self.namespace, outer), self.dir / "emulator.out")
-
-    def local_sides(self) -> tuple[str, ...]:
-        return SIDES
-
-    def signal(self, files: list[str]) -> None:
-        for name in files:
-            (self.control / name).touch()
-
-    def check(self) -> None:
-        self.processes.check(self.dir)
-
-    def stop(self) -> list[str]:
-        self.signal([f"{name}.stop" for name in self.names] + ["agent.stop"])
-        try:
-            failures = self.processes.end()
-        finally:
-            leftovers.remove_namespace(self.namespace)
-            if self.keys:
-                self.keys.remove()
-        return failures
 
 
 def _numbers_of(metrics: FlowMetrics | None) -> dict:
