@@ -8,6 +8,11 @@
 //! ms after it entered), `t # 1500` (a delivery opportunity of the path in that direction).
 //! They are in time order; lines of the same µs keep the merge's order: by flow, then by the
 //! datagram's place in its flow (its arrival right after its entry), opportunities last.
+//!
+//! They are written from the run's spill (spill.rs) as a merge of runs already in time order
+//! (each flow's entries, each flow's arrivals, the opportunities), each read back as the merge
+//! goes, so the memory does not grow with the run; a run the spill's index says is out of order
+//! (a path that reorders a flow's datagrams) is read whole and sorted first.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -15,8 +20,10 @@ use std::path::Path as FsPath;
 
 use pantheon_format::line::LineBuffer;
 
-use crate::records::{Crossings, Records};
+use crate::observer::Direction;
+use crate::records::{Crossing, Way};
 use crate::simulation::{ACK_INNER_BYTES, DATA_INNER_BYTES};
+use crate::spill::Spilled;
 
 /// Bytes of a delivery opportunity, as the original's logs give it.
 const OPPORTUNITY_BYTES: u32 = 1500;
@@ -26,50 +33,78 @@ const FLOW_SHIFT: u32 = 47;
 const OPPORTUNITY: u64 = u64::MAX;
 
 /// Writes `datalink.log` into `dir`.
-pub fn write_data(dir: &FsPath, records: &Records) -> io::Result<()> {
-    let data: Vec<&Crossings> = records.flows.iter().map(|f| &f.data).collect();
-    write_direction(&dir.join("datalink.log"), &data, DATA_INNER_BYTES, &records.uplink_opportunities_us)
+pub fn write_data(dir: &FsPath, spilled: &Spilled) -> io::Result<()> {
+    write_direction(&dir.join("datalink.log"), spilled, Way::Data, Direction::Uplink, DATA_INNER_BYTES)
 }
 
 /// Writes `acklink.log` into `dir`.
-pub fn write_acks(dir: &FsPath, records: &Records) -> io::Result<()> {
-    let acks: Vec<&Crossings> = records.flows.iter().map(|f| &f.acks).collect();
-    write_direction(&dir.join("acklink.log"), &acks, ACK_INNER_BYTES, &records.downlink_opportunities_us)
+pub fn write_acks(dir: &FsPath, spilled: &Spilled) -> io::Result<()> {
+    write_direction(&dir.join("acklink.log"), spilled, Way::Ack, Direction::Downlink, ACK_INNER_BYTES)
 }
 
-/// A run of lines already in time order.
-type Run<'a> = Box<dyn Iterator<Item = (u64, u64)> + 'a>;
+/// A line: its µs, its place among the lines of that µs, and for an arrival when the datagram
+/// was sent.
+type Line = (u64, u64, u64);
+/// A run of lines in time order.
+type Run<'a> = Box<dyn Iterator<Item = io::Result<Line>> + 'a>;
 
-/// `run` as it is when it is in time order, else sorted (a path that reorders).
-fn in_order<'a>(run: impl Iterator<Item = (u64, u64)> + Clone + 'a) -> Run<'a> {
-    if run.clone().is_sorted() {
-        Box::new(run)
+/// `run` as it is when `sorted`, else read whole and sorted (a path that reorders a flow's
+/// datagrams: its lines are held in memory, 24 bytes each).
+fn in_order<'a>(run: impl Iterator<Item = io::Result<Line>> + 'a, sorted: bool) -> io::Result<Run<'a>> {
+    if sorted {
+        Ok(Box::new(run))
     } else {
-        let mut sorted: Vec<_> = run.collect();
-        sorted.sort_unstable();
-        Box::new(sorted.into_iter())
+        let mut lines = run.collect::<io::Result<Vec<Line>>>()?;
+        lines.sort_unstable();
+        Ok(Box::new(lines.into_iter().map(Ok)))
     }
 }
 
-/// `(t_us, place)` of every line, in the file's order: a merge of the runs that are in time order
-/// already (each flow's entries, each flow's arrivals on a FIFO path, the opportunities).
-fn lines_in_order<'a>(flows: &[&'a Crossings], opportunities_us: &'a [u64]) -> impl Iterator<Item = (u64, u64)> + 'a {
-    let mut runs: Vec<Run<'a>> = Vec::with_capacity(2 * flows.len() + 1);
-    for (flow, crossings) in flows.iter().enumerate() {
-        let base = (flow as u64) << FLOW_SHIFT;
-        runs.push(in_order(crossings.send_us.iter().enumerate().map(move |(i, &t)| (t, base | (i as u64) << 1))));
-        runs.push(in_order(
-            crossings.recv_us.iter().enumerate().filter_map(move |(i, t)| t.map(|t| (t, base | (i as u64) << 1 | 1))),
-        ));
+/// The two runs of flow `flow`'s datagrams, each read from `crossings()`: their entries, and
+/// their arrivals; `(sends, arrivals)` say which are in time order already.
+fn flow_runs<'a, I>(flow: usize, crossings: impl Fn() -> I, (sends, arrivals): (bool, bool)) -> io::Result<[Run<'a>; 2]>
+where
+    I: Iterator<Item = io::Result<Crossing>> + 'a,
+{
+    let base = (flow as u64) << FLOW_SHIFT;
+    let entries = crossings().enumerate().map(move |(i, c)| c.map(|c| (c.send_us, base | (i as u64) << 1, c.send_us)));
+    let arrived = crossings().enumerate().filter_map(move |(i, c)| match c {
+        Ok(c) => c.recv_us.map(|t| Ok((t, base | (i as u64) << 1 | 1, c.send_us))),
+        Err(e) => Some(Err(e)),
+    });
+    Ok([in_order(entries, sends)?, in_order(arrived, arrivals)?])
+}
+
+/// A direction's opportunities as a run.
+fn opportunity_run<'a>(
+    opportunities_us: impl Iterator<Item = io::Result<u64>> + 'a,
+    sorted: bool,
+) -> io::Result<Run<'a>> {
+    in_order(opportunities_us.map(|t| t.map(|t| (t, OPPORTUNITY, 0))), sorted)
+}
+
+/// Every line of the runs, in the file's order: a merge of runs each in time order (each
+/// flow's entries, each flow's arrivals, the opportunities). Few runs (two per flow and one):
+/// the smallest head is found by looking at each.
+struct Merge<'a> {
+    runs: Vec<Run<'a>>,
+    heads: Vec<Option<Line>>,
+}
+
+impl<'a> Merge<'a> {
+    fn new(mut runs: Vec<Run<'a>>) -> io::Result<Merge<'a>> {
+        let heads = runs.iter_mut().map(|r| r.next().transpose()).collect::<io::Result<_>>()?;
+        Ok(Merge { runs, heads })
     }
-    runs.push(in_order(opportunities_us.iter().map(|&t| (t, OPPORTUNITY))));
-    // Few runs (two per flow and one): the smallest head is found by looking at each.
-    let mut heads: Vec<Option<(u64, u64)>> = runs.iter_mut().map(Iterator::next).collect();
-    std::iter::from_fn(move || {
-        let (line, r) = heads.iter().enumerate().filter_map(|(r, head)| head.map(|line| (line, r))).min()?;
-        heads[r] = runs[r].next();
-        Some(line)
-    })
+
+    fn next(&mut self) -> io::Result<Option<Line>> {
+        let Some((line, r)) = self.heads.iter().enumerate().filter_map(|(r, head)| head.map(|line| (line, r))).min()
+        else {
+            return Ok(None);
+        };
+        self.heads[r] = self.runs[r].next().transpose()?;
+        Ok(Some(line))
+    }
 }
 
 /// The three decimals of every fraction of a ms, `000` to `999`.
@@ -96,23 +131,36 @@ fn millis(line: &mut LineBuffer, t_us: u64) -> &mut LineBuffer {
     line.int(t_us / 1000).text(".").text(&FRACTIONS_TEXT[3 * fraction..3 * fraction + 3])
 }
 
-fn write_direction(path: &FsPath, flows: &[&Crossings], size_bytes: u32, opportunities_us: &[u64]) -> io::Result<()> {
+fn write_direction(
+    path: &FsPath,
+    spilled: &Spilled,
+    way: Way,
+    direction: Direction,
+    size_bytes: u32,
+) -> io::Result<()> {
     let located = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut runs = Vec::with_capacity(2 * spilled.flows() + 1);
+    for flow in 0..spilled.flows() {
+        runs.extend(flow_runs(flow, || spilled.crossings(flow, way), spilled.in_order(flow, way)).map_err(located)?);
+    }
+    runs.push(
+        opportunity_run(spilled.opportunities_us(direction), spilled.opportunities_in_order(direction))
+            .map_err(located)?,
+    );
+    let mut lines = Merge::new(runs).map_err(located)?;
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(located)?);
     let mut line = LineBuffer::default();
     out.write_all(b"# init timestamp: 0.000\n").map_err(located)?;
-    for (t_us, place) in lines_in_order(flows, opportunities_us) {
+    while let Some((t_us, place, sent_us)) = lines.next().map_err(located)? {
         line.start();
         millis(&mut line, t_us);
         if place == OPPORTUNITY {
             line.text(" # ").int(OPPORTUNITY_BYTES);
         } else {
-            let flow = (place >> FLOW_SHIFT) as usize;
-            let number = flow as u64 + 1;
+            let number = (place >> FLOW_SHIFT) + 1;
             if place & 1 == 0 {
                 line.text(" + ").int(size_bytes).text(" ").int(number);
             } else {
-                let sent_us = flows[flow].send_us[((place & ((1 << FLOW_SHIFT) - 1)) >> 1) as usize];
                 line.text(" - ").int(size_bytes).text(" ");
                 millis(&mut line, t_us - sent_us).text(" ").int(number);
             }
@@ -125,6 +173,7 @@ fn write_direction(path: &FsPath, flows: &[&Crossings], size_bytes: u32, opportu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pantheon_link::Ecn;
 
     #[test]
     fn millis_has_three_decimals() {
@@ -134,29 +183,38 @@ mod tests {
         }
     }
 
+    fn crossing(uid: u64, send_us: u64, recv_us: Option<u64>) -> Crossing {
+        Crossing { uid, send_us, recv_us, ecn: Ecn::NotEct, ce: false }
+    }
+
+    /// The lines of flows with these records and of these opportunities, in order.
+    fn lines(flows: &[Vec<Crossing>], opportunities_us: &[u64]) -> Vec<(u64, u64)> {
+        let mut runs = Vec::new();
+        for (flow, crossings) in flows.iter().enumerate() {
+            let sends = crossings.is_sorted_by_key(|c| c.send_us);
+            let arrivals = crossings.iter().filter_map(|c| c.recv_us).is_sorted();
+            runs.extend(flow_runs(flow, || crossings.iter().copied().map(Ok), (sends, arrivals)).unwrap());
+        }
+        runs.push(opportunity_run(opportunities_us.iter().copied().map(Ok), opportunities_us.is_sorted()).unwrap());
+        let mut merge = Merge::new(runs).unwrap();
+        std::iter::from_fn(|| merge.next().unwrap().map(|(t, place, _)| (t, place))).collect()
+    }
+
     #[test]
     fn a_run_out_of_order_is_sorted() {
-        let reordered = Crossings {
-            uid: vec![0, 1],
-            send_us: vec![10, 11],
-            recv_us: vec![Some(40), Some(30)],
-            ..Crossings::default()
-        };
-        let lines: Vec<_> = lines_in_order(&[&reordered], &[]).collect();
-        assert_eq!(lines, [(10, 0), (11, 2), (30, 3), (40, 1)]);
+        let reordered = vec![crossing(0, 10, Some(40)), crossing(1, 11, Some(30))];
+        assert_eq!(lines(&[reordered], &[]), [(10, 0), (11, 2), (30, 3), (40, 1)]);
     }
 
     #[test]
     fn ties_keep_the_merges_order() {
         // Flow 1 sends at 10 and 20 µs, the first arrives at 20; flow 0 sends at 20; an opportunity at 20.
-        let mut zero = Crossings::default();
-        zero.uid.push(0);
-        zero.send_us.push(20);
-        zero.recv_us.push(None);
-        let one =
-            Crossings { uid: vec![0, 1], send_us: vec![10, 20], recv_us: vec![Some(20), None], ..Crossings::default() };
-        let lines: Vec<_> = lines_in_order(&[&zero, &one], &[20]).collect();
+        let zero = vec![crossing(0, 20, None)];
+        let one = vec![crossing(0, 10, Some(20)), crossing(1, 20, None)];
         let one_base = 1 << FLOW_SHIFT;
-        assert_eq!(lines, [(10, one_base), (20, 0), (20, one_base | 1), (20, one_base | 2), (20, OPPORTUNITY)]);
+        assert_eq!(
+            lines(&[zero, one], &[20]),
+            [(10, one_base), (20, 0), (20, one_base | 1), (20, one_base | 2), (20, OPPORTUNITY)]
+        );
     }
 }

@@ -59,6 +59,12 @@ pub trait Observer {
     fn ack_sent(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
     /// It left the tunnel at the sender.
     fn ack_received(&mut self, _flow: usize, _uid: u64, _t_us: u64) {}
+    /// Data datagram `uid` of `flow` will never leave the tunnel: a link of its route dropped it
+    /// (logged or not). With `data_received`, what makes a datagram's record final (records.rs).
+    fn data_lost(&mut self, _flow: usize, _uid: u64) {}
+    /// Acknowledgement `uid` of `flow` will never leave the tunnel: a link dropped it, or it left
+    /// the path too late to leave the tunnel before the run's end.
+    fn ack_lost(&mut self, _flow: usize, _uid: u64) {}
     /// A datagram of `bytes` (on the path: tunnel overhead included) entered a direction; the
     /// direction numbers its datagrams from 0 in this order.
     fn link_entry(&mut self, _direction: Direction, _t_us: u64, _link_uid: u64, _bytes: u32) {}
@@ -90,6 +96,12 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
         (**self).ack_received(flow, uid, t_us);
+    }
+    fn data_lost(&mut self, flow: usize, uid: u64) {
+        (**self).data_lost(flow, uid);
+    }
+    fn ack_lost(&mut self, flow: usize, uid: u64) {
+        (**self).ack_lost(flow, uid);
     }
     fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
         (**self).link_entry(direction, t_us, link_uid, bytes);
@@ -131,6 +143,14 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
         self.0.ack_received(flow, uid, t_us);
         self.1.ack_received(flow, uid, t_us);
+    }
+    fn data_lost(&mut self, flow: usize, uid: u64) {
+        self.0.data_lost(flow, uid);
+        self.1.data_lost(flow, uid);
+    }
+    fn ack_lost(&mut self, flow: usize, uid: u64) {
+        self.0.ack_lost(flow, uid);
+        self.1.ack_lost(flow, uid);
     }
     fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {
         self.0.link_entry(direction, t_us, link_uid, bytes);
@@ -181,6 +201,16 @@ impl<O: Observer> Observer for Option<O> {
     fn ack_received(&mut self, flow: usize, uid: u64, t_us: u64) {
         if let Some(o) = self {
             o.ack_received(flow, uid, t_us);
+        }
+    }
+    fn data_lost(&mut self, flow: usize, uid: u64) {
+        if let Some(o) = self {
+            o.data_lost(flow, uid);
+        }
+    }
+    fn ack_lost(&mut self, flow: usize, uid: u64) {
+        if let Some(o) = self {
+            o.ack_lost(flow, uid);
         }
     }
     fn link_entry(&mut self, direction: Direction, t_us: u64, link_uid: u64, bytes: u32) {

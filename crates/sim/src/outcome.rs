@@ -12,9 +12,10 @@ use crate::logs::Logs;
 use crate::merged_logs;
 use crate::metrics::{FlowMetrics, Metrics};
 use crate::observer::{Kept, Observer};
-use crate::records::Records;
+use crate::records::{self, Records};
 use crate::scenario::Scenario;
 use crate::simulation;
+use crate::spill::Spilled;
 use crate::transfers::{Transfer, Transfers};
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,7 +69,8 @@ pub fn metrics_in_windows(scenario: &Scenario, window_us: Option<u64>) -> Result
 
 /// Simulates `scenario` writing into `dir` (created if missing) `records.parquet`,
 /// `datalink.log` and `acklink.log` (and `transfers.parquet` for a run with transfers), and with `text_logs` the tunnel's and the emulator's own logs
-/// (logs.rs). A run that fails leaves no files behind.
+/// (logs.rs). A run that fails leaves no files behind. The records go through a spill file in
+/// `dir` (spill.rs), which has no name there from its creation on.
 pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<Summary, String> {
     let started = Instant::now();
     let existed = dir.exists();
@@ -79,8 +81,19 @@ pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<
         None
     };
     let metrics = Metrics::new(scenario.flow_count);
-    let records = (Records::new(scenario.flow_count), Transfers::new(scenario));
-    let mut observers = (records, (logs, metrics));
+    let records = match Records::spilling(scenario.flow_count, dir) {
+        Ok(records) => records,
+        Err(e) => {
+            if let Some(logs) = logs {
+                logs.discard();
+            }
+            if !existed {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(format!("--out: cannot create the records' spill: {e}"));
+        }
+    };
+    let mut observers = ((records, Transfers::new(scenario)), (logs, metrics));
     let simulated = simulation::run(scenario, &mut observers);
     let ((records, transfers), (logs, metrics)) = observers;
     let totals = match simulated {
@@ -97,11 +110,12 @@ pub fn with_files(scenario: &Scenario, dir: &FsPath, text_logs: bool) -> Result<
     };
     let failed = |e: std::io::Error| format!("--out {}: writing the run's files failed: {e}", dir.display());
     logs.map_or(Ok(()), Logs::finish).map_err(failed)?;
+    let spilled = records.finish().finish().map_err(failed)?;
     // Three files from the same records, each on a core of its own.
-    let writers: [fn(&FsPath, &Records) -> std::io::Result<()>; 3] =
-        [|dir, records| records.write_parquet(dir), merged_logs::write_data, merged_logs::write_acks];
+    let writers: [fn(&FsPath, &Spilled) -> std::io::Result<()>; 3] =
+        [|dir, spilled| records::write_parquet(spilled, dir), merged_logs::write_data, merged_logs::write_acks];
     std::thread::scope(|scope| {
-        let running: Vec<_> = writers.iter().map(|write| scope.spawn(|| write(dir, &records))).collect();
+        let running: Vec<_> = writers.iter().map(|write| scope.spawn(|| write(dir, &spilled))).collect();
         running.into_iter().try_for_each(|r| r.join().expect("writing a file does not panic"))
     })
     .map_err(failed)?;

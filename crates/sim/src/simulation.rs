@@ -681,6 +681,7 @@ impl<O: Observer> Simulation<O> {
                     if !ROUTED || logged {
                         observer.link_drop(Direction::Uplink, t_us, packet.link_uid, size_bytes, cause)
                     }
+                    observer.data_lost(packet.flow as usize, packet.uid);
                 }
                 Event::Opportunity { t_us } => observer.link_opportunity(Direction::Uplink, t_us),
                 Event::LinkArrival { .. } => {}
@@ -723,6 +724,7 @@ impl<O: Observer> Simulation<O> {
                     // after the run's end it never does.
                     let arrived_us = t_us + flow.extra_delay_us;
                     if arrived_us >= *runtime_us {
+                        observer.ack_lost(packet.flow as usize, packet.uid);
                         return;
                     }
                     observer.ack_received(packet.flow as usize, packet.uid, arrived_us);
@@ -745,6 +747,7 @@ impl<O: Observer> Simulation<O> {
                     if !ROUTED || logged {
                         observer.link_drop(Direction::Downlink, t_us, packet.link_uid, size_bytes, cause)
                     }
+                    observer.ack_lost(packet.flow as usize, packet.uid);
                 }
                 Event::Opportunity { t_us } => observer.link_opportunity(Direction::Downlink, t_us),
                 Event::LinkArrival { .. } => {}
@@ -1049,7 +1052,7 @@ mod topology_tests {
         let observed = |scenario: &Scenario| {
             let mut observer = (Records::new(2), Metrics::new(2));
             let totals = run(scenario, &mut observer).unwrap();
-            (format!("{:?}", observer.0), observer.1.finish(), totals)
+            (observer.0.finish(), observer.1.finish(), totals)
         };
         assert_eq!(observed(&routed), observed(&plain));
     }

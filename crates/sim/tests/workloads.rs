@@ -12,7 +12,7 @@ use pantheon_link::rng::Rng;
 use pantheon_sim::batch;
 use pantheon_sim::flows_file;
 use pantheon_sim::metrics::Metrics;
-use pantheon_sim::records::Records;
+use pantheon_sim::records::{Memory, Records};
 use pantheon_sim::scenario::Scenario;
 use pantheon_sim::simulation;
 use pantheon_sim::transfers::Transfers;
@@ -28,17 +28,17 @@ fn scenario(flows_csv: &str, runtime_us: u64, path: &[&str], seed: u64) -> Scena
 }
 
 /// Runs `scenario` keeping its records, its transfers and its metrics.
-fn run(scenario: &Scenario) -> (Records, Option<Transfers>, Metrics) {
+fn run(scenario: &Scenario) -> (Memory, Option<Transfers>, Metrics) {
     let mut observers =
         ((Records::new(scenario.flow_count), Transfers::new(scenario)), Metrics::new(scenario.flow_count));
     simulation::run(scenario, &mut observers).unwrap();
     let ((records, transfers), metrics) = observers;
-    (records, transfers, metrics)
+    (records.finish(), transfers, metrics)
 }
 
 /// The smallest one-way delay of a flow's data plus that of its acknowledgements, µs: its min RTT
 /// as the tunnel's logs give it.
-fn min_rtt_us(records: &Records, flow: usize) -> u64 {
+fn min_rtt_us(records: &Memory, flow: usize) -> u64 {
     let min_delay = |c: &pantheon_sim::records::Crossings| {
         c.send_us.iter().zip(&c.recv_us).filter_map(|(s, r)| r.map(|r| r - s)).min().unwrap()
     };
