@@ -197,8 +197,9 @@ def _emulated_row(cell: Cell, matrix: Matrix, names: list[str], competitors: dic
         measured = _emulate_topology(cell, matrix, competitors, run_dir)
     else:
         measured = _emulate(cell, matrix, names, run_dir)
-    # The analysis's numbers of each flow; the fields only a batch fills (windows, transfers, ...) keep their defaults.
-    metrics = [FlowMetrics(**{k: f[k] for k in FlowMetrics.__dataclass_fields__ if k in f and not isinstance(f[k], (dict, list))})
+    # The analysis's numbers of each flow; what only a batch fills (windows, transfers, ...) keeps its default.
+    metrics = [FlowMetrics(**{k: v for k, v in f.items()
+                              if k in FlowMetrics.__dataclass_fields__ and not isinstance(v, (dict, list))})
                for f in measured]
     return table.row(cell.env, cell.entrant, cell.seed, Result(Job(()), metrics), matrix)
 
@@ -218,7 +219,8 @@ def confirm(cells: Sequence[Cell], matrix: Matrix, rows: Sequence[dict], competi
         try:
             emulated = []
             for k, run in enumerate(runs):
-                run_dir = data_dir / CONFIRM_DIR / (f"{cell.env.name}.{cell.entrant.name}" + (f".seed{run.seed}" if k else ""))
+                name = f"{cell.env.name}.{cell.entrant.name}" + (f".seed{run.seed}" if k else "")
+                run_dir = data_dir / CONFIRM_DIR / name
                 emulated.append(_numbers(_emulated_row(run, matrix, names, competitors, run_dir)))
             result = Confirmed(cell, played, simulated, _mean(emulated), seeds=tuple(r.seed for r in runs))
         except (RuntimeError, subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:

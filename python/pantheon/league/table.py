@@ -23,6 +23,9 @@ would be the same as above for a flow alone; in a parking lot a scheme that star
 for its cross flows loses on the long flow what the cross flows cannot make up (they are capped at
 their share). Jain's index there is of throughputs over fair shares (Jain, Chiu and Hawe, DEC-TR-301,
 1984, §3: the index of normalised allocations), and utilization is left empty (no one link).
+
+A workload cell's score is how fast its transfers completed against the empty path, and it has
+the transfers' columns (workloads.py).
 """
 from __future__ import annotations
 
@@ -147,8 +150,8 @@ def row(env: Environment, entrant: Entrant, seed: int, result: Result, matrix: M
     values: dict = {
         "environment": env.name, "rate_mbps": env.rate_mbps, "rtt_ms": env.rtt_ms, "buffer_bdp": env.buffer_bdp,
         "buffer_bytes": env.limit_bytes(), "queue": env.queue if env.preset is None else None, "loss": env.loss,
-        "step_factor": env.step_factor, "preset": env.preset, "topology": Path(env.topology).stem if env.topology else None, "flows": env.flows,
-        "duration_s": matrix.duration_s,
+        "step_factor": env.step_factor, "preset": env.preset,
+        "topology": Path(env.topology).stem if env.topology else None, "flows": env.flows, "duration_s": matrix.duration_s,
         "scheme": entrant.name, "simulated_as": entrant.spec, "stand_in": entrant.stand_in, "seed": seed,
         "ok": result.ok, "error": result.error, "wall_s": result.wall_s,
     }
