@@ -119,7 +119,11 @@ SUBSET_EMULATED_RUNS = 2
 and how their starts overlap puts it at one of two levels. Eight emulated runs of 3 s each: p95
 25.5 to 30.9 ms (the simulator's 10 seeds 27.1 ± 1.6), so the mean of two was 10.7% off once in CI;
 of 5 s: 26.0 to 27.9 ms (the simulator's 26.1 ± 0.5), the worst mean of two 7% off. cubic-user and
-bbr-user stay within 0.1 ms at either length."""
+bbr-user stay within 0.1 ms at either length. A CI run on the loaded machine (2026-11-30) once had
+vegas-user's two-flow mean at 31.0 ms, 16% off, outside the eight runs' range: so a scheme whose
+first two runs are beyond the bound gets SUBSET_MORE_RUNS more, and the mean of all four decides
+(a sequential sample: an outlier is diluted, a real difference stays, as the bound is unchanged)."""
+SUBSET_MORE_RUNS = 2
 SUBSET_SIM_SEEDS = 10
 INDIGO_EMULATED_RUNS = 3
 INDIGO_SIM_SEEDS = 20
@@ -171,9 +175,17 @@ def test_the_demo_paths_cells_agree_within_ten_percent(tmp_path: Path, flows: in
                                  timeout_s=240, runs=SUBSET_EMULATED_RUNS)
     specs = {name: cc_spec(registry().schemes[name]) or "" for name in SUBSET_SCHEMES}
     simulated = fidelity.simulated(path, specs, flows, SUBSET_RUNTIME_S, range(SUBSET_SIM_SEEDS), tmp_path)
-    wrong = {name: why for name in SUBSET_SCHEMES
-             if (why := beyond(valid(emulated[name]), valid(list(simulated[name].values()))))}
-    assert not wrong, wrong
+
+    def wrong() -> dict[str, list[str]]:
+        return {name: why for name in SUBSET_SCHEMES
+                if (why := beyond(valid(emulated[name]), valid(list(simulated[name].values()))))}
+
+    if again := list(wrong()):
+        more = fidelity.emulated(path_file, again, flows, SUBSET_RUNTIME_S, SUBSET_EMULATED_RUNS, tmp_path / "emu-more",
+                                 timeout_s=240, runs=SUBSET_MORE_RUNS)
+        for name in again:
+            emulated[name] += more[name]
+    assert not wrong(), wrong()
 
 
 @pytest.mark.slow

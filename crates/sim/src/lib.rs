@@ -12,9 +12,9 @@
 //!   links of `pantheon-sim run --topology` and each flow's route over them;
 //! - [`simulation`]: the event loop; [`host`]: the hosts' wake-up latencies around it;
 //!   [`link_clock`]: where the link's schedule stands when the run begins;
-//! - [`observer`]: what the simulation reports; [`records`] (records.parquet through the
-//!   [`spill`] file that bounds its memory, and from it [`merged_logs`]: datalink.log,
-//!   acklink.log), [`logs`] (the tunnel's and emulator's own text
+//! - [`observer`]: what the simulation reports; [`records`] (records.parquet, each row a
+//!   [`crossing`], through the [`spill`] file that bounds its memory, and from it
+//!   [`merged_logs`]: datalink.log, acklink.log), [`logs`] (the tunnel's and emulator's own text
 //!   logs, on request), [`metrics`] (`pantheon analyze`'s per-flow numbers) and [`transfers`]
 //!   (transfers.parquet: each transfer's completion) observe it;
 //! - [`outcome`]: one run to its summary; [`batch`]: many runs from JSON lines, in parallel;
@@ -24,6 +24,7 @@
 //! docs/sim.md describes the model, how it differs from the emulator, and the command line.
 
 pub mod batch;
+pub mod crossing;
 pub mod flows_file;
 pub mod gym;
 pub mod host;

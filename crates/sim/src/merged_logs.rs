@@ -20,8 +20,8 @@ use std::path::Path as FsPath;
 
 use pantheon_format::line::LineBuffer;
 
+use crate::crossing::{Crossing, Way};
 use crate::observer::Direction;
-use crate::records::{Crossing, Way};
 use crate::simulation::{ACK_INNER_BYTES, DATA_INNER_BYTES};
 use crate::spill::Spilled;
 

@@ -52,8 +52,8 @@ use parquet::schema::types::ColumnPath;
 
 use pantheon_link::Ecn;
 
+use crate::crossing::{Crossing, Store, Way};
 use crate::observer::{Direction, Observer};
-use crate::simulation::{ACK_INNER_BYTES, DATA_INNER_BYTES};
 use crate::spill::{Rows, Spill, Spilled};
 
 /// The harness's schema (records.py's SCHEMA) in Parquet's terms: the logical types are those
@@ -84,53 +84,6 @@ const BUFFER_ROWS: usize = 1 << 16;
 /// Rows of a row group of records.parquet: one group's records are in memory while it is
 /// written (42 MB); a run of no more records has one group, as it always had.
 const ROW_GROUP_ROWS: u64 = 1 << 20;
-
-/// Which of a flow's two streams: its data, or its acknowledgements (records.parquet's
-/// `direction`, `data` and `ack`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Way {
-    Data = 0,
-    Ack = 1,
-}
-
-impl Way {
-    /// The way of stream `stream`, as streams are numbered here: 2 × flow + way.
-    fn of_stream(stream: usize) -> Way {
-        [Way::Data, Way::Ack][stream % 2]
-    }
-
-    /// The `direction` column's value.
-    fn name(self) -> &'static str {
-        match self {
-            Way::Data => "data",
-            Way::Ack => "ack",
-        }
-    }
-
-    /// The datagram's size inside the tunnel (the `size_bytes` column).
-    fn size_bytes(self) -> u32 {
-        match self {
-            Way::Data => DATA_INNER_BYTES,
-            Way::Ack => ACK_INNER_BYTES,
-        }
-    }
-}
-
-/// One datagram's crossing of the tunnel: a row of records.parquet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Crossing {
-    /// The tunnel's id: the sequence number for data, the acknowledgement's own number for
-    /// acknowledgements; increasing in its stream.
-    pub uid: u64,
-    /// When it entered the tunnel, µs since the run's start.
-    pub send_us: u64,
-    /// When it left the tunnel at the other end, µs; `None`: lost or still in flight at the end.
-    pub recv_us: Option<u64>,
-    /// The ECN codepoint it was sent with.
-    pub ecn: Ecn,
-    /// It arrived marked CE (meaningful where `recv_us` is set).
-    pub ce: bool,
-}
 
 /// One stream's records from the oldest not final to the newest, in the order they entered the
 /// tunnel (sans-IO: what leaves it goes to a `Store`).
@@ -207,14 +160,6 @@ impl Window {
     fn close(&mut self) {
         self.final_rows = self.pending.len();
     }
-}
-
-/// Where final records and opportunities go, each stream's in order.
-pub trait Store {
-    /// The next final records of `flow`'s `way`.
-    fn crossings(&mut self, flow: usize, way: Way, rows: &[Crossing]);
-    /// The next delivery opportunities of `direction`, µs, as the path reported them.
-    fn opportunities(&mut self, direction: Direction, t_us: &[u64]);
 }
 
 /// The datagrams of one flow in one way, in the order they entered the tunnel, as columns.

@@ -32,8 +32,8 @@ use std::path::{Path as FsPath, PathBuf};
 
 use pantheon_link::Ecn;
 
+use crate::crossing::{Crossing, Store, Way};
 use crate::observer::Direction;
-use crate::records::{Crossing, Store, Way};
 
 /// The spill's name in the run's directory, for the instant between its creation and its removal.
 pub const SPILL_NAME: &str = ".records.spill";
