@@ -45,6 +45,8 @@ DEFAULT_RATE_MBPS = 12.0
 """pantheon-emu's rate when a direction names none."""
 OPPORTUNITY_BITS = 1500 * 8
 KEYS = {"description", "routes", "log_link", "link"}
+LINK_SEED_STEP = 0x9E37_79B9_7F4A_7C15
+"""pantheon-sim's step between the seeds of neighbouring links (crates/sim/src/topology.rs)."""
 
 
 class TopologyError(PantheonError):
@@ -119,6 +121,12 @@ class Topology:
         found = [Path(link.path[i + 1]) for link in self.links for i in range(len(link.path) - 1)
                  if link.path[i].endswith("-trace")]
         return list(dict.fromkeys(found))
+
+
+def link_seed(seed: int, k: int) -> int:
+    """The seed pantheon-sim gives link k of a run seeded `seed` (topology.rs's `link_seed`), which
+    an emulator standing for that link takes (league/chain.py)."""
+    return (seed + k * LINK_SEED_STEP) % 2**64
 
 
 def max_min_fair(capacities: dict[str, float], routes: Sequence[Sequence[str]]) -> list[float]:

@@ -70,12 +70,11 @@ from pantheon.harness.run import Run, SessionKeys, scheme_side, side_name, wait_
 from pantheon.netns import in_netns, require_root
 from pantheon.plan import Flow, Plan
 from pantheon.processes import lifeline
+from pantheon.topology import link_seed
 
 MAX_LINKS = 2
 """Links a chain of emulators can be: a third level's replies would need a route in the middle
 namespace that no emulator makes (docs/emulator.md, "Chains")."""
-LINK_SEED_STEP = 0x9E37_79B9_7F4A_7C15
-"""pantheon-sim's step between the seeds of neighbouring links (crates/sim/src/topology.rs)."""
 CARRIER = "cubic-user"
 """The pantheon-udp scheme whose manifest carries every flow: its sender's `--cc` is replaced by
 the flow's spec (Scheme.command), so the scheme's name is a carrier, not the controller."""
@@ -98,11 +97,6 @@ _numbers = itertools.count(1_000_000)
 
 class ChainError(PantheonError, RuntimeError):
     """A topology the chain cannot emulate, or an emulated run that failed: one line."""
-
-
-def link_seed(seed: int, k: int) -> int:
-    """The seed pantheon-sim gives link k of a run seeded `seed` (topology.rs's `link_seed`)."""
-    return (seed + k * LINK_SEED_STEP) % 2**64
 
 
 def _names(topology: Mapping[str, Any]) -> list[str]:
