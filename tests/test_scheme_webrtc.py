@@ -25,9 +25,10 @@ from test_harness import PANTHEON, run_namespaces
 WRAPPER_DIR = REPO / "schemes" / "webrtc"
 WRAPPER = WRAPPER_DIR / "webrtc.py"
 CHROMIUM = "/usr/lib/chromium/chromium"
-RUNTIME_S = 10
+RUNTIME_S = 12
 DELAY_MS = 20
 RTP_MAX_BYTES = 1300
+CALL_UP_MBPS = 0.1  # a second with this much video is one the call was up for
 
 _PROBLEM = schemes.registry().problem("webrtc")
 needs_setup = pytest.mark.skipif(_PROBLEM is not None, reason=f"webrtc cannot run here: {_PROBLEM}")
@@ -107,15 +108,21 @@ def check_call(tmp_path: Path, browser_tmp: Path) -> None:
     # TCP segments (the offer) can be larger.
     media = [r for r in delivered if r["size_bytes"] <= RTP_MAX_BYTES]
     assert len(delivered) - len(media) <= 5
-    # GCC starts near 300 kbit/s and probes up to several Mbit/s within seconds; over 10 s, with
-    # ~1.5 s of browser start-up and signalling, a working call averages 4-5 Mbit/s here. Only the
-    # video can reach 1 Mbit/s: the signalling HTTP exchange alone is a few kbit/s.
+    # GCC starts near 300 kbit/s and probes up to several Mbit/s within seconds: once the call is
+    # up, a working call averages 3-5 Mbit/s here. Only the video can reach 1 Mbit/s: the
+    # signalling HTTP exchange alone is a few kbit/s. The browsers take ~1.5 s to start on an idle
+    # machine and up to 6 s on a busy one (a CI run's call came up in its sixth second), so the
+    # bar is on the seconds from the call's first second of video (CALL_UP_MBPS), for 3 of them
+    # at least.
     per_second_mbps = [0.0] * (RUNTIME_S + 1)
     for r in media:
         per_second_mbps[min(RUNTIME_S, r["recv_us"] // 1_000_000)] += r["size_bytes"] * 8 / 1e6
-    assert sum(per_second_mbps) / RUNTIME_S >= 1.0, (per_second_mbps, (run / "control" / "flow0.sender.stderr").read_text())
+    sender_log = (run / "control" / "flow0.sender.stderr").read_text()
+    up = next((s for s, mbps in enumerate(per_second_mbps) if mbps >= CALL_UP_MBPS), len(per_second_mbps))
+    call_s = RUNTIME_S - up
+    assert call_s >= 3 and sum(per_second_mbps[up:RUNTIME_S]) / call_s >= 1.0, (per_second_mbps, sender_log)
     # The receiver reports transport-wide feedback many times a second for the sender's GCC.
-    assert len(feedback) >= 5 * (RUNTIME_S - 2), len(feedback)
+    assert len(feedback) >= 5 * call_s, len(feedback)
     # And it decoded the video: about 30 frames a second once the call is up, reported each second.
     # The browsers take ~1.5 s to start on an idle machine and seconds more on a busy one (one run
     # with other builds running reported 5 seconds, 149 frames), so the bar is on the frame rate
