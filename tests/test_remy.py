@@ -168,6 +168,9 @@ class Fake:
 
     def __init__(self) -> None:
         self.calls: list[int] = []
+        """Trees per evaluation."""
+        self.networks: list[int] = []
+        """Networks per evaluation."""
 
     @staticmethod
     def best(m: tree.Memory) -> Action:
@@ -179,22 +182,26 @@ class Fake:
 
     def evaluate(self, trees: Sequence[Node], nets: Sequence[Network], record: bool) -> list[Evaluation]:
         self.calls.append(len(trees))
+        self.networks.append(len(nets))
         found = []
         for t in trees:
             leaves = tree.rules(t)
-            uses = [0] * len(leaves)
+            uses: list[list[int]] = []
             seen: list[list[tree.Memory]] = [[] for _ in leaves]
-            total = 0.0
+            scores = []
             for n in nets:
+                score = 0.0
+                uses.append([0] * len(leaves))
                 for m in self.memories(n):
-                    i = next(i for i, r in enumerate(leaves) if all(lo <= x < hi for lo, x, hi in zip(r.lower, m, r.upper)))
+                    i = tree.rule_at(t, m)
                     a, b = leaves[i].action, self.best(m)
                     assert a is not None
-                    total -= (abs(a.window_increment - b.window_increment) / 10 + abs(a.window_multiple - b.window_multiple)
+                    score -= (abs(a.window_increment - b.window_increment) / 10 + abs(a.window_multiple - b.window_multiple)
                               + abs(a.intersend_ms - b.intersend_ms))
-                    uses[i] += 1
+                    uses[-1][i] += 1
                     seen[i].append(m)
-            found.append(Evaluation(total / len(nets), tuple(uses) if record else (),
+                scores.append(score)
+            found.append(Evaluation(tuple(scores), tuple(map(tuple, uses)) if record else (),
                                     tuple(tuple(s) for s in seen) if record else ()))
         return found
 
@@ -340,3 +347,45 @@ def test_the_runner_writes_each_model_file_its_jobs_name(monkeypatch: pytest.Mon
     jobs = [Job([FlowSpec(f"tao:tree={runner.model_file(i)}")]) for i in (1, 0, 1)]
     assert runner.Runner(None).run(jobs, [b"tree zero", b"tree one"]) == ["done"] * 3
     assert seen == [("model1", b"tree one"), ("model0", b"tree zero"), ("model1", b"tree one")]
+
+
+def test_a_search_runs_only_the_networks_that_use_its_rule_and_trains_the_same_tree() -> None:
+    """The optimiser leaves out of a rule's search the networks whose runs never looked the rule
+    up (their runs cannot change): the training is the one that runs every network, and it runs
+    fewer."""
+    p = prior.parse(GOOD, "p.toml")
+    # Four networks: the draw's anchors, two rates by two RTTs, which the median split parts (with
+    # three, the median is the lower rate and RTT, and every rule is left to every network).
+    skipping, everywhere = (Optimiser(p, 4, seed=5, evaluator=Fake(), generations=2) for _ in range(2))
+    while not skipping.stopped:
+        skipping.step()
+    while not everywhere.stopped:
+        everywhere.step()
+        if everywhere.state.search is not None:
+            everywhere.state.search.networks = None  # as a checkpoint from before the skipping
+    assert everywhere.state.to_json() == skipping.state.to_json() and len(skipping.state.history) > 1
+    ran, all_ran = skipping.evaluator.networks, everywhere.evaluator.networks  # type: ignore[attr-defined]
+    assert len(ran) == len(all_ran) and sum(ran) < sum(all_ran) and min(ran) >= 1
+
+
+def test_a_run_that_never_uses_a_rule_is_the_same_whatever_its_action() -> None:
+    """What lets the search skip networks, in the real simulator: a tree whose rules split the
+    acknowledgements' EWMA of interarrival at 20 ms, on a fast link (acknowledgements 0.12 ms
+    apart, and at most a round trip of 40 ms apart at the start: never past the cut) and a slow one
+    (120 ms apart). Changing the slow rule's action changes the slow network's run, and leaves
+    the fast one's score exactly as it was."""
+    from pantheon.remy.evaluation import Simulated
+    from pantheon.sim.runner import Runner
+
+    always_on = (OnPeriod(0, 0.0, 3.0),)
+    fast, slow = (Network(rate, 40.0, None, 1, always_on, 3.0, seed=1) for rate in (100.0, 0.1))
+    whole = tree.root(Action(2, 1.0, 0.05))
+    split = tree.split(whole, [(0.0, 20.0, 0.0, 0.0)], axes=[1])  # rec_rec_ewma
+    slow_rule = tree.rule_at(split, (0.0, 30.0, 0.0, 0.0))
+    assert slow_rule != tree.rule_at(split, tree.START_MEMORY)
+    evaluator = Simulated(Runner(None), delta=1.0)
+    base = evaluator.evaluate([split], [fast, slow], record=True)[0]
+    assert base.uses_by_network[0][slow_rule] == 0 and base.uses_by_network[1][slow_rule] > 0
+    changed = tree.with_rule(split, slow_rule, Action(0, 0.5, 20.0), 0)
+    after = evaluator.evaluate([changed], [fast, slow], record=False)[0]
+    assert after.scores[0] == base.scores[0] and after.scores[1] != base.scores[1], (base.scores, after.scores)

@@ -30,12 +30,23 @@ class EvaluationError(PantheonError):
 
 @dataclass(frozen=True)
 class Evaluation:
-    objective: float
-    """The mean over the networks of their scores."""
-    uses: tuple[int, ...] = ()
-    """Per rule (depth-first), how many times it chose the action; empty unless recorded."""
+    scores: tuple[float, ...]
+    """Each network's score, in the networks' order."""
+    uses_by_network: tuple[tuple[int, ...], ...] = ()
+    """Per network, per rule (depth-first), how many times the rule chose the action; empty
+    unless recorded."""
     memories: tuple[tuple[Memory, ...], ...] = field(default=())
-    """Per rule, memories it was used at (a sample); empty unless recorded."""
+    """Per rule, memories it was used at (a sample over all the networks); empty unless recorded."""
+
+    @property
+    def objective(self) -> float:
+        """The mean over the networks of their scores."""
+        return sum(self.scores) / len(self.scores)
+
+    @property
+    def uses(self) -> tuple[int, ...]:
+        """Per rule, its uses on all the networks; empty unless recorded."""
+        return tuple(map(sum, zip(*self.uses_by_network)))
 
 
 class Evaluator(Protocol):
@@ -58,20 +69,23 @@ def rule_records(flow: FlowMetrics) -> list[tuple[int, list[Memory]]]:
             for count, seen in zip(flow.rules.uses, flow.rules.memories)]
 
 
-def merge(rule_count: int, flows: Sequence[FlowMetrics]) -> tuple[tuple[int, ...], tuple[tuple[Memory, ...], ...]]:
-    """Every flow's records summed (uses) and joined in order (memories, at most
-    MAX_SAMPLES_PER_RULE each, taken evenly through the whole list so that every network counts)."""
-    uses = [0] * rule_count
-    memories: list[list[Memory]] = [[] for _ in range(rule_count)]
+def uses(rule_count: int, flows: Sequence[FlowMetrics]) -> tuple[int, ...]:
+    """Every flow's uses of each rule, summed."""
+    total = [0] * rule_count
     for flow in flows:
-        for i, (count, seen) in enumerate(rule_records(flow)[:rule_count]):
-            uses[i] += count
-            memories[i].extend(seen)
-    kept = []
-    for seen in memories:
-        step = max(1, -(-len(seen) // MAX_SAMPLES_PER_RULE))
-        kept.append(tuple(seen[::step]))
-    return tuple(uses), tuple(kept)
+        for i, (count, _) in enumerate(rule_records(flow)[:rule_count]):
+            total[i] += count
+    return tuple(total)
+
+
+def memories(rule_count: int, flows: Sequence[FlowMetrics]) -> tuple[tuple[Memory, ...], ...]:
+    """Every flow's sampled memories of each rule, joined in order: at most MAX_SAMPLES_PER_RULE
+    each, taken evenly through the whole list so that every network counts."""
+    joined: list[list[Memory]] = [[] for _ in range(rule_count)]
+    for flow in flows:
+        for i, (_, seen) in enumerate(rule_records(flow)[:rule_count]):
+            joined[i].extend(seen)
+    return tuple(tuple(seen[::max(1, -(-len(seen) // MAX_SAMPLES_PER_RULE))]) for seen in joined)
 
 
 class Simulated:
@@ -92,10 +106,11 @@ class Simulated:
         found = []
         for i, t in enumerate(trees):
             mine: list[Result] = results[i * len(networks):(i + 1) * len(networks)]
-            scores = [objective.score(n, r.flows, self.delta) for n, r in zip(networks, mine)]
-            evaluation = Evaluation(sum(scores) / len(scores))
+            scores = tuple(objective.score(n, r.flows, self.delta) for n, r in zip(networks, mine))
             if record:
-                uses, memories = merge(len(tree.rules(t)), [f for r in mine for f in r.flows])
-                evaluation = Evaluation(evaluation.objective, uses, memories)
-            found.append(evaluation)
+                count = len(tree.rules(t))
+                found.append(Evaluation(scores, tuple(uses(count, r.flows) for r in mine),
+                                        memories(count, [f for r in mine for f in r.flows])))
+            else:
+                found.append(Evaluation(scores))
         return found

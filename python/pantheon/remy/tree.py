@@ -81,6 +81,18 @@ def rules(tree: Node) -> list[Node]:
     return [leaf for child in tree.children for leaf in rules(child)]
 
 
+def rule_at(tree: Node, memory: Memory) -> int:
+    """The number of the rule whose box holds `memory` (lower edge inclusive, upper exclusive), as
+    the controller's lookup finds it; -1 when none does."""
+    return next((i for i, leaf in enumerate(rules(tree))
+                 if all(lo <= x < hi for lo, x, hi in zip(leaf.lower, memory, leaf.upper))), -1)
+
+
+START_MEMORY: Memory = (0.0, 0.0, 0.0, 0.0)
+"""A flow's memory before its first acknowledgement: the controller's first window and intersend
+are the action of the rule that holds it (a lookup the uses do not count; crates/cc's tao)."""
+
+
 def _map_rule(tree: Node, index: int, fn: Callable[[Node], Node]) -> Node:
     """The tree with rule `index` (depth-first) replaced by fn(rule)."""
     if not 0 <= index < len(rules(tree)):
