@@ -14,6 +14,8 @@
 //! goes, so the memory does not grow with the run; a run the spill's index says is out of order
 //! (a path that reorders a flow's datagrams) is read whole and sorted first.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path as FsPath;
@@ -84,25 +86,31 @@ fn opportunity_run<'a>(
 }
 
 /// Every line of the runs, in the file's order: a merge of runs each in time order (each
-/// flow's entries, each flow's arrivals, the opportunities). Few runs (two per flow and one):
-/// the smallest head is found by looking at each.
+/// flow's entries, each flow's arrivals, the opportunities). The runs' heads wait in a binary
+/// heap, so a line costs O(log runs): a run of thousands of transfers has thousands of runs.
 struct Merge<'a> {
     runs: Vec<Run<'a>>,
-    heads: Vec<Option<Line>>,
+    heads: BinaryHeap<Reverse<(Line, usize)>>,
 }
 
 impl<'a> Merge<'a> {
     fn new(mut runs: Vec<Run<'a>>) -> io::Result<Merge<'a>> {
-        let heads = runs.iter_mut().map(|r| r.next().transpose()).collect::<io::Result<_>>()?;
+        let mut heads = BinaryHeap::with_capacity(runs.len());
+        for (r, run) in runs.iter_mut().enumerate() {
+            if let Some(line) = run.next().transpose()? {
+                heads.push(Reverse((line, r)));
+            }
+        }
         Ok(Merge { runs, heads })
     }
 
     fn next(&mut self) -> io::Result<Option<Line>> {
-        let Some((line, r)) = self.heads.iter().enumerate().filter_map(|(r, head)| head.map(|line| (line, r))).min()
-        else {
+        let Some(Reverse((line, r))) = self.heads.pop() else {
             return Ok(None);
         };
-        self.heads[r] = self.runs[r].next().transpose()?;
+        if let Some(following) = self.runs[r].next().transpose()? {
+            self.heads.push(Reverse((following, r)));
+        }
         Ok(Some(line))
     }
 }
