@@ -34,9 +34,14 @@ DURATION_S = 8.0
 HOP_TOTAL_TOLERANCE = 0.03
 DELAY_TOLERANCE = 0.15
 THROUGHPUT_TOLERANCE_MBPS = 1.5
-HOP = ["--delay", "10", "--uplink-rate", "12"]
+HOP = ("--delay", "10", "--uplink-rate", "12")
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the emulators' chain needs root for its namespaces")
+
+
+def _topology(routes: list[tuple[str, ...]], **paths: tuple[str, ...]) -> topology.Topology:
+    """A topology of the links `paths` names (each its emulator options), routed as `routes`."""
+    return topology.Topology("t", "", tuple(routes), tuple(topology.Link(name, path) for name, path in paths.items()))
 
 
 def _left_behind() -> list[str]:
@@ -47,12 +52,12 @@ def _left_behind() -> list[str]:
 
 @needs_root
 def test_the_two_hop_parking_lot_over_two_emulators_is_the_simulators(tmp_path: Path) -> None:
-    parking_lot = topology.load("parking-lot-2").fields()
+    parking_lot = topology.load("parking-lot-2")
     specs = ["cubic"] * 3
     started = time.monotonic()
     emulated = emulate_topology(parking_lot, specs, DURATION_S, SEED, tmp_path / "run")
     wall_s = time.monotonic() - started
-    [simulated] = run_batch([Job([FlowSpec(cc) for cc in specs], topology=parking_lot, runtime_s=DURATION_S, seed=SEED)])
+    [simulated] = run_batch([Job([FlowSpec(cc) for cc in specs], topology=parking_lot.fields(), runtime_s=DURATION_S, seed=SEED)])
     assert simulated.error is None, simulated.error
     sim = [vars(f) for f in simulated.flows]
     said = f"emulated {emulated}, simulated {sim}, {wall_s:.1f} s"
@@ -70,7 +75,7 @@ def test_the_two_hop_parking_lot_over_two_emulators_is_the_simulators(tmp_path: 
 
 @needs_root
 def test_a_link_the_emulator_refuses_is_one_line_before_anything_runs(tmp_path: Path) -> None:
-    refused = {"routes": [["a", "b"]], "link": [{"name": "a", "path": HOP}, {"name": "b", "path": ["--uplink-rate", "0"]}]}
+    refused = _topology([("a", "b")], a=HOP, b=("--uplink-rate", "0"))
     with pytest.raises(ChainError) as failed:
         emulate_topology(refused, ["cubic"], 2.0, SEED, tmp_path / "run")
     assert str(failed.value) == "link b: --uplink-rate: rate must be positive, got '0'"
@@ -82,24 +87,24 @@ def test_a_flow_that_fails_mid_run_ends_the_run_in_one_line_and_leaves_nothing(t
     """The third flow's sender (in the middle namespace, behind the outer emulator) refuses its spec
     once released, a second into the run: every process and the run's namespace still go."""
     with pytest.raises(ChainError) as failed:
-        emulate_topology(topology.load("parking-lot-2").fields(), ["cubic", "cubic", "copa:delta=-1"], 3.0, SEED, tmp_path / "run")
+        emulate_topology(topology.load("parking-lot-2"), ["cubic", "cubic", "copa:delta=-1"], 3.0, SEED, tmp_path / "run")
     assert str(failed.value) == (f"the emulated run in {tmp_path / 'run'} failed: flow 2 (cubic-user) sender exited early "
                                  f"with status 2: pantheon-udp: --cc: copa: delta must be > 0, got -1")
     assert _left_behind() == []
 
 
 def test_the_chain_takes_two_links_at_most() -> None:
-    three = {"routes": [["a", "b", "c"]], "link": [{"name": n, "path": HOP} for n in "abc"]}
+    three = _topology([("a", "b", "c")], a=HOP, b=HOP, c=HOP)
     assert supported(three) == '3 links: a chain of emulators has one or two (docs/emulator.md, "Chains")'
     with pytest.raises(ChainError, match="3 links"):
         emulate_topology(three, ["cubic"], 1.0, SEED, Path("unused"))
 
 
 def test_every_route_is_a_contiguous_run_of_the_chain() -> None:
-    reversed_route = {"routes": [["a", "b"], ["b", "a"]], "link": [{"name": n, "path": HOP} for n in "ab"]}
-    assert supported(reversed_route) == "the route of flow 1, b -> a, is not a contiguous run of the chain a -> b"
-    assert supported({**reversed_route, "routes": [["a", "b"], ["b"], ["a"]]}) is None
-    assert supported({**reversed_route, "routes": [["a"], ["b"]]}) is None
-    assert supported({**reversed_route, "link": [{"name": "a", "path": [*HOP, "--seed", "3"]}, {"name": "b"}]}) == (
+    assert supported(_topology([("a", "b"), ("b", "a")], a=HOP, b=HOP)) == (
+        "the route of flow 1, b -> a, is not a contiguous run of the chain a -> b")
+    assert supported(_topology([("a", "b"), ("b",), ("a",)], a=HOP, b=HOP)) is None
+    assert supported(_topology([("a",), ("b",)], a=HOP, b=HOP)) is None
+    assert supported(_topology([("a", "b")], a=(*HOP, "--seed", "3"), b=())) == (
         "link a: --seed is set by the chain, not by a link")
-    assert supported(topology.load("parking-lot-2").fields()) is None
+    assert supported(topology.load("parking-lot-2")) is None

@@ -6,7 +6,7 @@ analysis measures every run.
 
     from pantheon import topology
     from pantheon.league.chain import emulate_topology, supported
-    parking_lot = topology.load("parking-lot-2").fields()    # trace files made absolute, as pantheon-sim finds them
+    parking_lot = topology.load("parking-lot-2")
     assert supported(parking_lot) is None
     flows = emulate_topology(parking_lot, ["cubic", "cubic", "cubic"], duration_s=8, seed=1, run_dir=Path("run"))
     flows[0]["throughput_mbps"], flows[0]["delay_p95_ms"]
@@ -54,9 +54,8 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pantheon import schemes
 from pantheon.analysis.logs import read_records
@@ -70,7 +69,7 @@ from pantheon.harness.run import Run, SessionKeys, scheme_side, side_name, wait_
 from pantheon.netns import in_netns, require_root
 from pantheon.plan import Flow, Plan
 from pantheon.processes import lifeline
-from pantheon.topology import link_seed
+from pantheon.topology import Topology, link_seed
 
 MAX_LINKS = 2
 """Links a chain of emulators can be: a third level's replies would need a route in the middle
@@ -99,46 +98,27 @@ class ChainError(PantheonError, RuntimeError):
     """A topology the chain cannot emulate, or an emulated run that failed: one line."""
 
 
-def _names(topology: Mapping[str, Any]) -> list[str]:
-    return [str(link.get("name", "")).strip() for link in topology.get("link", [])]
-
-
-def series(topology: Mapping[str, Any]) -> list[str]:
+def series(topology: Topology) -> list[str]:
     """The links in the order data crosses them: a route of two links gives it, otherwise (links
     side by side) the file's order."""
-    for route in topology.get("routes", []):
-        if len(route) == MAX_LINKS:
-            return [str(name).strip() for name in route]
-    return _names(topology)
+    return list(next((route for route in topology.routes if len(route) == MAX_LINKS),
+                     [link.name for link in topology.links]))
 
 
-def supported(topology: Mapping[str, Any]) -> str | None:
-    """None when the chain can run the topology, else one line why not: at most two links, named,
-    each route a contiguous run of the series [first, second], no option the chain sets itself."""
-    links, routes = topology.get("link"), topology.get("routes")
-    if not isinstance(links, list) or not all(isinstance(link, Mapping) for link in links):
-        return "link must be a list of links, each a name and its path options"
-    if not isinstance(routes, list) or not routes or not all(isinstance(route, list) for route in routes):
-        return "routes must be a list of routes, one per flow, each the names of the links its data crosses"
-    names = _names(topology)
-    if not 1 <= len(names) <= MAX_LINKS:
-        return f"{len(names)} links: a chain of emulators has one or two (docs/emulator.md, \"Chains\")"
-    if "" in names or len(set(names)) < len(names):
-        return "every link needs a name of its own"
-    for name, link in zip(names, links, strict=True):
-        path = link.get("path", [])
-        if not isinstance(path, list) or not all(isinstance(word, str) for word in path):
-            return f"link {name}: path must be a list of the emulator's options"
-        if own := [w for w in path if w.split("=")[0].strip() in OWN_OPTIONS]:
-            return f"link {name}: {own[0].split('=')[0]} is set by the chain, not by a link"
-    for flow, route in enumerate(routes):
-        if unknown := [str(n) for n in route if str(n).strip() not in names]:
-            return f"the route of flow {flow}: no link named '{unknown[0]}' (the links: {', '.join(names)})"
+def supported(topology: Topology) -> str | None:
+    """None when the chain can run the topology (pantheon.topology checked the file: its links,
+    names and routes), else one line why not: at most two links, each route a contiguous run of
+    the series [first, second], no option the chain sets itself."""
+    if not 1 <= len(topology.links) <= MAX_LINKS:
+        return f"{len(topology.links)} links: a chain of emulators has one or two (docs/emulator.md, \"Chains\")"
+    for link in topology.links:
+        if own := [w for w in link.path if w in OWN_OPTIONS]:
+            return f"link {link.name}: {own[0]} is set by the chain, not by a link"
     order = series(topology)
-    runs = [order[i:j] for i in range(len(order)) for j in range(i + 1, len(order) + 1)]
-    for flow, route in enumerate(routes):
-        if [str(name).strip() for name in route] not in runs:
-            return (f"the route of flow {flow}, {' -> '.join(map(str, route)) or 'empty'}, is not a contiguous run of "
+    runs = [tuple(order[i:j]) for i in range(len(order)) for j in range(i + 1, len(order) + 1)]
+    for flow, route in enumerate(topology.routes):
+        if route not in runs:
+            return (f"the route of flow {flow}, {' -> '.join(route)}, is not a contiguous run of "
                     f"the chain {' -> '.join(order)}")
     return None
 
@@ -148,16 +128,16 @@ class ChainedPath(EmulatedPath):
     namespace, the emulators nested in it, each flow's tunnel endpoints at the depths its route
     starts and ends (module header). Signalling, checking and stopping are local mode's."""
 
-    def __init__(self, *, topology: Mapping[str, Any], seed: int, namespace: str, run_dir: Path) -> None:
+    def __init__(self, *, topology: Topology, seed: int, namespace: str, run_dir: Path) -> None:
         super().__init__(emulator_options=[], namespace=namespace, run_dir=run_dir)
         self.topology, self.seed = topology, seed
 
     def _emulator(self, name: str, command: list[str]) -> list[str]:
         """pantheon-emu as link `name`, seeded as pantheon-sim seeds it, logging if it is the log link."""
-        names = _names(self.topology)
+        names = [link.name for link in self.topology.links]
         k = names.index(name)
-        options = list(self.topology["link"][k].get("path", []))
-        if name == str(self.topology.get("log_link", names[0])).strip():
+        options = list(self.topology.links[k].path)
+        if name == (self.topology.log_link or names[0]):
             options += ["--uplink-log", str(self.dir / "uplink.log"), "--downlink-log", str(self.dir / "downlink.log")]
         return [str(binary("pantheon-emu")), *options, "--seed", str(link_seed(self.seed, k)), "--", *command]
 
@@ -170,7 +150,7 @@ class ChainedPath(EmulatedPath):
         # Depth -> the tunnel endpoints the agent there starts.
         plans: dict[int, list[dict]] = {depth: [] for depth in range(1, len(order) + 1)}
         for i, flow in enumerate(run.plan.flows):
-            route = [str(name).strip() for name in self.topology["routes"][i]]
+            route = self.topology.routes[i]
             first = order.index(route[0])
             sender_depth, receiver_depth = len(order) - first, len(order) - first - len(route)
             key = self.keys.new(i)
@@ -216,7 +196,7 @@ def _numbers_of(metrics: FlowMetrics | None) -> dict:
     return {name: getattr(metrics, name) for name in METRICS}
 
 
-def emulate_topology(topology: Mapping[str, Any], ccs: Sequence[str], duration_s: float, seed: int, run_dir: Path,
+def emulate_topology(topology: Topology, ccs: Sequence[str], duration_s: float, seed: int, run_dir: Path,
                      starts_s: Sequence[float] | None = None) -> list[dict]:
     """Runs flow i (crates/cc spec ccs[i], over routes[i]) from starts_s[i] (default 0) to
     `duration_s` over the chain, in real time, and returns each flow's METRICS, flow 0 first.
@@ -226,17 +206,17 @@ def emulate_topology(topology: Mapping[str, Any], ccs: Sequence[str], duration_s
     if why := supported(topology):
         raise ChainError(why)
     starts = [0.0] * len(ccs) if starts_s is None else [float(s) for s in starts_s]
-    if not ccs or len(ccs) > len(topology["routes"]) or len(starts) != len(ccs):
-        raise ChainError(f"{len(ccs)} flows with {len(starts)} starts over {len(topology['routes'])} routes: give one spec "
+    if not ccs or len(ccs) > len(topology.routes) or len(starts) != len(ccs):
+        raise ChainError(f"{len(ccs)} flows with {len(starts)} starts over {len(topology.routes)} routes: give one spec "
                          f"(and start) per flow, at most one flow per route")
     if not all(0 <= s < duration_s for s in starts):
         raise ChainError(f"every flow must start within the run's {duration_s:g} s")
     require_root("emulating a topology")
-    for k, link in enumerate(topology["link"]):
+    for k, link in enumerate(topology.links):
         try:
-            check_emulator_options([*link.get("path", []), "--seed", str(link_seed(seed, k))])
+            check_emulator_options([*link.path, "--seed", str(link_seed(seed, k))])
         except PantheonError as e:
-            raise ChainError(f"link {link['name']}: {e}") from None
+            raise ChainError(f"link {link.name}: {e}") from None
     run_dir.mkdir(parents=True, exist_ok=True)
     if (run_dir / "control").exists():
         raise ChainError(f"{run_dir} holds a run already: give a new directory")

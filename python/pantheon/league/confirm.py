@@ -90,7 +90,7 @@ def _coordinates(env: Environment, order: dict[str, list]) -> list[float]:
 
 def emulable(env: Environment) -> bool:
     """Whether the emulator can run the cell: every one-link cell; a topology a chain can run."""
-    return env.topology is None or chain.supported(topologies.load(env.topology).fields()) is None
+    return env.topology is None or chain.supported(topologies.load(env.topology)) is None
 
 
 def choose(matrix: Matrix, entrants: Sequence[Entrant], n: int) -> list[Cell]:
@@ -157,7 +157,7 @@ def _emulate_topology(cell: Cell, matrix: Matrix, competitors: dict[str, Entrant
     if not done.exists():
         assert cell.env.topology is not None
         specs = [f.cc for f in flows(cell, matrix, competitors)]
-        found = chain.emulate_topology(topologies.load(cell.env.topology).fields(), specs, matrix.duration_s,
+        found = chain.emulate_topology(topologies.load(cell.env.topology), specs, matrix.duration_s,
                                        cell.seed, run_dir / "run")
         files.write_atomic(done, files.json_text(found))
     return json.loads(done.read_text())
