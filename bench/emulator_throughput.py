@@ -63,7 +63,7 @@ from support import link, mahimahi, processes
 from support.figures import comma_list, number
 from support.iperf import OMIT_S, Measurement, attempt, client_script, measure
 from support.link import Link
-from support.mahimahi import ANCHOR, double_quoted, write_constant_rate_trace
+from support.mahimahi import ANCHOR, ANCHOR_NETNS, clean_anchor, double_quoted, write_constant_rate_trace
 from support.processes import BenchError, run_checked
 from support.tcp_buffers import TCP_BUFFER_SYSCTLS, read_sysctls, write_sysctls
 
@@ -148,6 +148,7 @@ def parse_args() -> argparse.Namespace:
 
 def run_all(args: argparse.Namespace) -> list[Row]:
     netns = f"pbench-{os.getpid()}"
+    anchor_existed = ANCHOR_NETNS.exists()
     old_anchor_sysctls = read_sysctls([str(ANCHOR), "exec"])
     rows = []
     try:
@@ -170,6 +171,7 @@ def run_all(args: argparse.Namespace) -> list[Row]:
     finally:
         subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
         write_sysctls([str(ANCHOR), "exec"], old_anchor_sysctls)
+        clean_anchor(anchor_existed)
     return rows
 
 

@@ -65,7 +65,14 @@ import support
 from pantheon.analysis.metrics import nearest_rank
 from support import POLL_S, REPO
 from support.iperf import IPERF_PORT, wait_until_listening
-from support.mahimahi import ANCHOR, double_quoted, missing_prerequisite, write_constant_rate_trace
+from support.mahimahi import (
+    ANCHOR,
+    ANCHOR_NETNS,
+    clean_anchor,
+    double_quoted,
+    missing_prerequisite,
+    write_constant_rate_trace,
+)
 from support.processes import BenchError, raise_keyboard_interrupt, run_checked, stop, tail
 from support.tcp_buffers import TCP_BUFFER_SYSCTLS, read_sysctls, write_sysctls
 
@@ -177,6 +184,7 @@ Cell = tuple[str, str, str]
 
 def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
     netns = f"pparity-{os.getpid()}"
+    anchor_existed = ANCHOR_NETNS.exists()
     old_anchor_sysctls = read_sysctls([str(ANCHOR), "exec"])
     results: dict[Cell, list[Result]] = {}
     try:
@@ -204,6 +212,7 @@ def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
     finally:
         subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
         write_sysctls([str(ANCHOR), "exec"], old_anchor_sysctls)
+        clean_anchor(anchor_existed)
     return results
 
 

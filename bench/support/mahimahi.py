@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from fractions import Fraction
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from support import REPO
 
 ANCHOR = REPO.parent / "shared" / "tools" / "mahimahi-anchor"  # shared/ sits beside the repository
 ANCHOR_INSTALLED_MARK = Path("/var/lib/mahimahi-anchor/shim")
+ANCHOR_NETNS = Path("/run/netns/mmanchor")
+"""The anchor's network namespace: made by its first `run` or `exec`, kept until `clean`."""
 # Mahimahi traces are in 1500-byte delivery opportunities; 1 Mbit/s = 1/12 opportunity per ms.
 MTU_BYTES = 1500
 
@@ -44,3 +47,10 @@ def write_constant_rate_trace(path: Path, rate_mbps: int) -> None:
     period_ms, count = per_ms.denominator, per_ms.numerator
     path.write_text("".join(f"{k * period_ms // count + 1}\n" for k in range(count)))
     path.chmod(0o644)
+
+
+def clean_anchor(existed_before: bool) -> None:
+    """Deletes the anchor's namespace (`mahimahi-anchor clean`) unless it was there before the bench
+    began: a bench leaves behind no namespace it made."""
+    if not existed_before and ANCHOR_NETNS.exists():
+        subprocess.run([str(ANCHOR), "clean"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
