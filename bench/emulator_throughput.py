@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -63,9 +62,9 @@ from support import link, mahimahi, processes
 from support.figures import comma_list, number
 from support.iperf import OMIT_S, Measurement, attempt, client_script, measure
 from support.link import Link
-from support.mahimahi import ANCHOR, ANCHOR_NETNS, clean_anchor, double_quoted, write_constant_rate_trace
-from support.processes import BenchError, run_checked
-from support.tcp_buffers import TCP_BUFFER_SYSCTLS, read_sysctls, write_sysctls
+from support.mahimahi import ANCHOR, anchor_with_tcp_buffers, double_quoted, write_constant_rate_trace
+from support.processes import BenchError
+from support.tcp_buffers import TCP_BUFFER_SYSCTLS, tcp_netns
 
 DEFAULT_EMU = support.BIN / "pantheon-emu"
 
@@ -148,30 +147,19 @@ def parse_args() -> argparse.Namespace:
 
 def run_all(args: argparse.Namespace) -> list[Row]:
     netns = f"pbench-{os.getpid()}"
-    anchor_existed = ANCHOR_NETNS.exists()
-    old_anchor_sysctls = read_sysctls([str(ANCHOR), "exec"])
     rows = []
-    try:
-        run_checked(["ip", "netns", "add", netns])
-        run_checked(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"])
-        write_sysctls(["ip", "netns", "exec", netns], TCP_BUFFER_SYSCTLS)
-        write_sysctls([str(ANCHOR), "exec"], TCP_BUFFER_SYSCTLS)
-        with tempfile.TemporaryDirectory(prefix="pbench-") as tmp:
-            Path(tmp).chmod(0o777)  # Mahimahi's client runs as user mmanchor and writes here
-            total = len(args.cases) * len(args.cc)
-            for index, (case_name, cc) in enumerate(((c, cc) for c in args.cases for cc in args.cc), 1):
-                case = CASES[case_name]
-                ours = attempt(f"[{index}/{total}] {case.name} {cc} ours",
-                               partial(run_ours, args.emu, netns, case, cc, args.seconds, Path(tmp)))
-                mahimahi = None
-                if case.link.queue in MAHIMAHI_QUEUES:
-                    mahimahi = attempt(f"[{index}/{total}] {case.name} {cc} mahimahi",
-                                       partial(run_mahimahi, case, cc, args.seconds, Path(tmp)))
-                rows.append(Row(case, cc, ours, mahimahi))
-    finally:
-        subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
-        write_sysctls([str(ANCHOR), "exec"], old_anchor_sysctls)
-        clean_anchor(anchor_existed)
+    with tcp_netns(netns), anchor_with_tcp_buffers(), tempfile.TemporaryDirectory(prefix="pbench-") as tmp:
+        Path(tmp).chmod(0o777)  # Mahimahi's client runs as user mmanchor and writes here
+        total = len(args.cases) * len(args.cc)
+        for index, (case_name, cc) in enumerate(((c, cc) for c in args.cases for cc in args.cc), 1):
+            case = CASES[case_name]
+            ours = attempt(f"[{index}/{total}] {case.name} {cc} ours",
+                           partial(run_ours, args.emu, netns, case, cc, args.seconds, Path(tmp)))
+            mahimahi = None
+            if case.link.queue in MAHIMAHI_QUEUES:
+                mahimahi = attempt(f"[{index}/{total}] {case.name} {cc} mahimahi",
+                                   partial(run_mahimahi, case, cc, args.seconds, Path(tmp)))
+            rows.append(Row(case, cc, ours, mahimahi))
     return rows
 
 

@@ -67,14 +67,13 @@ from support import POLL_S, REPO
 from support.iperf import IPERF_PORT, wait_until_listening
 from support.mahimahi import (
     ANCHOR,
-    ANCHOR_NETNS,
-    clean_anchor,
+    anchor_with_tcp_buffers,
     double_quoted,
     missing_prerequisite,
     write_constant_rate_trace,
 )
-from support.processes import BenchError, raise_keyboard_interrupt, run_checked, stop, tail
-from support.tcp_buffers import TCP_BUFFER_SYSCTLS, read_sysctls, write_sysctls
+from support.processes import BenchError, raise_keyboard_interrupt, stop, tail
+from support.tcp_buffers import tcp_netns
 
 OMIT_S = 2
 """Seconds after the flow's first packet left out of both figures (slow start)."""
@@ -184,35 +183,24 @@ Cell = tuple[str, str, str]
 
 def run_all(args: argparse.Namespace) -> dict[Cell, list[Result]]:
     netns = f"pparity-{os.getpid()}"
-    anchor_existed = ANCHOR_NETNS.exists()
-    old_anchor_sysctls = read_sysctls([str(ANCHOR), "exec"])
     results: dict[Cell, list[Result]] = {}
-    try:
-        run_checked(["ip", "netns", "add", netns])
-        run_checked(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"])
-        write_sysctls(["ip", "netns", "exec", netns], TCP_BUFFER_SYSCTLS)
-        write_sysctls([str(ANCHOR), "exec"], TCP_BUFFER_SYSCTLS)
-        with tempfile.TemporaryDirectory(prefix="pparity-") as scratch:
-            tmp = Path(scratch)
-            tmp.chmod(0o777)  # Mahimahi's shells run as user mmanchor and write their log here
-            for path in args.paths:
-                for scheme in args.schemes:
-                    for run in range(1, args.runs + 1):
-                        emulators = ["mahimahi", *args.ours]
-                        for emulator in emulators if run % 2 else reversed(emulators):
-                            label = f"{path.name} {scheme} {emulator} run {run}"
-                            try:
-                                result = run_one(netns, path, scheme, emulator, args, tmp)
-                            except BenchError as error:
-                                print(f"{label}: FAILED: {error}", file=sys.stderr)
-                                continue
-                            print(f"{label}: {result.throughput_mbps:.2f} Mbit/s, p95 {result.p95_delay_ms:.0f} ms",
-                                  file=sys.stderr, flush=True)
-                            results.setdefault((path.name, scheme, emulator), []).append(result)
-    finally:
-        subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
-        write_sysctls([str(ANCHOR), "exec"], old_anchor_sysctls)
-        clean_anchor(anchor_existed)
+    with tcp_netns(netns), anchor_with_tcp_buffers(), tempfile.TemporaryDirectory(prefix="pparity-") as scratch:
+        tmp = Path(scratch)
+        tmp.chmod(0o777)  # Mahimahi's shells run as user mmanchor and write their log here
+        for path in args.paths:
+            for scheme in args.schemes:
+                for run in range(1, args.runs + 1):
+                    emulators = ["mahimahi", *args.ours]
+                    for emulator in emulators if run % 2 else reversed(emulators):
+                        label = f"{path.name} {scheme} {emulator} run {run}"
+                        try:
+                            result = run_one(netns, path, scheme, emulator, args, tmp)
+                        except BenchError as error:
+                            print(f"{label}: FAILED: {error}", file=sys.stderr)
+                            continue
+                        print(f"{label}: {result.throughput_mbps:.2f} Mbit/s, p95 {result.p95_delay_ms:.0f} ms",
+                              file=sys.stderr, flush=True)
+                        results.setdefault((path.name, scheme, emulator), []).append(result)
     return results
 
 

@@ -109,18 +109,12 @@ def missing_prerequisite() -> str | None:
 def run_all(args: argparse.Namespace) -> list[Row]:
     netns = f"ptbench-{os.getpid()}"
     rows = []
-    try:
-        processes.run_checked(["ip", "netns", "add", netns])
-        processes.run_checked(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"])
-        tcp_buffers.write_sysctls(["ip", "netns", "exec", netns], tcp_buffers.TCP_BUFFER_SYSCTLS)
-        with tempfile.TemporaryDirectory(prefix="ptbench-") as tmp:
-            for index, cc in enumerate(args.cc, 1):
-                label = f"[{index}/{len(args.cc)}] {cc}"
-                without = iperf.attempt(f"{label} without the tunnel", partial(run_without, netns, cc, args.seconds, Path(tmp)))
-                with_tunnel = iperf.attempt(f"{label} with the tunnel", partial(run_with, netns, cc, args.seconds, Path(tmp)))
-                rows.append(Row(cc, without, with_tunnel))
-    finally:
-        subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
+    with tcp_buffers.tcp_netns(netns), tempfile.TemporaryDirectory(prefix="ptbench-") as tmp:
+        for index, cc in enumerate(args.cc, 1):
+            label = f"[{index}/{len(args.cc)}] {cc}"
+            without = iperf.attempt(f"{label} without the tunnel", partial(run_without, netns, cc, args.seconds, Path(tmp)))
+            with_tunnel = iperf.attempt(f"{label} with the tunnel", partial(run_with, netns, cc, args.seconds, Path(tmp)))
+            rows.append(Row(cc, without, with_tunnel))
     return rows
 
 

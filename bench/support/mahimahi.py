@@ -2,14 +2,17 @@
 shells need (quoted scripts, constant-rate traces)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
 from support import REPO
+from support.tcp_buffers import TCP_BUFFER_SYSCTLS, read_sysctls, write_sysctls
 
 ANCHOR = REPO.parent / "shared" / "tools" / "mahimahi-anchor"  # shared/ sits beside the repository
 ANCHOR_INSTALLED_MARK = Path("/var/lib/mahimahi-anchor/shim")
@@ -49,8 +52,19 @@ def write_constant_rate_trace(path: Path, rate_mbps: int) -> None:
     path.chmod(0o644)
 
 
-def clean_anchor(existed_before: bool) -> None:
-    """Deletes the anchor's namespace (`mahimahi-anchor clean`) unless it was there before the bench
-    began: a bench leaves behind no namespace it made."""
-    if not existed_before and ANCHOR_NETNS.exists():
-        subprocess.run([str(ANCHOR), "clean"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+@contextlib.contextmanager
+def anchor_with_tcp_buffers() -> Iterator[None]:
+    """The anchor's namespace with TCP buffers raised for the block: its old values put back after
+    it, and the namespace deleted (`mahimahi-anchor clean`) if the block made it, so a bench leaves
+    behind no namespace of its own."""
+    existed = ANCHOR_NETNS.exists()
+    inside = [str(ANCHOR), "exec"]
+    old = read_sysctls(inside)
+    try:
+        write_sysctls(inside, TCP_BUFFER_SYSCTLS)
+        yield
+    finally:
+        write_sysctls(inside, old)
+        if not existed and ANCHOR_NETNS.exists():
+            subprocess.run([str(ANCHOR), "clean"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)

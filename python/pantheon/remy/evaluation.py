@@ -73,8 +73,8 @@ def uses(rule_count: int, flows: Sequence[FlowMetrics]) -> tuple[int, ...]:
     """Every flow's uses of each rule, summed."""
     total = [0] * rule_count
     for flow in flows:
-        for i, (count, _) in enumerate(rule_records(flow)[:rule_count]):
-            total[i] += count
+        for i, count in enumerate(flow.rules.uses[:rule_count] if flow.rules is not None else ()):
+            total[i] += int(count)
     return tuple(total)
 
 
