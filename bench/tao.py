@@ -4,7 +4,7 @@
 
 What is measured
     Prior mode (the default). Networks of Tao-100x's prior (data/tao/tao-100x.toml: the 2014
-    learnability paper's "100x" range, 3.16-316 Mbit/s drawn uniformly, 150 ms RTT, 1-2 senders
+    learnability paper's "100x" range, 3.16-316 Mbit/s drawn log-uniformly, 150 ms RTT, 1-2 senders
     switching on and off, exponential times of mean 1 s each, an infinite buffer), drawn with
     seed EVAL_SEED, which no training uses (`pantheon remy train` draws (its --seed, generation)),
     and without the prior's four corners, which training always evaluates: paths training never
@@ -44,8 +44,8 @@ with --tree. Speed: simulated seconds per wall second of the whole batch.
 --emulator runs the inside paths of at most EMULATED_MAX_MBPS (2 cores carry that much) over the
 real emulator, one bulk flow each (`pantheon test local`), after the simulator's table. With
 --tree the tree runs as a scheme `tao-tree` declared in a temporary manifest directory
-(PANTHEON_SCHEMES_PATH, docs/adding-a-scheme.md), whose sender is `pantheon-udp send --cc
-tao:tree=FILE`.
+(`pantheon remy scheme`; PANTHEON_SCHEMES_PATH, docs/adding-a-scheme.md), whose sender is
+`pantheon-udp send --cc tao:tree=FILE`.
 """
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ import numpy as np
 import support
 from pantheon import schemes
 from pantheon.remy import prior as priors
+from pantheon.remy import scheme as remy_scheme
 from pantheon.remy.networks import Network, on_periods
 from pantheon.sim.batch import Job, Result, run_batch
 from support.frontier import FlowPart, Point, dominators, mean_point, median_point, objective, sender_points
@@ -212,22 +213,10 @@ def prior_mode(tao: str, args: argparse.Namespace) -> None:
     for where, objs in summary.items():
         print(f"mean objective, {where} paths: " + ", ".join(f"{n} {statistics.fmean(v):.3f}" for n, v in objs.items()))
     if args.emulator:
-        emulator_cells(tao, args, [p for p in paths if p.where == "inside" and p.rate_mbps <= EMULATED_MAX_MBPS])
+        emulator_cells(args, [p for p in paths if p.where == "inside" and p.rate_mbps <= EMULATED_MAX_MBPS])
 
 
-def tree_manifest(directory: Path, tree_spec: str) -> str:
-    """A scheme running `tree_spec` over pantheon-udp, declared in `directory` (its name)."""
-    udp = support.BIN / "pantheon-udp"
-    (directory / "tao-tree.toml").write_text(
-        'name = "tao-tree"\ndisplay = "Tao (tree file)"\ncolor = "#8ca252"\n'
-        f'description = "Tao with the rule tree {tree_spec}, for bench/tao.py"\nversions = "this repository"\n'
-        f'run_first = "receiver"\nreceiver = ["{udp}", "recv", "--bind", "{{local}}", "{{port}}"]\n'
-        f'sender = ["{udp}", "send", "--cc", "{tree_spec}", "{{peer}}", "{{port}}"]\n'
-        f'[setup]\nready = ["{udp}"]\n')
-    return "tao-tree"
-
-
-def emulator_cells(tao: str, args: argparse.Namespace, paths: list[EvalPath]) -> None:
+def emulator_cells(args: argparse.Namespace, paths: list[EvalPath]) -> None:
     if os.geteuid() != 0:
         raise BenchError("--emulator runs flows over pantheon-emu: run as root")
     if not paths:
@@ -236,9 +225,10 @@ def emulator_cells(tao: str, args: argparse.Namespace, paths: list[EvalPath]) ->
     with tempfile.TemporaryDirectory(prefix="bench-tao-") as tmp:
         env = dict(os.environ)
         name = "tao"
-        if tao != "tao":
+        if args.tree is not None:
             env["PANTHEON_SCHEMES_PATH"] = tmp
-            name = tree_manifest(Path(tmp), tao)
+            name = "tao-tree"
+            remy_scheme.write(args.tree, name, Path(tmp))
         names = [name, *COMPARATORS]
         print(f"\nover the emulator: one bulk flow, {args.emu_runtime:g} s, `pantheon test local`")
         print(f"{'path':<6} {'Mbit/s':>7}  {'scheme':<11} {'tput':>8} {'delay':>7} {'p95':>7} {'objective':>9}  frontier")

@@ -282,7 +282,7 @@ TAO_RATE_MBPS = 40
 TAO_DELAY_MS = 75
 """Inside tao-100x's prior (data/tao/tao-100x.toml: 3.16-316 Mbit/s, 150 ms RTT, an infinite buffer),
 and not a network its training evaluates: the prior's corners (3.16 and 316 Mbit/s) are the only
-rates it draws twice, the rest uniformly at random (pantheon.remy.networks)."""
+rates it draws twice, the rest log-uniformly at random (pantheon.remy.networks)."""
 TAO_RIVALS = ["cubic-user", "copa", "vegas-user"]
 TAO_MARGIN = 0.10
 """How far ahead on both axes a comparator must be to count: Tao is "near" the frontier when no

@@ -59,6 +59,8 @@ def _with(old: str, new: str) -> str:
     (GOOD + "networks = 2.5\n", "p.toml: training.networks must be a whole number"),
     (GOOD + "runtime_s = 4.0\n", "p.toml: not TOML"),
     (GOOD + "[search.gain]\nmin = 1\n", "unknown key search.gain"),
+    (GOOD + "pattern = \"random\"\n", "p.toml: training.pattern must be one of product, axes"),
+    (GOOD + "split = \"widest\"\n", "p.toml: training.split must be one of uses, network-share"),
     ("delta = [", "p.toml: not TOML"),
 ])
 def test_every_mistake_in_a_prior_is_one_line_naming_the_file_and_key(tmp_path: Path, text: str, says: str,
@@ -133,6 +135,22 @@ def test_the_remys_steps_around_the_default_action() -> None:
     assert search.intersend_ms.alternatives(3.0) == [3.0, 2.95, 2.8, 2.2]
     found = optimise.candidates(start, search)
     assert len(found) == 5 * 4 * 4 and found[0] == start and len(set(found)) == len(found)
+
+
+def test_the_compass_pattern_moves_one_axis_at_a_time() -> None:
+    """pattern = "axes": the action, then each axis's alternatives with the other two held; for
+    Tao-100x's ladders, from the middle of the space, 24 candidates where Remy's product has 588."""
+    search = prior.Search()
+    start = optimise.default_action(search)
+    found = optimise.candidates(start, search, "axes")
+    assert found == [start, Action(2, 1.0, 3.0), Action(0, 1.0, 3.0), Action(5, 1.0, 3.0), Action(17, 1.0, 3.0),
+                     Action(1, 0.99, 3.0), Action(1, 0.96, 3.0), Action(1, 0.84, 3.0),
+                     Action(1, 1.0, 2.95), Action(1, 1.0, 2.8), Action(1, 1.0, 2.2)]
+    tao = prior.load(Path(__file__).parents[1] / "data" / "tao" / "tao-100x.toml")
+    middle = Action(40, 0.5, 1.0)
+    assert len(optimise.candidates(middle, tao.search, "axes")) == 24
+    assert len(optimise.candidates(middle, tao.search, "product")) == 588
+    assert set(optimise.candidates(middle, tao.search, "axes")) <= set(optimise.candidates(middle, tao.search))
 
 
 BOX = ((0.0, 0.0, 1.0, 0.0), (10.0, 10.0, 1.0, 10.0))
@@ -227,6 +245,29 @@ def test_the_local_search_takes_the_best_candidate_on_common_networks() -> None:
     assert done.objective > done.start_objective and tree.rules(o.state.tree)[0].generation == 1
 
 
+def test_a_split_by_network_share_weighs_every_network_alike() -> None:
+    """Remy splits the rule with the most uses, every acknowledgement counting, so a fast network's
+    rules win; `split = "network-share"` sums each rule's share of each network's uses instead.
+    Here a fast network uses rule 0 a thousand times, two slow ones use rule 1 ten times each:
+    Remy's count splits rule 0, the network share (1 against 2) rule 1."""
+    top = tree.root(Action(1, 1.0, 3.0)).upper
+    edges = (0.0, 2.0, 6.0, top[0])
+    seen = tuple(tuple((lo + 0.2 * k, float(k), 1.0 + k / 10, float(k)) for k in range(1, 9)) for lo in edges[:3])
+    base = Evaluation((0.0, 0.0, 0.0), ((1000, 0, 0), (0, 10, 0), (0, 10, 0)), seen)
+    assert base.uses == (1000, 20, 0) and base.network_shares == (1.0, 2.0, 0.0)
+    three = Node((0.0,) * 4, top, children=tuple(
+        Node((lo, 0.0, 0.0, 0.0), (hi, *top[1:]), action=Action(1, 1.0, 3.0), generation=1)
+        for lo, hi in zip(edges, edges[1:])))
+    assert len(tree.rules(three)) == 3
+    split_rule = {}
+    for how in prior.SPLITS:
+        p = prior.parse(GOOD + f"split = \"{how}\"\n", "p.toml")
+        o = Optimiser(p, 3, seed=0, evaluator=Fake(), state=optimise.State(three, improved=True))
+        o._end_generation(base, tree.rules(three))
+        split_rule[how] = o.state.splits[-1]["rule"]
+    assert split_rule == {"uses": 0, "network-share": 1}
+
+
 def _trained(p: prior.Prior, seed: int, steps: int | None = None, state: optimise.State | None = None) -> Optimiser:
     o = Optimiser(p, 3, seed=seed, evaluator=Fake(), generations=2, state=state)
     count = 0
@@ -251,6 +292,27 @@ def test_the_same_seed_gives_the_same_tree_and_a_resumed_run_the_uninterrupted_o
     single = tree.root(whole.state.history[0].action)
     final, first = Fake().evaluate([whole.state.tree, single], whole.networks(99), False)
     assert final.objective > first.objective
+
+
+def test_a_run_resumed_with_more_generations_trains_the_uninterrupted_ones_tree() -> None:
+    """Stopped at its generation limit, a run has evaluated the tree whose memories place the next
+    split; resumed with more generations it must split there, as a run without the limit does (it
+    drew other networks for the split until stop 49, and the shipped tree could not be remade by
+    one uninterrupted command)."""
+    p = prior.parse(GOOD, "p.toml")
+
+    def run(generations: int, state: optimise.State | None = None) -> Optimiser:
+        o = Optimiser(p, 3, seed=5, evaluator=Fake(), generations=generations, state=state)
+        while not o.stopped:
+            o.step()
+        return o
+
+    whole = run(3)
+    first = run(2)
+    resumed = run(3, optimise.State.from_json(json.loads(json.dumps(first.state.to_json()))))
+    assert [s["generation"] for s in whole.state.splits] == [0, 1]
+    for key in ("tree", "splits", "history", "draw", "generation"):
+        assert resumed.state.to_json()[key] == whole.state.to_json()[key], key
 
 
 def test_training_checkpoints_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -389,3 +451,57 @@ def test_a_run_that_never_uses_a_rule_is_the_same_whatever_its_action() -> None:
     changed = tree.with_rule(split, slow_rule, Action(0, 0.5, 20.0), 0)
     after = evaluator.evaluate([changed], [fast, slow], record=False)[0]
     assert after.scores[0] == base.scores[0] and after.scores[1] != base.scores[1], (base.scores, after.scores)
+
+
+def test_a_tree_file_becomes_a_scheme_both_drivers_run_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`pantheon remy scheme` writes a manifest whose sender is pantheon-udp with `tao:tree=FILE`:
+    the registry finds it on $PANTHEON_SCHEMES_PATH and `pantheon sim` runs it by name (paced at
+    one datagram per 2 ms: 5.9 Mbit/s on a 12 Mbit/s link); a file that is no tree, or a name that
+    is no scheme name, is one line and exit 2, and nothing is written."""
+    from pantheon import schemes
+    from pantheon.sim.simulable import cc_spec
+
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    paced = trees / "paced.dna"
+    tree.write(tree.root(Action(64, 1.0, 2.0)), paced)
+    directory = tmp_path / "schemes"
+    assert cli.main(["remy", "scheme", str(paced), "--name", "tao-paced", "--dir", str(directory)]) == 0
+    monkeypatch.setenv("PANTHEON_SCHEMES_PATH", str(directory))
+    found = schemes.registry().schemes["tao-paced"]
+    assert cc_spec(found) == f"tao:tree={paced.resolve()}" and found.unavailable_reason() is None
+    data = tmp_path / "run"
+    assert cli.main(["sim", "--schemes", "tao-paced", "--runtime", "4", "--delay", "10", "--uplink-rate", "12",
+                     "--downlink-rate", "12", "--data-dir", str(data), "--quiet", "--no-analyze"]) == 0
+    flow = json.loads((data / "tao-paced" / "run1" / "sim.json").read_text())["flows"][0]
+    assert flow["throughput_mbps"] == pytest.approx(1464 * 8 / 2e-3 / 1e6, rel=0.03), flow
+    capsys.readouterr()
+    not_a_tree = trees / "notes.dna"
+    not_a_tree.write_text("not a tree\n")
+    for args, says in (([str(not_a_tree), "--name", "tao-x"], str(not_a_tree)),
+                       ([str(paced), "--name", "Tao X"], "a scheme name is")):
+        assert cli.main(["remy", "scheme", *args, "--dir", str(directory)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in directory.iterdir()) == ["tao-paced.toml"]
+
+
+def test_a_network_whose_senders_never_switch_on_scores_nothing() -> None:
+    """Each sender is off for an exponential time first, so now and then a drawn network has no
+    on-period in its run: it is not simulated (the simulator takes no job without flows), scores 0
+    and uses no rule, and the other networks' scores are what they are alone."""
+    from dataclasses import replace
+
+    from pantheon.remy.evaluation import Simulated
+    from pantheon.sim.runner import Runner
+
+    p = prior.parse(TINY, "tiny.toml")
+    live = networks.draw(p, 1, seed=3)[0]
+    idle = replace(live, on_periods=())
+    start = tree.root(optimise.default_action(p.search))
+    evaluator = Simulated(Runner(None), p.delta)
+    both = evaluator.evaluate([start], [idle, live], record=True)[0]
+    alone = evaluator.evaluate([start], [live], record=True)[0]
+    assert both.scores == (0.0, alone.scores[0]) and both.uses_by_network == ((0,), alone.uses_by_network[0])
+    assert evaluator.simulated_s == 2 * p.runtime_s

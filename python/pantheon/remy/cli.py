@@ -1,5 +1,5 @@
-"""`pantheon remy train` and `pantheon remy show`: a RemyCC's rule tree optimised for a prior over
-the simulator (docs/remy.md), and a tree file in words.
+"""`pantheon remy train`, `scheme` and `show`: a RemyCC's rule tree optimised for a prior over
+the simulator (docs/remy.md), a tree file as a scheme of its own, and a tree file in words.
 
 Training writes the tree (Remy's format, which crates/cc's `tao:tree=FILE` runs), beside it
 TREE.json (the summary: each rule's search, each split, the time taken) and TREE.train.json (the
@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from pantheon.errors import PantheonError
-from pantheon.remy import prior, tree
+from pantheon.remy import prior, scheme, tree
 from pantheon.remy.training import Settings, train
 from pantheon.repository import ROOT
 
@@ -50,6 +50,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "simulations (default: here, on every core)")
     t.add_argument("--quiet", action="store_true", help="no progress")
     t.set_defaults(run=run_train)
+    m = actions.add_parser("scheme", help="a tree file as a scheme of its own",
+                           description="Write a scheme manifest DIR/NAME.toml whose sender runs the tree (pantheon-udp "
+                           "--cc tao:tree=TREE): with DIR on $PANTHEON_SCHEMES_PATH, `pantheon test local` and "
+                           "`pantheon sim` run it by name.",
+                           epilog="example:\n  pantheon remy scheme tao-100x.dna --name tao-mine --dir ~/schemes\n"
+                           "  PANTHEON_SCHEMES_PATH=~/schemes pantheon sim --schemes tao-mine,tao,cubic-user")
+    m.add_argument("tree", type=Path, metavar="TREE")
+    m.add_argument("--name", required=True, help="the scheme's name (lower-case letters, digits, '-')")
+    m.add_argument("--dir", type=Path, required=True, metavar="DIR", help="where the manifest goes")
+    m.set_defaults(run=run_scheme)
     s = actions.add_parser("show", help="a tree file in words", description="A rule tree (Remy's format) in words: "
                            "each rule's box in memory space and its action (pantheon-sim tree show).",
                            epilog="example:\n  pantheon remy show tao-100x.dna")
@@ -77,6 +87,13 @@ def run_train(args: argparse.Namespace) -> int:
           f"stopped: {trained.stopped}")
     print(f"{s.evaluations} tree evaluations, {trained.simulated_s:.0f} simulated s in {trained.wall_s:.0f} s; "
           f"summary {trained.summary}; run it as tao:tree={trained.tree}")
+    return 0
+
+
+def run_scheme(args: argparse.Namespace) -> int:
+    path = scheme.write(args.tree, args.name, args.dir)
+    print(f"{path}: scheme {args.name}; run it with PANTHEON_SCHEMES_PATH={args.dir} pantheon sim --schemes {args.name} "
+          "(or pantheon test local)")
     return 0
 
 

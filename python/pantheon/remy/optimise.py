@@ -10,8 +10,10 @@ The loop:
    generation <= the optimiser's), take the most used (ties: the lowest number).
 3. Improve its action by local search: the candidates are every combination of each axis's
    alternatives (the current value and the value ± each step, Setting.alternatives: Remy's
-   cartesian product), all evaluated on the same networks as step 2 (common random numbers, so a
-   difference is the action's, not the draw's); if the best beats the current objective it becomes
+   cartesian product; or, with the prior's `pattern = "axes"`, each axis's alternatives with the
+   others held: at most 27 where the product has up to 735 for Tao-100x's ladders), all evaluated
+   on the same networks as step 2 (common random numbers, so a difference is the action's, not
+   the draw's); if the best beats the current objective it becomes
    the action and the search repeats from it, else the search ends (ties: the first candidate in
    the product's order, the current action before any other). The rule's generation becomes g+1.
    Only the networks whose runs used the rule in step 2 are run again: a run that never looks the
@@ -19,8 +21,10 @@ The loop:
    The objectives are those of whole evaluations, exactly; later in the training, when rules
    cover a part of the prior each, this skips about half the runs.
 4. When no used rule is left in generation g: if some rule's action changed in it, split the most
-   used rule at the median of its memories (tree.py's split: 2^k children with its action and
-   generation) and start generation g+1; if none changed, stop: nothing improves.
+   used rule (or, with the prior's `split = "network-share"`, the rule with the largest share of
+   the networks' uses, each network weighing 1) at the median of its memories (tree.py's split:
+   2^k children with its action and generation) and start generation g+1; if none changed, stop:
+   nothing improves.
 5. Stop too after `generations` generations (a checkpoint resumed with more goes on), or when the
    driver's budget runs out.
 
@@ -37,7 +41,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from pantheon.remy import networks, tree
 from pantheon.remy.evaluation import Evaluation, Evaluator
@@ -52,11 +56,19 @@ def default_action(search: Search) -> Action:
     return Action(int(search.window_increment.default), search.window_multiple.default, search.intersend_ms.default)
 
 
-def candidates(action: Action, search: Search) -> list[Action]:
-    """Every combination of each axis's alternatives around `action`, the action itself first."""
+def candidates(action: Action, search: Search, pattern: str = "product") -> list[Action]:
+    """The local search's candidates around `action`, the action itself first. "product": every
+    combination of each axis's alternatives (Remy's). "axes": each axis's alternatives with the
+    other two held, a compass search (Kolda, Lewis & Torczon, "Optimization by direct search",
+    SIAM Review 45(3), 2003, §3): 1 + Σ(n_axis − 1) candidates instead of Π n_axis."""
     increments = search.window_increment.alternatives(action.window_increment, decimals=0)
     multiples = search.window_multiple.alternatives(action.window_multiple)
     intersends = search.intersend_ms.alternatives(action.intersend_ms)
+    if pattern == "axes":
+        return ([action] + [replace(action, window_increment=int(b)) for b in increments[1:]]
+                + [replace(action, window_multiple=m) for m in multiples[1:]]
+                + [replace(action, intersend_ms=tau) for tau in intersends[1:]])
+    assert pattern == "product", pattern
     return [Action(int(b), m, tau) for b, m, tau in itertools.product(increments, multiples, intersends)]
 
 
@@ -202,13 +214,18 @@ class Optimiser:
         if not s.improved:
             return self._stop(f"generation {s.generation} improved no rule")
         if self.generations is not None and s.generation + 1 >= self.generations:
+            # This evaluation's memories place the split that a run resumed with more generations
+            # makes: its draw is given back, so the resumed run draws the same networks again (the
+            # simulator is deterministic) and splits where an uninterrupted run does.
+            s.draw -= 1
             self.limit_reached = True
             return Event("stopped", f"{self.generations} generations done", accepted=True)
         splittable = [i for i in range(len(leaves)) if i < len(base.uses) and base.uses[i] > 0
                       and tree.cuts(leaves[i], base.memories[i])]
         if not splittable:
             return self._stop("no used rule can be split")
-        rule = max(splittable, key=lambda i: (base.uses[i], -i))
+        weight = base.network_shares if self.prior.split == "network-share" else base.uses
+        rule = max(splittable, key=lambda i: (weight[i], -i))
         s.tree = tree.split_rule(s.tree, rule, base.memories[rule])
         at = sorted(tree.cuts(leaves[rule], base.memories[rule]).items())
         s.splits.append({"generation": s.generation, "rule": rule, "cuts": [[axis, value] for axis, value in at],
@@ -227,7 +244,7 @@ class Optimiser:
         search = s.search
         assert search is not None
         leaf = tree.rules(s.tree)[search.rule]
-        options = [a for a in candidates(search.action, self.prior.search) if a != search.action]
+        options = [a for a in candidates(search.action, self.prior.search, self.prior.pattern) if a != search.action]
         trees = [tree.with_rule(s.tree, search.rule, a, leaf.generation) for a in options]
         nets = self.networks(search.draw)
         where = list(range(len(nets))) if search.networks is None else search.networks

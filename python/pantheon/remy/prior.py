@@ -5,7 +5,7 @@ al., "An experimental study of the learnability of congestion control", SIGCOMM 
     delta = 1.0                     # the objective's weight of delay (2013 §3.2)
 
     [link]
-    rate_mbps = [3.16, 316.0]       # the bottleneck's rate, drawn uniformly (Remy's) ...
+    rate_mbps = [3.16, 316.0]       # the bottleneck's rate, drawn uniformly ...
     rate_draw = "uniform"           # ... or "log-uniform" (as many octaves low as high)
     min_rtt_ms = [150.0, 150.0]     # propagation round trip, drawn uniformly
     buffer = "infinite"             # or buffer_bytes = [lo, hi], or buffer_bdp = [lo, hi]
@@ -19,6 +19,8 @@ al., "An experimental study of the learnability of congestion control", SIGCOMM 
     runtime_s = 10.0                # simulated seconds of each network per evaluation
     networks = 16                   # networks drawn per evaluation (Remy's 16)
     generations = 2                 # stop after this many generations (absent: when one improves nothing)
+    pattern = "product"             # the local search's candidates: "product" (Remy's) or "axes"
+    split = "uses"                  # the rule split: the most used (Remy's) or "network-share"
 
     [search.window_increment]       # optional: the optimiser's steps (optimise.py), per axis
     min = 0
@@ -29,9 +31,11 @@ al., "An experimental study of the learnability of congestion control", SIGCOMM 
     default = 1
 
 A range is `[lo, hi]`; `lo == hi` fixes the value. Remy's evaluator draws each network's rate,
-RTT and sender count uniformly and independently (its 2014 code); the "log-uniform" draw is ours,
-for priors whose rates span orders of magnitude where a uniform draw leaves the low octaves
-almost empty (3.16–316 Mbit/s uniform puts 1% of networks under 6.3 Mbit/s).
+RTT and sender count uniformly and independently (its 2014 code). For priors whose rates span
+orders of magnitude a uniform draw leaves the low octaves almost empty (3.16–316 Mbit/s uniform
+puts 1% of networks under 6.3 Mbit/s); the learnability study's link-rate experiment stepped the
+rate geometrically across its range instead (that study's evaluator), which "log-uniform" draws
+at random: as many networks in each octave.
 
 Every mistake is one line naming the file and the key (`PriorError`, exit 2).
 """
@@ -45,11 +49,18 @@ from pantheon.errors import PantheonError
 from pantheon.toml_config import top_table
 
 TOP_KEYS = {"delta", "link", "traffic", "training", "search"}
-TRAINING_KEYS = {"runtime_s", "networks", "generations"}
+TRAINING_KEYS = {"runtime_s", "networks", "generations", "pattern", "split"}
 LINK_KEYS = {"rate_mbps", "rate_draw", "min_rtt_ms", "buffer", "buffer_bytes", "buffer_bdp"}
 TRAFFIC_KEYS = {"senders", "mean_on_s", "mean_off_s"}
 SETTING_KEYS = {"min", "max", "min_change", "max_change", "multiplier", "default"}
 RATE_DRAWS = ("uniform", "log-uniform")
+PATTERNS = ("product", "axes")
+"""The local search's candidates (optimise.candidates): every combination of the axes'
+alternatives (Remy's), or each axis's alternatives with the other two held (a compass search)."""
+SPLITS = ("uses", "network-share")
+"""Which rule a generation's end splits: the most used, every acknowledgement counting (Remy's), or
+the one with the largest sum over the networks of its share of each network's uses
+(evaluation.Evaluation.network_shares)."""
 MAX_SENDERS = 64
 MAX_NETWORKS = 10_000
 DEFAULT_NETWORKS = 16
@@ -124,6 +135,10 @@ class Prior:
     networks: int = DEFAULT_NETWORKS
     generations: int | None = None
     """The optimiser's generations; None: until one improves no rule."""
+    pattern: str = "product"
+    """The local search's candidates: one of PATTERNS."""
+    split: str = "uses"
+    """Which rule a generation's end splits: one of SPLITS."""
     search: Search = field(default_factory=Search)
     source: str = "<prior>"
 
@@ -207,6 +222,12 @@ def parse(text: str, source: str) -> Prior:
     if senders.hi > MAX_SENDERS:
         raise PriorError(f"{source}: traffic.senders: at most {MAX_SENDERS}, got {senders.hi:g}")
     training = _table(top, "training", source, TRAINING_KEYS)
+    pattern = training.get("pattern", "product")
+    if pattern not in PATTERNS:
+        raise PriorError(f"{source}: training.pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
+    split = training.get("split", "uses")
+    if split not in SPLITS:
+        raise PriorError(f"{source}: training.split must be one of {', '.join(SPLITS)}, got {split!r}")
     search_table = _table(top, "search", source, set(Search.__dataclass_fields__))
     search = Search(**{axis: _setting(_table(search_table, axis, f"{source}: search", SETTING_KEYS),
                                       f"{source}: search.{axis}", getattr(Search(), axis))
@@ -224,7 +245,7 @@ def parse(text: str, source: str) -> Prior:
                              integer=True)),
         generations=(int(_number(training, "generations", f"{source}: training", 1, 1, 1e6, integer=True))
                      if "generations" in training else None),
-        search=search, source=source)
+        pattern=pattern, split=split, search=search, source=source)
 
 
 def load(path: Path) -> Prior:
