@@ -297,8 +297,8 @@ def test_the_same_seed_gives_the_same_tree_and_a_resumed_run_the_uninterrupted_o
 def test_a_run_resumed_with_more_generations_trains_the_uninterrupted_ones_tree() -> None:
     """Stopped at its generation limit, a run has evaluated the tree whose memories place the next
     split; resumed with more generations it must split there, as a run without the limit does (it
-    drew other networks for the split until stop 49, and the shipped tree could not be remade by
-    one uninterrupted command)."""
+    drew other networks for the split until stop 49, so a training resumed at each generation's
+    end made a tree no uninterrupted command makes)."""
     p = prior.parse(GOOD, "p.toml")
 
     def run(generations: int, state: optimise.State | None = None) -> Optimiser:
