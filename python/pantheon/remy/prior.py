@@ -173,6 +173,14 @@ def _number(table: dict, key: str, where: str, default: float, low: float, high:
     return float(value)
 
 
+def _choice(table: dict, key: str, where: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (the first when the key is absent)."""
+    value = table.get(key, choices[0])
+    if value not in choices:
+        raise PriorError(f"{where}.{key} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def _table(parent: dict, key: str, where: str, known: set[str]) -> dict:
     table = parent.get(key, {})
     if not isinstance(table, dict):
@@ -207,9 +215,7 @@ def parse(text: str, source: str) -> Prior:
                 raise PriorError(f"{source}: {name}.{key} is missing (a range [lo, hi])")
     rate = _range(link, "rate_mbps", f"{source}: link", positive=True)
     rtt = _range(link, "min_rtt_ms", f"{source}: link", positive=True)
-    rate_draw = link.get("rate_draw", "uniform")
-    if rate_draw not in RATE_DRAWS:
-        raise PriorError(f"{source}: link.rate_draw must be one of {', '.join(RATE_DRAWS)}, got {rate_draw!r}")
+    rate_draw = _choice(link, "rate_draw", f"{source}: link", RATE_DRAWS)
     buffers = [k for k in ("buffer", "buffer_bytes", "buffer_bdp") if k in link]
     if len(buffers) > 1:
         raise PriorError(f"{source}: link.{buffers[1]}: give one of buffer = \"infinite\", buffer_bytes, buffer_bdp")
@@ -222,12 +228,8 @@ def parse(text: str, source: str) -> Prior:
     if senders.hi > MAX_SENDERS:
         raise PriorError(f"{source}: traffic.senders: at most {MAX_SENDERS}, got {senders.hi:g}")
     training = _table(top, "training", source, TRAINING_KEYS)
-    pattern = training.get("pattern", "product")
-    if pattern not in PATTERNS:
-        raise PriorError(f"{source}: training.pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
-    split = training.get("split", "uses")
-    if split not in SPLITS:
-        raise PriorError(f"{source}: training.split must be one of {', '.join(SPLITS)}, got {split!r}")
+    pattern = _choice(training, "pattern", f"{source}: training", PATTERNS)
+    split = _choice(training, "split", f"{source}: training", SPLITS)
     search_table = _table(top, "search", source, set(Search.__dataclass_fields__))
     search = Search(**{axis: _setting(_table(search_table, axis, f"{source}: search", SETTING_KEYS),
                                       f"{source}: search.{axis}", getattr(Search(), axis))
