@@ -41,12 +41,15 @@ to one path), 2 buffers, 1 and 2 flows: 1 520 cells. The simulator side of all o
 3 minutes; the emulator runs in real time (one campaign of every scheme, one seed, 10 s runs: about
 4 minutes; the whole matrix with 3 runs about 15 hours), so it is gathered in pieces: `--keep DIR` keeps every campaign, and a later invocation
 with the same DIR reuses what is there and runs only what is missing (`--runs 2` after `--runs 1`
-runs seed 1). Selection: --schemes, --kernel, --paths, --buffers, --flows.
+runs seed 1). Each emulated run's figures and replay are also written to the record,
+data/fidelity/emulated.json (committed; `--record FILE`), and a run that is there but not in DIR is
+read from it and not run again: the matrix outlives the machine its data dirs were on. Selection:
+--schemes, --kernel, --paths, --buffers, --flows.
 
 Run as root, from the repository (cargo build --release and ./setup.sh first):
     python3 bench/sim_fidelity.py --keep DIR [--runs 3] [--sim-runs 20] [--runtime 10]
         [--paths demo,india-wired] [--buffers shallow,deep] [--flows 1,2] [--schemes copa,cubic-user]
-        [--sim-only] [--json FILE] [--markdown FILE] [--before-bin DIR]
+        [--sim-only] [--json FILE] [--markdown FILE] [--before-bin DIR] [--record FILE]
 
 It prints a row per cell with emulated runs (--sim-only: the simulator's side of every selected
 cell), writes every selected cell to DIR/matrix.json (or --json FILE), and with --markdown FILE the
@@ -81,6 +84,8 @@ REPO = support.REPO
 BOUND = 0.10
 FORMAT_VERSION = 1
 """matrix.json's format; a reader takes this version."""
+RECORD = REPO / "data" / "fidelity" / "emulated.json"
+RECORD_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -232,11 +237,54 @@ def _pair(value: list[float] | None) -> Pair | None:
     return None if value is None else (value[0], value[1])
 
 
+class Record:
+    """The emulated runs' figures, kept in the repository (data/fidelity/emulated.json) so that the
+    matrix outlives the data dirs it was gathered in: per run (place, run length, seed, scheme), the
+    run's throughput and p95 and its replay in the simulator with the build that replayed it. A run
+    whose data dir is gone is read from here (its replay then is of the build the record names); a
+    run whose data dir is there is read from it and written here."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.runs: dict[str, dict] = {}
+        if path is not None and path.exists():
+            got = json.loads(path.read_text())
+            if got.get("format_version") != RECORD_VERSION:
+                sys.exit(f"sim_fidelity: {path}: record format {got.get('format_version')}, this script reads "
+                         f"{RECORD_VERSION}; pass another --record")
+            self.runs = got["runs"]
+
+    @staticmethod
+    def key(where: Where, runtime_s: float, seed: int, scheme: str) -> str:
+        return f"{where.path} {where.buffer} {where.flows} {runtime_s:g}s seed{seed} {scheme}"
+
+    def get(self, key: str) -> tuple[Pair | None, Pair | None] | None:
+        """(run, replay) of a recorded run, or None if it is not recorded."""
+        entry = self.runs.get(key)
+        if entry is None:
+            return None
+        replayed = entry.get("replay")
+        return _pair(entry["emu"]), None if replayed is None else (replayed["tput"], replayed["p95"])
+
+    def put(self, key: str, run: Pair | None, replayed: Pair | None, spec: str, build: str) -> None:
+        self.runs[key] = {"emu": None if run is None else list(run),
+                          "replay": None if replayed is None else {"spec": spec, "build": build,
+                                                                   "tput": replayed[0], "p95": replayed[1]}}
+
+    def save(self) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lines = ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(self.runs.items()))
+            self.path.write_text(f'{{"format_version": {RECORD_VERSION}, "runs": {{\n{lines}\n}}}}\n')  # a run a line
+
+
 def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runtime_s: float, specs: dict[str, str],
-                  build: str, sim_only: bool, before_bin: Path | None) -> dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]]:
+                  build: str, sim_only: bool, before_bin: Path | None,
+                  record: Record) -> dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]]:
     """Each scheme's emulated runs on seeds 0..runs-1, each with its replay (one-flow cells) and
-    --before-bin's replay: (run, replay, before's replay). Campaigns in DIR are reused; a seed's
-    schemes not there yet run in one more campaign beside them (`seed<K>/part<I>`)."""
+    --before-bin's replay: (run, replay, before's replay). Campaigns in DIR are reused, and runs
+    whose campaign is not in DIR are read from the record; a seed's schemes in neither run in one
+    more campaign beside them (`seed<K>/part<I>`)."""
     base = where.dir(root) / f"emu-{runtime_s:g}s"
     out: dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]] = {}
     for seed in range(runs):
@@ -245,7 +293,9 @@ def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runti
         parts = sorted(seed_dir.glob("part*/perf.json")) if seed_dir.exists() else []
         for perf in parts:
             found.update({name: perf.parent for name in fidelity.perf_pairs(perf)})
-        missing = [s for s in schemes if s not in found]
+        recorded = {s: got for s in schemes if s not in found
+                    and (got := record.get(Record.key(where, runtime_s, seed, s))) is not None}
+        missing = [s for s in schemes if s not in found and s not in recorded]
         if missing and not sim_only:
             data_dir = seed_dir / f"part{len(parts)}"
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -257,15 +307,18 @@ def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runti
             print(f"  ... {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
             found.update({name: data_dir for name in missing})
         for name in schemes:
+            if name in recorded:
+                out.setdefault(name, []).append((*recorded[name], None))
             if name not in found:
                 continue
             pair = fidelity.perf_pairs(found[name] / "perf.json")[name][0]
             replayed = replayed_before = None
+            spec = specs[KERNEL_TWINS.get(name, name)]
             if pair is not None and where.flows == 1:
-                spec = specs[KERNEL_TWINS.get(name, name)]
                 replayed = cached_replay(found[name], name, spec, build, None)
                 if before_bin:
                     replayed_before = cached_replay(found[name], name, spec, build, before_bin)
+            record.put(Record.key(where, runtime_s, seed, name), pair, replayed, spec, build)
             out.setdefault(name, []).append((pair, replayed, replayed_before))
     return out
 
@@ -438,6 +491,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="the selected cells as JSON (default DIR/matrix.json)")
     parser.add_argument("--markdown", type=Path, help="the measured cells and the coverage as a Markdown table")
     parser.add_argument("--before-bin", type=Path, help="a directory with another pantheon-sim: its Δ too")
+    parser.add_argument("--record", default=str(RECORD),
+                        help="the emulated runs' figures, read where DIR lacks a run and written with what DIR has "
+                        "(default data/fidelity/emulated.json, committed; '' for none)")
     args = parser.parse_args()
     # A scheme left out of specs says why (unknown, not a crates/cc scheme, a file it needs missing).
     if missing := next((n for n in args.schemes.split(",") if n and n not in specs), None):
@@ -452,6 +508,7 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="sim-fidelity-"))
     simulator_version = simulator.version()
     build = simulator_version["binary_sha256"][:12]
+    record = Record(Path(args.record) if args.record else None)
     print(f"{len(places)} places x {len(schemes) + len(kernel)} schemes; {args.runs} emulated and {args.sim_runs} "
           f"simulated runs x {args.runtime:g} s; mean ± 95% interval; Δ = (sim − emu) / emu ± 95% (Welch)")
     print(f"{'scheme':<17} {'path':<24} {'buffer':<7} F {'emu tput':>13} {'sim tput':>13} {'Δ tput':>11} "
@@ -461,7 +518,8 @@ def main() -> None:
         path_file(root, where)
         sim, before = simulated_side(root, where, sim_specs, args.sim_runs, args.runtime, build, args.before_bin)
         emu = emulated_side(root, where, schemes + kernel, args.runs, args.runtime, specs, build, args.sim_only,
-                            args.before_bin)
+                            args.before_bin, record)
+        record.save()
         for name in schemes + kernel:
             twin = KERNEL_TWINS.get(name, name)
             cell = Cell(name, twin, where)
