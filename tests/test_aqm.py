@@ -21,9 +21,11 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pantheon import link_log
+from pantheon.analysis.logs import read_records
 from test_behaviour import BDP_BYTES, DELAY_MS, RATE_MBPS, campaign, queueing_p95_ms, ready, summary_of
 from test_harness import pantheon
 
@@ -40,6 +42,20 @@ def aqm_drops_and_marks(run_dir: Path) -> tuple[int, int]:
     also counts what was still in flight when the run ended: 40-odd datagrams of 10 000)."""
     log = link_log.read(run_dir / "uplink.log")
     return sum(cause == "aqm" for *_, cause in log.drops), sum(d.ce for d in log.departures)
+
+
+WARM_UP_S = 2
+"""Prague's slow start doubles its window each round trip and hears of the L queue's marks a round
+trip late, so it can overshoot the 1 ms step at first; its standing queue is judged from here on."""
+
+
+def delay_p95_ms_from(run_dir: Path, flow: int, from_s: float) -> float:
+    """The flow's p95 one-way delay over its datagrams delivered `from_s` seconds into the run and
+    later (flows numbered from 1, as in perf.json)."""
+    events, _ = read_records(run_dir / "records.parquet")
+    late = (events.recv_flow == flow) & (events.recv_t_us >= events.send_t_us.min() + from_s * 1e6)
+    assert late.any(), f"{run_dir}: flow {flow} delivered nothing after {from_s} s"
+    return float(np.percentile(events.delay_us[late], 95)) / 1e3
 
 
 @pytest.mark.timeout(300)
@@ -74,7 +90,8 @@ def test_prague_behind_dualpi2_keeps_a_millisecond_of_queue_and_shares_with_cubi
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     flows = json.loads((data / "perf.json").read_text())["schemes"]["prague-vs-cubic"]["runs"]["1"]["flows"]
     prague, cubic = flows["1"], flows["2"]
-    assert prague["delay_p95_ms"] - DELAY_MS < 5, prague
+    settled_ms = delay_p95_ms_from(data / "prague-vs-cubic" / "run1", 1, WARM_UP_S)
+    assert settled_ms - DELAY_MS < 5, (settled_ms, prague)
     assert prague["ce_rate"] > 0 and cubic["ce_rate"] > 0, (prague, cubic)
     assert 0.5 <= prague["throughput_mbps"] / cubic["throughput_mbps"] <= 2, (prague, cubic)
 
