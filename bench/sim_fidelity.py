@@ -36,8 +36,8 @@ Why
     confirms (issue 38): that is only sound where the simulator reproduces what the emulator
     measures, and the matrix says where, with intervals that say how sure.
 
-Size: 17 simulable schemes + 3 kernel rows, 19 distinct paths (the buffer sweep's four presets scale
-to one path), 2 buffers, 1 and 2 flows: 1 520 cells. The simulator side of all of them takes about
+Size: 18 simulable schemes + 3 kernel rows, 19 distinct paths (the buffer sweep's four presets scale
+to one path), 2 buffers, 1 and 2 flows: 1 596 cells. The simulator side of all of them takes about
 3 minutes; the emulator runs in real time (one campaign of every scheme, one seed, 10 s runs: about
 4 minutes; the whole matrix with 3 runs about 15 hours), so it is gathered in pieces: `--keep DIR` keeps every campaign, and a later invocation
 with the same DIR reuses what is there and runs only what is missing (`--runs 2` after `--runs 1`
