@@ -126,6 +126,10 @@ first two runs are beyond the bound gets SUBSET_MORE_RUNS more, and the mean of 
 SUBSET_MORE_RUNS = 2
 SUBSET_SIM_SEEDS = 10
 INDIGO_EMULATED_RUNS = 3
+"""And as many more when the first three are beyond the bound (the subset's sequential rule,
+SUBSET_MORE_RUNS): the mean of six decides. An emulated run's p95 on this path is at one of two
+levels, 22.7 or 28.8-30.7 ms (six runs, 2026-11-30; the simulator's 20 seeds 26.41), so the mean of
+three fell outside 10% in two of four tries."""
 INDIGO_SIM_SEEDS = 20
 INDIGO_RUNTIME_S = 10.0
 
@@ -192,16 +196,21 @@ def test_the_demo_paths_cells_agree_within_ten_percent(tmp_path: Path, flows: in
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root")
 def test_indigo_on_the_demo_path_is_within_ten_percent_of_the_emulator(tmp_path: Path) -> None:
     """Issue 38: the shipped `indigo` on the demo's own path (12 Mbit/s, 20 ms, 60 000-byte
-    DropTail), the simulator's mean over 20 seeds against the emulator's over 3 runs of 10 s,
+    DropTail), the simulator's mean over 20 seeds against the emulator's over 3 runs of 10 s (6 when
+    the first 3 are beyond the bound: INDIGO_EMULATED_RUNS),
     within 10% on throughput and p95 one-way delay. Before its retraining the simulator gave
     6.93 Mbit/s on seed 0 (mean about 10.6 over 200 seeds) against the emulator's 11.16."""
     path = fidelity.all_paths()["demo"]
     path_file = tmp_path / "path.toml"
     path_file.write_text(path.toml())
     emulated = fidelity.emulated(path_file, ["indigo"], 1, INDIGO_RUNTIME_S, 0, tmp_path / "emu", timeout_s=240,
-                                 runs=INDIGO_EMULATED_RUNS)
+                                 runs=INDIGO_EMULATED_RUNS)["indigo"]
     spec = cc_spec(registry().schemes["indigo"])
     assert spec is not None
-    simulated = fidelity.simulated(path, {"indigo": spec}, 1, INDIGO_RUNTIME_S, range(INDIGO_SIM_SEEDS), tmp_path)
-    why = beyond(valid(emulated["indigo"]), valid(list(simulated["indigo"].values())))
-    assert not why, why
+    simulated = valid(list(fidelity.simulated(path, {"indigo": spec}, 1, INDIGO_RUNTIME_S, range(INDIGO_SIM_SEEDS),
+                                              tmp_path)["indigo"].values()))
+    if beyond(valid(emulated), simulated):
+        emulated += fidelity.emulated(path_file, ["indigo"], 1, INDIGO_RUNTIME_S, INDIGO_EMULATED_RUNS,
+                                      tmp_path / "emu-more", timeout_s=240, runs=INDIGO_EMULATED_RUNS)["indigo"]
+    why = beyond(valid(emulated), simulated)
+    assert not why, (why, emulated)
