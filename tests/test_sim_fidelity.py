@@ -127,9 +127,9 @@ SUBSET_MORE_RUNS = 2
 SUBSET_SIM_SEEDS = 10
 INDIGO_EMULATED_RUNS = 3
 """And as many more when the first three are beyond the bound (the subset's sequential rule,
-SUBSET_MORE_RUNS): the mean of six decides. An emulated run's p95 on this path is at one of two
-levels, 22.7 or 28.8-30.7 ms (six runs, 2026-11-30; the simulator's 20 seeds 26.41), so the mean of
-three fell outside 10% in two of four tries."""
+`disagreeing`): the mean of six decides. On 2026-11-30, with the machine's hosts measured noisier
+than the simulator's model (docs/sim.md, "The hosts"), emulated runs on this path gave 7.5-11.1
+Mbit/s at a p95 of 22.7-40.6 ms, where the simulator's 20 seeds give 11.06 at 26.41."""
 INDIGO_SIM_SEEDS = 20
 INDIGO_RUNTIME_S = 10.0
 
@@ -142,6 +142,24 @@ def beyond(emulated: list[fidelity.Pair], simulated: list[fidelity.Pair]) -> lis
         if abs(sim / emu - 1) > MATRIX_BOUND:
             out.append(f"{metric}: emulator {emu:.2f}, simulator {sim:.2f} ({sim / emu - 1:+.1%})")
     return out
+
+
+def disagreeing(path_file: Path, flows: int, runtime_s: float, simulated: dict[str, dict[int, fidelity.Pair | None]],
+                runs: int, more_runs: int, tmp_path: Path) -> dict[str, tuple[list[str], list[fidelity.Pair]]]:
+    """Each scheme of `simulated` emulated `runs` times over the path (seeds 0..runs-1), and its
+    metrics beyond the bound with its emulated runs, for those that disagree. A sequential sample: a
+    scheme beyond the bound after its first runs gets `more_runs` more (the next seeds) and the mean
+    of all decides, so that an outlier is diluted and a real difference stays (the bound is
+    unchanged)."""
+    names = list(simulated)
+    emulated = fidelity.emulated(path_file, names, flows, runtime_s, 0, tmp_path / "emu", timeout_s=240, runs=runs)
+    sim = {name: valid(list(simulated[name].values())) for name in names}
+    if again := [name for name in names if beyond(valid(emulated[name]), sim[name])]:
+        more = fidelity.emulated(path_file, again, flows, runtime_s, runs, tmp_path / "emu-more", timeout_s=240,
+                                 runs=more_runs)
+        for name in again:
+            emulated[name] += more[name]
+    return {name: (why, valid(emulated[name])) for name in names if (why := beyond(valid(emulated[name]), sim[name]))}
 
 
 def valid(pairs: list[fidelity.Pair | None]) -> list[fidelity.Pair]:
@@ -175,21 +193,10 @@ def test_the_demo_paths_cells_agree_within_ten_percent(tmp_path: Path, flows: in
     path = fidelity.scaled(fidelity.all_paths()["demo"], SUBSET_BUFFER)
     path_file = tmp_path / "path.toml"
     path_file.write_text(path.toml())
-    emulated = fidelity.emulated(path_file, list(SUBSET_SCHEMES), flows, SUBSET_RUNTIME_S, 0, tmp_path / "emu",
-                                 timeout_s=240, runs=SUBSET_EMULATED_RUNS)
     specs = {name: cc_spec(registry().schemes[name]) or "" for name in SUBSET_SCHEMES}
     simulated = fidelity.simulated(path, specs, flows, SUBSET_RUNTIME_S, range(SUBSET_SIM_SEEDS), tmp_path)
-
-    def wrong() -> dict[str, list[str]]:
-        return {name: why for name in SUBSET_SCHEMES
-                if (why := beyond(valid(emulated[name]), valid(list(simulated[name].values()))))}
-
-    if again := list(wrong()):
-        more = fidelity.emulated(path_file, again, flows, SUBSET_RUNTIME_S, SUBSET_EMULATED_RUNS, tmp_path / "emu-more",
-                                 timeout_s=240, runs=SUBSET_MORE_RUNS)
-        for name in again:
-            emulated[name] += more[name]
-    assert not wrong(), wrong()
+    wrong = disagreeing(path_file, flows, SUBSET_RUNTIME_S, simulated, SUBSET_EMULATED_RUNS, SUBSET_MORE_RUNS, tmp_path)
+    assert not wrong, wrong
 
 
 @pytest.mark.slow
@@ -203,14 +210,8 @@ def test_indigo_on_the_demo_path_is_within_ten_percent_of_the_emulator(tmp_path:
     path = fidelity.all_paths()["demo"]
     path_file = tmp_path / "path.toml"
     path_file.write_text(path.toml())
-    emulated = fidelity.emulated(path_file, ["indigo"], 1, INDIGO_RUNTIME_S, 0, tmp_path / "emu", timeout_s=240,
-                                 runs=INDIGO_EMULATED_RUNS)["indigo"]
     spec = cc_spec(registry().schemes["indigo"])
     assert spec is not None
-    simulated = valid(list(fidelity.simulated(path, {"indigo": spec}, 1, INDIGO_RUNTIME_S, range(INDIGO_SIM_SEEDS),
-                                              tmp_path)["indigo"].values()))
-    if beyond(valid(emulated), simulated):
-        emulated += fidelity.emulated(path_file, ["indigo"], 1, INDIGO_RUNTIME_S, INDIGO_EMULATED_RUNS,
-                                      tmp_path / "emu-more", timeout_s=240, runs=INDIGO_EMULATED_RUNS)["indigo"]
-    why = beyond(valid(emulated), simulated)
-    assert not why, (why, emulated)
+    simulated = fidelity.simulated(path, {"indigo": spec}, 1, INDIGO_RUNTIME_S, range(INDIGO_SIM_SEEDS), tmp_path)
+    wrong = disagreeing(path_file, 1, INDIGO_RUNTIME_S, simulated, INDIGO_EMULATED_RUNS, INDIGO_EMULATED_RUNS, tmp_path)
+    assert not wrong, wrong
