@@ -18,16 +18,17 @@ What is measured
       ±             half-width of the mean's 95% confidence interval (Student's t)
       Δ             (sim − emu) / emu of the means, ± the 95% interval of the difference of the
                     means (Welch), relative to the emulator's mean
-      replay Δ      one-flow cells: the mean over emulated runs of (replay − emu) / emu, ± its 95%
-                    interval: each emulated run replayed in the simulator on the same draw of
-                    delivery opportunities (pantheon.sim.replay), so the path's randomness cancels
-                    and what is left is the simulator's model of the hosts (docs/sim.md)
+      replay Δ      the mean over emulated runs of (replay − emu) / emu, ± its 95% interval: each
+                    emulated run replayed in the simulator on the same draw of delivery
+                    opportunities, each flow started where it started emulated (pantheon.sim.replay),
+                    so the path's randomness cancels and what is left is the simulator's model of
+                    the hosts (docs/sim.md)
       verdict       `ok`: |Δ| ≤ 10% on both metrics (the issue's bound); `flag`: beyond, with the
                     cause the runs measure: `draws` (the replays agree within 10%: the runs' luck
                     on the path and the hosts, not the model), `hosts` (the replays differ beyond
                     10% as well: the simulator's model of the hosts), `unresolved` (no replay, and
                     Δ's interval reaches back within the bound: more runs would tell), `2 flows`
-                    (beyond the bound, and a two-flow run has no replay), `twin` (a kernel row
+                    (beyond the bound, a two-flow run recorded before two flows replayed), `twin` (a kernel row
                     whose userspace twin, emulated on the same seeds, differs from it beyond 10%:
                     the twin's difference from the kernel, not the simulator's; bench/twin_fidelity.py)
 
@@ -53,7 +54,7 @@ Run as root, from the repository (cargo build --release and ./setup.sh first):
 
 It prints a row per cell with emulated runs (--sim-only: the simulator's side of every selected
 cell), writes every selected cell to DIR/matrix.json (or --json FILE), and with --markdown FILE the
-table and the matrix's coverage as docs/sim.md carries them. --before-bin DIR adds the Δ of another
+summary by cause, the tables and the matrix's coverage as docs/fidelity-matrix.md carries them. --before-bin DIR adds the Δ of another
 pantheon-sim build (PANTHEON_BIN_DIR=DIR) against the same emulated runs, and its replays' Δ.
 """
 from __future__ import annotations
@@ -107,7 +108,7 @@ class Cell:
     emu: list[Pair] = field(default_factory=list)
     sim: list[Pair] = field(default_factory=list)
     replays: list[Pair] = field(default_factory=list)
-    """One per emulated run, in the emulated runs' order (one-flow cells)."""
+    """One per emulated run, in the emulated runs' order."""
     invalid_emu: int = 0
     invalid_sim: int = 0
     before: list[Pair] = field(default_factory=list)
@@ -153,7 +154,7 @@ def judged(cell: Cell) -> dict:
     out["delta"] = {m: delta(column(cell.emu, i), column(cell.sim, i)) for m, i in METRICS}
     if cell.twin_emu:
         out["twin_delta"] = {m: delta(column(cell.emu, i), column(cell.twin_emu, i)) for m, i in METRICS}
-    if cell.replays:
+    if cell.replays and len(cell.replays) == len(cell.emu):
         out["replay_delta"] = {m: paired(column(cell.emu, i), column(cell.replays, i)) for m, i in METRICS}
     if cell.before:
         out["before_delta"] = {m: delta(column(cell.emu, i), column(cell.before, i)) for m, i in METRICS}
@@ -281,7 +282,7 @@ class Record:
 def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runtime_s: float, specs: dict[str, str],
                   build: str, sim_only: bool, before_bin: Path | None,
                   record: Record) -> dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]]:
-    """Each scheme's emulated runs on seeds 0..runs-1, each with its replay (one-flow cells) and
+    """Each scheme's emulated runs on seeds 0..runs-1, each with its replay and
     --before-bin's replay: (run, replay, before's replay). Campaigns in DIR are reused, and runs
     whose campaign is not in DIR are read from the record; a seed's schemes in neither run in one
     more campaign beside them (`seed<K>/part<I>`)."""
@@ -314,7 +315,7 @@ def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runti
             pair = fidelity.perf_pairs(found[name] / "perf.json")[name][0]
             replayed = replayed_before = None
             spec = specs[KERNEL_TWINS.get(name, name)]
-            if pair is not None and where.flows == 1:
+            if pair is not None:
                 replayed = cached_replay(found[name], name, spec, build, None)
                 if before_bin:
                     replayed_before = cached_replay(found[name], name, spec, build, before_bin)
@@ -323,21 +324,21 @@ def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runti
     return out
 
 
-def cached_replay(data_dir: Path, name: str, spec: str, build: str, before_bin: Path | None) -> Pair:
-    """The emulated run's replay in the simulator (replay.json beside it, for one build; --before-bin's
-    never kept)."""
+def cached_replay(data_dir: Path, name: str, spec: str, build: str, before_bin: Path | None) -> Pair | None:
+    """The emulated run's replay in the simulator, its flows on their emulated starts (replay.json
+    beside it, for one build; --before-bin's never kept); None when a replayed flow delivered nothing."""
     kept = data_dir / name / "replay.json"
     if before_bin is None and kept.exists():
         got = json.loads(kept.read_text())
-        if got.get("spec") == spec and got.get("build") == build:
-            return got["tput"], got["p95"]
+        if got.get("spec") == spec and got.get("build") == build and "pair" in got:
+            return _pair(got["pair"])
     options = json.loads((data_dir / "metadata.json").read_text())["emulator_options"]
     what = replay.replay_of(data_dir / name / "run1", options, spec)
     with tempfile.TemporaryDirectory(prefix="fidelity-replay-") as scratch, bin_dir(before_bin):
-        flow = replay.run(what, Path(scratch))
-    pair = (flow["throughput_mbps"], flow["delay_p95_ms"])
+        flows = replay.run(what, Path(scratch))
+    pair = fidelity.pair((f["throughput_mbps"], f["delay_p95_ms"]) for f in flows)
     if before_bin is None:
-        kept.write_text(json.dumps({"spec": spec, "build": build, "tput": pair[0], "p95": pair[1]}))
+        kept.write_text(json.dumps({"spec": spec, "build": build, "pair": None if pair is None else list(pair)}))
     return pair
 
 
@@ -404,39 +405,76 @@ def text_row(c: dict) -> str:
     return row
 
 
+CAUSES = ("hosts", "2 flows", "unresolved", "twin", "draws")
+"""A flagged cell's causes, the one that says most against the simulator first: a cell counts under
+its first."""
+
+
+def display_name(c: dict) -> str:
+    return c["scheme"] + (" (kernel)" if c["kernel"] else "")
+
+
+def delta_table(run: list[dict], names: list[str], buffer: str, flows: int) -> list[str]:
+    """Δ tput / Δ p95 of one buffer and flow count: a row per scheme, a column per path."""
+    chosen = [c for c in run if (c["buffer"], c["flows"]) == (buffer, flows)]
+    paths = list(dict.fromkeys(c["path"] for c in chosen))
+    by_key = {(display_name(c), c["path"]): c for c in chosen}
+    lines = ["| scheme | " + " | ".join(paths) + " |", "|---" * (len(paths) + 1) + "|"]
+    for name in names:
+        entries = []
+        for path in paths:
+            c = by_key.get((name, path))
+            d = [] if c is None else [c["delta"][m]["value"] * 100 for m, _ in METRICS]
+            entries.append(" / ".join(f"**{v:+.1f}**" if abs(v) > BOUND * 100 else f"{v:+.1f}" for v in d) or "–")
+        lines.append(f"| {name} | " + " | ".join(entries) + " |")
+    return lines
+
+
+def summary(run: list[dict]) -> list[str]:
+    """Per buffer and flow count: the cells within the bound and the flagged ones by cause."""
+    lines = ["| buffer, flows | places | cells | within 10% | " + " | ".join(f"`{k}`" for k in CAUSES) + " |",
+             "|---" * (4 + len(CAUSES)) + "|"]
+    groups = list(dict.fromkeys((c["buffer"], c["flows"]) for c in run))
+    for label, chosen in [*[(f"{b}, {n}", [c for c in run if (c["buffer"], c["flows"]) == (b, n)]) for b, n in groups],
+                          ("all", run)]:
+        counts = dict.fromkeys(CAUSES, 0)
+        for c in chosen:
+            if c["verdict"] == "flag":
+                counts[next(k for k in CAUSES if k in c["causes"].values())] += 1
+        ok = sum(c["verdict"] == "ok" for c in chosen)
+        places = len({(c["path"], c["buffer"], c["flows"]) for c in chosen})
+        lines.append(f"| {label} | {places} | {len(chosen)} | {ok} ({ok / len(chosen):.0%}) | "
+                     + " | ".join(str(counts[k]) for k in CAUSES) + " |")
+    return lines
+
+
 def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
-    """As docs/sim.md carries the matrix: Δ tput / Δ p95 of every cell with emulated runs, a row per
-    scheme and a column per place; the flagged cells in full with their causes; the coverage."""
+    """docs/fidelity-matrix.md: the summary by cause, Δ tput / Δ p95 of every cell with emulated runs
+    (a table per buffer and flow count, a row per scheme and a column per path), the flagged cells in
+    full with their causes, and the coverage."""
     run = [c for c in cells if "emu" in c]
     flagged = [c for c in run if c["verdict"] == "flag"]
-    places = list(dict.fromkeys((c["path"], c["buffer"], c["flows"]) for c in run))
-    names = list(dict.fromkeys(c["scheme"] + (" (kernel)" if c["kernel"] else "") for c in cells))
-    by_key = {(c["scheme"] + (" (kernel)" if c["kernel"] else ""), c["path"], c["buffer"], c["flows"]): c for c in run}
-    lines = [f"`{command}`", "", f"Cells with emulated runs: {len(run)} of {len(cells)} selected; within 10% on both "
-             f"metrics: {len(run) - len(flagged)}; flagged: {len(flagged)}. Each entry: Δ throughput / Δ p95, "
-             "(sim − emu) / emu of the means in %, **bold** beyond 10%.", ""]
-    if places:
-        lines += ["| scheme | " + " | ".join(f"{p} {b}, {n} fl." for p, b, n in places) + " |",
-                  "|---" * (len(places) + 1) + "|"]
-        for name in names:
-            entries = []
-            for place in places:
-                c = by_key.get((name, *place))
-                if c is None:
-                    entries.append("–")
-                    continue
-                d = [c["delta"][m]["value"] * 100 for m, _ in METRICS]
-                entries.append(" / ".join(f"**{v:+.1f}**" if abs(v) > BOUND * 100 else f"{v:+.1f}" for v in d))
-            lines.append(f"| {name} | " + " | ".join(entries) + " |")
+    names = list(dict.fromkeys(display_name(c) for c in cells))
+    lines = ["# The fidelity matrix, cell by cell", "",
+             f"Written by `{command}` (bench/sim_fidelity.py; docs/sim.md, \"The fidelity matrix\", says what a "
+             "cell is and what its causes mean).", "",
+             f"Cells with emulated runs: {len(run)} of {len(cells)} selected; within 10% on both metrics: "
+             f"{len(run) - len(flagged)}; flagged: {len(flagged)}.", ""]
+    if run:
+        lines += summary(run)
+    for buffer, flows in dict.fromkeys((c["buffer"], c["flows"]) for c in run):
+        lines += ["", f"## {buffer.capitalize()} buffer, {flows} flow{'s' if flows > 1 else ''}", "",
+                  "Each entry: Δ throughput / Δ p95, (sim − emu) / emu of the means in %, **bold** beyond 10%.", "",
+                  *delta_table(run, names, buffer, flows)]
     if flagged:
-        lines += ["", "Flagged cells (mean ± 95% interval; runs emulated/simulated; replay Δ: one-flow cells):", "",
+        lines += ["", "## Flagged cells", "", "Mean ± 95% interval; runs emulated/simulated; replay Δ: each emulated "
+                  "run replayed in the simulator on its own draw.", "",
                   "| scheme | path | buffer | flows | emu Mbit/s | sim Mbit/s | Δ tput | emu p95 ms | sim p95 ms | Δ p95 "
                   "| replay Δ tput | replay Δ p95 | runs | cause |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for c in flagged:
             r = c.get("replay_delta")
-            name = c["scheme"] + (" (kernel)" if c["kernel"] else "")
-            lines.append(f"| {name} | {c['path']} | {c['buffer']} ({c['buffer_bytes']:,} B) | {c['flows']} "
+            lines.append(f"| {display_name(c)} | {c['path']} | {c['buffer']} ({c['buffer_bytes']:,} B) | {c['flows']} "
                          f"| {mci(c['emu']['tput'])} | {mci(c['sim']['tput'])} | {pct(c['delta']['tput'])} "
                          f"| {mci(c['emu']['p95'], 1)} | {mci(c['sim']['p95'], 1)} | {pct(c['delta']['p95'])} "
                          f"| {pct(r['tput']) if r else '–'} | {pct(r['p95']) if r else '–'} "
@@ -444,7 +482,8 @@ def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
     by_place: dict[tuple[str, str, int], list[dict]] = {}
     for c in cells:
         by_place.setdefault((c["path"], c["buffer"], c["flows"]), []).append(c)
-    lines += ["", "| path | buffer | flows | schemes run | emulated runs | simulated seeds |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Coverage", "", "| path | buffer | flows | schemes run | emulated runs | simulated seeds |",
+              "|---|---|---|---|---|---|"]
     remaining, remaining_cells = [], 0
     for (path, buffer, flows), group in by_place.items():
         done = [c for c in group if "emu" in c]
@@ -489,7 +528,8 @@ def main() -> None:
     parser.add_argument("--sim-only", action="store_true", help="the simulator's side only; no emulated run")
     parser.add_argument("--keep", type=Path, help="data dir of the matrix; what is there is reused")
     parser.add_argument("--json", type=Path, help="the selected cells as JSON (default DIR/matrix.json)")
-    parser.add_argument("--markdown", type=Path, help="the measured cells and the coverage as a Markdown table")
+    parser.add_argument("--markdown", type=Path, help="the measured cells, by cause and in full, and the coverage, "
+                        "as docs/fidelity-matrix.md carries them")
     parser.add_argument("--before-bin", type=Path, help="a directory with another pantheon-sim: its Δ too")
     parser.add_argument("--record", default=str(RECORD),
                         help="the emulated runs' figures, read where DIR lacks a run and written with what DIR has "

@@ -21,7 +21,10 @@ link's clock; the simulated flow starts at that instant of a run with the same o
 so it sees the same opportunities at the same times. The tunnel's handshake datagram (44 bytes)
 takes part of one opportunity in the emulator and is not replayed.
 
-Only one-flow runs replay: the uplink log does not say which flow a datagram belongs to.
+Several flows replay too: the uplink log does not say which flow a datagram belongs to, so the
+first data datagram on it is the earliest flow's, and each other flow starts as much later as its
+first datagram left its sender after the earliest flow's did (datalink.log, where every flow's
+sends are on the one clock of the run).
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from pantheon import link_log
 from pantheon.analysis.logs import read_text_log
@@ -44,7 +49,8 @@ TAIL_S = 0.5
 
 @dataclass(frozen=True)
 class Replay:
-    flow: simulator.FlowArg
+    flows: tuple[simulator.FlowArg, ...]
+    """In the run's flow order (flow 1 first)."""
     path_options: list[str]
     """pantheon-emu's options as the emulated run got them, `--seed` left out."""
     seed: int
@@ -60,30 +66,44 @@ def first_data_entry_us(uplink_log: Path) -> int:
     return entered_us
 
 
+def first_sends_us(datalink_log: Path) -> dict[int, int]:
+    """Each flow's first datagram into its tunnel, on the run's clock (µs), by flow number."""
+    events, _ = read_text_log(datalink_log)
+    return {flow: int(events.send_t_us[events.send_flow == flow].min())
+            for flow in np.unique(events.send_flow).tolist()}
+
+
 def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
     """The simulated run of controller `spec` (a crates/cc spec) that replays emulated run
     `run_dir`, whose data dir's metadata.json gave `emulator_options`, on the run's own seed."""
     run = json.loads((run_dir / "run.json").read_text())
     flows = run["flows"]
-    if len(flows) != 1:
-        raise PantheonError(f"{run_dir}: only one-flow runs can be replayed, this one has {len(flows)}")
     at = emulator_options.index("--seed")
     seed = int(run["seed"])
     path_options = emulator_options[:at] + emulator_options[at + 2:]
-    start_s = first_data_entry_us(run_dir / "uplink.log") / 1e6
-    duration_s = float(flows[0]["duration_s"])
-    return Replay(simulator.FlowArg(spec, start_s, duration_s), path_options, seed, start_s + duration_s + TAIL_S)
+    first_s = first_data_entry_us(run_dir / "uplink.log") / 1e6
+    lags_s = [0.0]
+    if len(flows) > 1:
+        firsts_us = first_sends_us(run_dir / "datalink.log")
+        if missing := [k for k in range(1, len(flows) + 1) if k not in firsts_us]:
+            raise PantheonError(f"{run_dir}: flow {missing[0]} sent nothing, so its start cannot be replayed")
+        earliest_us = min(firsts_us.values())
+        lags_s = [(firsts_us[k] - earliest_us) / 1e6 for k in range(1, len(flows) + 1)]
+    replayed = tuple(simulator.FlowArg(spec, first_s + lag_s, float(f["duration_s"]))
+                     for f, lag_s in zip(flows, lags_s, strict=True))
+    end_s = max(f.start_s + (f.duration_s or 0.0) for f in replayed)
+    return Replay(replayed, path_options, seed, end_s + TAIL_S)
 
 
-def run(replay: Replay, out_dir: Path) -> dict:
-    """Runs the replay into `out_dir`; its flow's metrics (docs/sim.md, FLOW_METRICS)."""
-    # Phase 0: the flow's start is read off the link's own log, so it is on the link's clock already.
-    argv = simulator.run_command(out_dir, [replay.flow], replay.path_options, replay.runtime_s, replay.seed,
+def run(replay: Replay, out_dir: Path) -> list[dict]:
+    """Runs the replay into `out_dir`; its flows' metrics (docs/sim.md, FLOW_METRICS), in order."""
+    # Phase 0: the flows' starts are read off the link's own log, so they are on the link's clock already.
+    argv = simulator.run_command(out_dir, replay.flows, replay.path_options, replay.runtime_s, replay.seed,
                                  link_phase_us=0)
     done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=simulator.die_with_parent)  # noqa: PLW1509
     if done.returncode != 0:
         raise simulator.SimError(simulator.message(done.stderr) or f"{simulator.PROGRAM} exited {done.returncode}")
-    return simulator.parse_report(done.stdout)["flows"][0]
+    return simulator.parse_report(done.stdout)["flows"]
 
 
 def first_seconds(datalink_log: Path, seconds: float) -> FlowMetrics:
