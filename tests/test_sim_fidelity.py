@@ -84,8 +84,7 @@ def test_a_replay_starts_at_the_first_data_datagram_with_the_runs_path_and_seed(
                                         "1293852 + 2 1500\n")
     options = ["--delay", "88", "--uplink-poisson", "2.64", "--seed", "7", "--downlink-poisson", "2.64"]
     got = replay.replay_of(run_dir, options, "copa:delta=0.5")
-    assert got.flow.cc == "copa:delta=0.5"
-    assert (got.flow.start_s, got.flow.duration_s) == (1.283904, 30.0)
+    assert [(f.cc, f.start_s, f.duration_s) for f in got.flows] == [("copa:delta=0.5", 1.283904, 30.0)]
     # The run's own seed (run.json), not the campaign's base seed.
     assert (got.seed, got.path_options) == (8, ["--delay", "88", "--uplink-poisson", "2.64", "--downlink-poisson", "2.64"])
     assert got.runtime_s == pytest.approx(1.283904 + 30 + replay.TAIL_S)
