@@ -87,6 +87,9 @@ FORMAT_VERSION = 1
 """matrix.json's format; a reader takes this version."""
 RECORD = REPO / "data" / "fidelity" / "emulated.json"
 RECORD_VERSION = 1
+CAUSES = ("hosts", "2 flows", "unresolved", "twin", "draws")
+"""A flagged cell's causes, the one that says most against the simulator first: a cell counts under
+its first."""
 
 
 @dataclass(frozen=True)
@@ -405,18 +408,20 @@ def text_row(c: dict) -> str:
     return row
 
 
-CAUSES = ("hosts", "2 flows", "unresolved", "twin", "draws")
-"""A flagged cell's causes, the one that says most against the simulator first: a cell counts under
-its first."""
-
-
 def display_name(c: dict) -> str:
     return c["scheme"] + (" (kernel)" if c["kernel"] else "")
 
 
-def delta_table(run: list[dict], names: list[str], buffer: str, flows: int) -> list[str]:
-    """Δ tput / Δ p95 of one buffer and flow count: a row per scheme, a column per path."""
-    chosen = [c for c in run if (c["buffer"], c["flows"]) == (buffer, flows)]
+def by_buffer_and_flows(cells: list[dict]) -> dict[tuple[str, int], list[dict]]:
+    """The cells of each buffer and flow count, in the order they first come."""
+    out: dict[tuple[str, int], list[dict]] = {}
+    for c in cells:
+        out.setdefault((c["buffer"], c["flows"]), []).append(c)
+    return out
+
+
+def delta_table(chosen: list[dict], names: list[str]) -> list[str]:
+    """Δ tput / Δ p95 of one buffer and flow count's cells: a row per scheme, a column per path."""
     paths = list(dict.fromkeys(c["path"] for c in chosen))
     by_key = {(display_name(c), c["path"]): c for c in chosen}
     lines = ["| scheme | " + " | ".join(paths) + " |", "|---" * (len(paths) + 1) + "|"]
@@ -434,9 +439,8 @@ def summary(run: list[dict]) -> list[str]:
     """Per buffer and flow count: the cells within the bound and the flagged ones by cause."""
     lines = ["| buffer, flows | places | cells | within 10% | " + " | ".join(f"`{k}`" for k in CAUSES) + " |",
              "|---" * (4 + len(CAUSES)) + "|"]
-    groups = list(dict.fromkeys((c["buffer"], c["flows"]) for c in run))
-    for label, chosen in [*[(f"{b}, {n}", [c for c in run if (c["buffer"], c["flows"]) == (b, n)]) for b, n in groups],
-                          ("all", run)]:
+    groups = [(f"{b}, {n}", chosen) for (b, n), chosen in by_buffer_and_flows(run).items()]
+    for label, chosen in [*groups, ("all", run)]:
         counts = dict.fromkeys(CAUSES, 0)
         for c in chosen:
             if c["verdict"] == "flag":
@@ -462,10 +466,10 @@ def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
              f"{len(run) - len(flagged)}; flagged: {len(flagged)}.", ""]
     if run:
         lines += summary(run)
-    for buffer, flows in dict.fromkeys((c["buffer"], c["flows"]) for c in run):
+    for (buffer, flows), chosen in by_buffer_and_flows(run).items():
         lines += ["", f"## {buffer.capitalize()} buffer, {flows} flow{'s' if flows > 1 else ''}", "",
                   "Each entry: Δ throughput / Δ p95, (sim − emu) / emu of the means in %, **bold** beyond 10%.", "",
-                  *delta_table(run, names, buffer, flows)]
+                  *delta_table(chosen, names)]
     if flagged:
         lines += ["", "## Flagged cells", "", "Mean ± 95% interval; runs emulated/simulated; replay Δ: each emulated "
                   "run replayed in the simulator on its own draw.", "",
