@@ -64,7 +64,8 @@ def test_two_schemes_three_flows_leave_correct_records(tmp_path: Path) -> None:
     assert meta["emulator_options"][:2] == ["--delay", str(DELAY_MS)]
     for scheme in ("cubic", "bbr"):
         run = data / scheme / "run1"
-        assert json.loads((run / "run.json").read_text())["ok"]
+        info = json.loads((run / "run.json").read_text())
+        assert info["ok"] and 0 <= info["host_steal_pct"] <= 100, info
         records = pq.read_table(run / "records.parquet").to_pylist()
         by_flow = defaultdict(list)
         for r in records:

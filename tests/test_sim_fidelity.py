@@ -19,7 +19,8 @@ a quiet machine: the first 3 s agreed within 1% in 19 (the 20th is the run above
 buffer (emulated p95 from 103 to 572 ms), so the comparison covers the link, the pacing and the
 controller's start. Agreement over whole runs, in the mean of many, is bench/sim_fidelity.py's.
 A busy machine late more often forks more runs, so the test stops at the first four seeds within
-the bound and fails only when four of seven are beyond it.
+the bound and fails only when four of seven are beyond it; a run whose hypervisor stole more than
+a quiet host's share of the CPUs (analyze.QUIET_STEAL_PCT) is not compared at all (quiet_runs).
 
 The fidelity matrix (bench/sim_fidelity.py, docs/sim.md) keeps a strict subset here: three schemes
 on the demo's path with a shallow buffer, one and two flows, two emulated runs of 5 s against the
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import pytest
 
+from pantheon.analysis.analyze import QUIET_STEAL_PCT
 from pantheon.analysis.metrics import FlowMetrics
 from pantheon.schemes import registry
 from pantheon.sim import replay
@@ -51,12 +53,16 @@ RUNTIME_S = 4
 """Long enough for the datagrams sent in the first COMPARED_S to arrive through a full buffer."""
 COMPARED_S = 3.0
 BOUND = 0.05
-SEEDS = (1, 2, 3, 4, 5, 6, 7)
+COMPARED_RUNS = 7
+"""Runs on a quiet host that decide; FAILURES_ALLOWED of them may be beyond the bound."""
 FAILURES_ALLOWED = 3
+SEEDS = range(1, 2 * COMPARED_RUNS + 1)
+"""Twice as many as decide: the others stand in for runs on a host that was not quiet (quiet_runs)."""
 
 
-def emulated_and_replayed(data: Path, seed: int) -> tuple[FlowMetrics, FlowMetrics]:
-    """The first COMPARED_S of one seed's emulated run and of its replay."""
+def emulated_and_replayed(data: Path, seed: int) -> tuple[FlowMetrics, FlowMetrics] | float:
+    """The first COMPARED_S of one seed's emulated run and of its replay; or, where the run's host
+    was not quiet, how much of its CPU time the hypervisor stole (quiet_runs says why)."""
     done = subprocess.run([PANTHEON, "test", "local", "--schemes", SCHEME, "--emulator", PRESET, "--runtime",
                            str(RUNTIME_S), "--seed", str(seed), "--data-dir", str(data), "--quiet", "--no-analyze"],
                           capture_output=True, text=True, timeout=120)
@@ -65,6 +71,9 @@ def emulated_and_replayed(data: Path, seed: int) -> tuple[FlowMetrics, FlowMetri
     spec = cc_spec(registry().schemes[SCHEME])
     assert spec is not None
     run_dir = data / SCHEME / "run1"
+    stolen_pct = json.loads((run_dir / "run.json").read_text())["host_steal_pct"]
+    if stolen_pct is not None and stolen_pct > QUIET_STEAL_PCT:
+        return float(stolen_pct)
     replay.run(replay.replay_of(run_dir, options, spec), data / "replay")
     return (replay.first_seconds(run_dir / "datalink.log", COMPARED_S),
             replay.first_seconds(data / "replay" / "datalink.log", COMPARED_S))
@@ -92,9 +101,13 @@ def test_a_replay_starts_at_the_first_data_datagram_with_the_runs_path_and_seed(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root")
 def test_vivace_over_mexico_cellular_replays_its_first_seconds_within_five_percent(tmp_path: Path) -> None:
-    tried, failed = [], 0
+    tried, failed, stolen = [], 0, []
     for seed in SEEDS:
-        emulated, simulated = emulated_and_replayed(tmp_path / f"seed{seed}", seed)
+        compared = emulated_and_replayed(tmp_path / f"seed{seed}", seed)
+        if isinstance(compared, float):
+            stolen.append(compared)
+            continue
+        emulated, simulated = compared
         differences = relative_differences(emulated, simulated)
         ok = all(abs(d) <= BOUND for d in differences.values())
         tried.append(f"seed {seed}: emulator {emulated.throughput_mbps:.3f} Mbit/s p95 {emulated.delay_p95_ms:.1f} ms,"
@@ -102,8 +115,11 @@ def test_vivace_over_mexico_cellular_replays_its_first_seconds_within_five_perce
         failed += not ok
         if failed > FAILURES_ALLOWED:
             pytest.fail(f"the replays' first {COMPARED_S:g} s differ by more than {BOUND:.0%}: " + "; ".join(tried))
-        if len(tried) - failed == len(SEEDS) - FAILURES_ALLOWED:
+        if len(tried) - failed == COMPARED_RUNS - FAILURES_ALLOWED:
             return
+    pytest.skip(f"the host was not quiet: the hypervisor stole more than {QUIET_STEAL_PCT:g}% of its CPU time in "
+                f"{len(stolen)} of {len(SEEDS)} emulated runs ({stolen} %), and {len(tried)} runs decide nothing: "
+                + "; ".join(tried))
 
 
 # The fidelity matrix's strict subset (issue 38 §1; bench/sim_fidelity.py runs the whole matrix):
@@ -126,10 +142,14 @@ SUBSET_MORE_RUNS = 2
 SUBSET_SIM_SEEDS = 10
 INDIGO_EMULATED_RUNS = 3
 """And as many more when the first three are beyond the bound (the subset's sequential rule,
-`disagreeing`): the mean of six decides. On 2026-11-30, with the machine's hosts measured noisier
-than the simulator's model (docs/sim.md, "The hosts"), emulated runs on this path gave 7.5-11.1
-Mbit/s at a p95 of 22.7-40.6 ms, where the simulator's 20 seeds give 11.06 at 26.41."""
+`disagreeing`): the mean of six decides. Each on a quiet host (quiet_runs): on 2026-11-30, 24
+emulated runs on this path, the simulator's 20 seeds giving 11.06 Mbit/s at a p95 of 26.41 ms,
+were in two kinds. The 10 whose hypervisor stole 0.05-1.7% of the CPUs' time gave 11.10 Mbit/s at
+25.67 ms (11.03-11.58, 23.3-33.7); the 14 from which it stole 3.0-22% gave 9.42 at 32.91
+(6.64-10.94, 29.8-39.9): the host, not the path, is the 15-20% they differ by."""
 INDIGO_SIM_SEEDS = 20
+QUIET_TRIES = 4
+"""At most this many emulated runs for each one wanted on a quiet host (quiet_runs)."""
 INDIGO_RUNTIME_S = 10.0
 
 
@@ -143,22 +163,52 @@ def beyond(emulated: list[fidelity.Pair], simulated: list[fidelity.Pair]) -> lis
     return out
 
 
+def quiet_runs(path_file: Path, names: list[str], flows: int, runtime_s: float, wanted: int, seed: int,
+               tmp_path: Path) -> tuple[dict[str, list[fidelity.Pair]], int]:
+    """`wanted` emulated runs of each scheme of `names` on a quiet host, from the emulator's seed
+    `seed` on, and the next seed. A run whose host had more than QUIET_STEAL_PCT of its CPU time
+    stolen (harness/steal.py) measured the path and the host's stalls together, which is not what
+    the simulator models: it is replaced by a run on the next seed, up to QUIET_TRIES runs for
+    each one wanted. A host that stays that busy for longer leaves nothing to compare: the test is
+    skipped, saying so."""
+    kept: dict[str, list[fidelity.Pair]] = {name: [] for name in names}
+    stolen: dict[str, list[float]] = {name: [] for name in names}
+    while needed := {name: wanted - len(kept[name]) for name in names if len(kept[name]) < wanted}:
+        if over := [name for name in needed if len(stolen[name]) > (QUIET_TRIES - 1) * wanted]:
+            pytest.skip(f"the host was not quiet: in {len(stolen[over[0]])} emulated runs of {over[0]} the hypervisor "
+                        f"stole more than {QUIET_STEAL_PCT:g}% of its CPU time ({stolen[over[0]]} %), so their delays "
+                        f"are the host's as much as the path's: nothing to compare the simulator with")
+        runs = max(needed.values())
+        data_dir = tmp_path / f"emu-seed{seed}"
+        emulated = fidelity.emulated(path_file, list(needed), flows, runtime_s, seed, data_dir, timeout_s=240,
+                                     runs=runs)
+        steals = fidelity.steal_pcts(data_dir / "perf.json")
+        for name, missing in needed.items():
+            for pair, steal in zip(emulated[name], steals[name], strict=True):
+                if steal is not None and steal > QUIET_STEAL_PCT:
+                    stolen[name].append(steal)
+                elif missing:
+                    kept[name] += valid([pair])
+                    missing -= 1
+        seed += runs
+    return kept, seed
+
+
 def disagreeing(path_file: Path, flows: int, runtime_s: float, simulated: dict[str, dict[int, fidelity.Pair | None]],
                 runs: int, more_runs: int, tmp_path: Path) -> dict[str, tuple[list[str], list[fidelity.Pair]]]:
-    """Each scheme of `simulated` emulated `runs` times over the path (seeds 0..runs-1), and its
-    metrics beyond the bound with its emulated runs, for those that disagree. A sequential sample: a
-    scheme beyond the bound after its first runs gets `more_runs` more (the next seeds) and the mean
-    of all decides, so that an outlier is diluted and a real difference stays (the bound is
-    unchanged)."""
+    """Each scheme of `simulated` emulated `runs` times over the path on a quiet host (quiet_runs),
+    and its metrics beyond the bound with its emulated runs, for those that disagree. A sequential
+    sample: a scheme beyond the bound after its first runs gets `more_runs` more (the next seeds)
+    and the mean of all decides, so that an outlier is diluted and a real difference stays (the
+    bound is unchanged)."""
     names = list(simulated)
-    emulated = fidelity.emulated(path_file, names, flows, runtime_s, 0, tmp_path / "emu", timeout_s=240, runs=runs)
+    emulated, seed = quiet_runs(path_file, names, flows, runtime_s, runs, 0, tmp_path)
     sim = {name: valid(list(simulated[name].values())) for name in names}
-    if again := [name for name in names if beyond(valid(emulated[name]), sim[name])]:
-        more = fidelity.emulated(path_file, again, flows, runtime_s, runs, tmp_path / "emu-more", timeout_s=240,
-                                 runs=more_runs)
+    if again := [name for name in names if beyond(emulated[name], sim[name])]:
+        more, _ = quiet_runs(path_file, again, flows, runtime_s, more_runs, seed, tmp_path)
         for name in again:
             emulated[name] += more[name]
-    return {name: (why, valid(emulated[name])) for name in names if (why := beyond(valid(emulated[name]), sim[name]))}
+    return {name: (why, emulated[name]) for name in names if (why := beyond(emulated[name], sim[name]))}
 
 
 def valid(pairs: list[fidelity.Pair | None]) -> list[fidelity.Pair]:

@@ -134,6 +134,13 @@ def emulated(path_file: Path, schemes: list[str], flows: int, runtime_s: float, 
     return perf_pairs(data_dir / "perf.json")
 
 
+def steal_pcts(perf_json: Path) -> dict[str, list[float | None]]:
+    """Each scheme's runs' host steal (perf.json's host_steal_pct, harness/steal.py), in the runs'
+    order; None where it was not measured."""
+    return {name: [scheme["runs"][k].get("host_steal_pct") for k in sorted(scheme["runs"], key=int)]
+            for name, scheme in json.loads(perf_json.read_text())["schemes"].items()}
+
+
 def perf_pairs(perf_json: Path) -> dict[str, list[Pair | None]]:
     """Each scheme's runs in a perf.json (docs/analysis.md) as pairs, in the runs' order."""
     out: dict[str, list[Pair | None]] = {}

@@ -211,6 +211,13 @@ pub trait CongestionControl: Any {
     fn scalable_ecn(&self) -> Option<Ecn> {
         None
     }
+
+    /// How far the flow's pacing clock may trail the real clock, ns: how much of a stall of the
+    /// sender it makes up by sending what fell due meanwhile back to back (flow/pacer.rs). The
+    /// default, `pacer::MAX_LAG_NS`, makes up a late wake-up and no more.
+    fn pacing_max_lag_ns(&self) -> u64 {
+        flow::pacer::MAX_LAG_NS
+    }
 }
 
 /// Bits per second of `bytes` delivered over `interval_us`.

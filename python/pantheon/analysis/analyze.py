@@ -38,6 +38,13 @@ LATE_FLOW_MS = 100.0
 """A flow whose harness started it later than this is said to have started late: its launcher
 polls every 5 ms and a scheme's process takes tens of ms to start, so 100 ms is the harness
 falling behind (50 bulk flows released at once started up to 2.4 s late: issue 35 §5)."""
+QUIET_STEAL_PCT = 2.0
+"""A run whose host had more of its CPU time stolen than this (harness/steal.py) gets a warning:
+its delays and rates carry the host's stalls beyond those of the quiet host the simulator models
+(pantheon-sim's host.rs: the machine stalled 1% of the time at each crossing of an
+acknowledgement's way, which makes 0.6% of a thread's wake-ups 0.5 ms late). Measured on the
+development VM: in runs with at most 1.7% stolen the emulator wrote 0.1–0.9% of its departures
+more than 0.5 ms late, with 3.0% stolen 1.9–2.3%, with 15–22% stolen 14–23% (harness/steal.py)."""
 
 
 @dataclass
@@ -136,6 +143,10 @@ def _judge(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics, li
     warnings = [line for p in problems for line in p.messages()]
     warnings += [f"flow {i} started {late:.0f} ms after it was due: the harness could not start it on time"
                  for i, late in enumerate(source.start_lateness_ms, start=1) if late is not None and late > LATE_FLOW_MS]
+    if source.host_steal_pct is not None and source.host_steal_pct > QUIET_STEAL_PCT:
+        warnings.append(f"the hypervisor stole {source.host_steal_pct:.1f}% of the host's CPU time during the run "
+                        f"(/proc/stat): its programs stood still that share of the time, so its delays and rates "
+                        f"are the host's as well as the path's")
     drawn = None
     if has_workloads(source) and not unreadable:
         try:
@@ -158,7 +169,7 @@ def _judge(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics, li
         flags += delivery_flags(metrics) + length_flags(metrics, runtime_s, durations, data.head_start_s, starts,
                                                         data.metadata.get("machine", {}).get("cpus"))
     metrics.flags = flags
-    metrics.delay_bound_ms = source.delay_bound_ms
+    metrics.delay_bound_ms, metrics.host_steal_pct = source.delay_bound_ms, source.host_steal_pct
     return events, metrics, warnings, flow_schemes, drawn
 
 

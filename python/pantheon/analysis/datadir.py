@@ -77,6 +77,9 @@ class RunSource:
     start_lateness_ms: list[float | None] = field(default_factory=list)
     """run.json's: per flow, how long after it was due the harness started it (empty before
     issue 35, and in simulated runs, where nothing is late)."""
+    host_steal_pct: float | None = None
+    """run.json's: the share of the harness host's CPU time a hypervisor stole while the flows ran
+    (harness/steal.py); None where it was not measured."""
 
     @property
     def name(self) -> str:
@@ -241,7 +244,7 @@ def _harness(path: Path) -> DataDir:
             outputs=run_dir, plot_prefix="", runtime_s=info.get("runtime_s"), flows=flows,
             failures=list(info.get("failures", [])) if not info.get("ok", False) else [],
             clock=info.get("clock"), flags=list(info.get("flags", [])), transfers=exists(run_dir / "transfers.parquet"),
-            start_lateness_ms=_lateness(info.get("start_lateness_ms")),
+            start_lateness_ms=_lateness(info.get("start_lateness_ms")), host_steal_pct=_number(info.get("host_steal_pct")),
         ))
     labels = list(dict.fromkeys(r.label for r in runs))
     return DataDir(path, "harness", metadata, runs, _looks(labels, metadata.get("schemes", {})), _harness_setup(path, metadata, runs),
@@ -252,7 +255,12 @@ def _lateness(value: object) -> list[float | None]:
     """run.json's start_lateness_ms, where it is a list of numbers (or nulls); else nothing."""
     if not isinstance(value, list):
         return []
-    return [float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None for v in value]
+    return [_number(v) for v in value]
+
+
+def _number(value: object) -> float | None:
+    """A number of run.json as a float; None for anything else."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _machine(machine: dict) -> str:

@@ -103,6 +103,9 @@ class RunMetrics:
     delay_bound_ms: float | None = None
     """Remote mode: how far each one-way delay may be off, the two hosts' clocks being measured to
     within this (harness/clock.py); None where one clock timed both ends."""
+    host_steal_pct: float | None = None
+    """The share of the harness host's CPU time a hypervisor stole while the flows ran (run.json's,
+    harness/steal.py); None where it was not measured (simulated runs, the original's logs)."""
     rtt_fairness: float | None = None
     """Where the run's bulk flows had different base RTTs (extra delays): the shortest-RTT flows'
     mean throughput / the longest-RTT flows' (analysis/transfers.py: rtt_fairness); else None."""
@@ -287,4 +290,4 @@ def bound_text(bound_ms: float) -> str:
 def as_dict(run: RunMetrics) -> dict:
     return {"valid": run.valid, "flags": run.flags, "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
             "jain_index": run.jain_index, "power": run.power, "delay_bound_ms": run.delay_bound_ms,
-            "rtt_fairness": run.rtt_fairness, "flows": {m.flow: asdict(m) for m in [run.all, *run.flows]}}
+            "host_steal_pct": run.host_steal_pct, "rtt_fairness": run.rtt_fairness, "flows": {m.flow: asdict(m) for m in [run.all, *run.flows]}}

@@ -26,7 +26,7 @@ from pantheon.analysis.datadir import format_version, read_json
 from pantheon.analysis.metrics import RunMetrics, as_dict
 
 TABLE_COLUMNS = ("scheme", "display", "run", "flow", "flow_scheme", "valid", "flags", "capacity_mbps", "utilization",
-                 "jain_index", "power", "delay_bound_ms")
+                 "jain_index", "power", "delay_bound_ms", "host_steal_pct")
 NESTED_COLUMNS: dict[str, tuple[tuple[str, ...], ...]] = {
     "transfers": (("count",), ("completed",), ("fct_ms", "p50"), ("fct_ms", "p99"), ("slowdown", "p50"), ("slowdown", "p99")),
     "start_lateness_ms": (("p50",), ("p99",), ("max",)),
@@ -97,7 +97,7 @@ def flat_table(results: dict[str, dict[int, RunMetrics]], displays: dict[str, st
                     "flow_scheme": flow.pop("scheme"), "valid": run.valid, "flags": "; ".join(run.flags),
                     "capacity_mbps": run.capacity_mbps, "utilization": run.utilization,
                     "jain_index": run.jain_index, "power": run.power, "delay_bound_ms": run.delay_bound_ms,
-                    "rtt_fairness": run.rtt_fairness, **flow,
+                    "host_steal_pct": run.host_steal_pct, "rtt_fairness": run.rtt_fairness, **flow,
                 })
     if not rows:
         return pa.table({name: pa.array([], pa.string()) for name in TABLE_COLUMNS})

@@ -154,7 +154,7 @@ def _run(trial: Trial, run_seed: int, run_dir: Path, schemes: dict[str, Scheme],
     files.write_atomic(run_dir / "run.json", files.json_text({
         **trial.run_keys(run_seed), "ok": outcome.ok, "failures": outcome.failures,
         "t0_epoch_s": outcome.t0_epoch_s, "ended_epoch_s": outcome.ended_epoch_s,
-        "start_lateness_ms": outcome.start_lateness_ms, **clock,
+        "start_lateness_ms": outcome.start_lateness_ms, "host_steal_pct": outcome.host_steal_pct, **clock,
     }))
     return outcome.failures
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pantheon.harness import leftovers, tunnel
+from pantheon.harness import leftovers, steal, tunnel
 from pantheon.harness.transfers import TransferFiles, side_command
 from pantheon.plan import Plan
 from pantheon.processes import lifeline
@@ -50,6 +50,9 @@ class Outcome:
     start_lateness_ms: list[float | None] = field(default_factory=list)
     """Per flow, how long after it was due its later-started side was started (the launchers'
     `.started` against the schedule; None where no side of it on this host started)."""
+    host_steal_pct: float | None = None
+    """The share of this host's CPU time stolen by a hypervisor while the flows ran (steal.py);
+    None where the run did not play to its end or the kernel does not count steal."""
 
     @property
     def ok(self) -> bool:
@@ -227,7 +230,9 @@ class Run:
             self.endpoints.start(self)
             self._wait_until_ready()
             outcome.t0_epoch_s = time.time()
+            ticks = steal.read()
             self._play(progress)
+            outcome.host_steal_pct = steal.stolen_pct(ticks, steal.read())
         except RunFailed as e:
             outcome.failures.append(str(e))
         finally:

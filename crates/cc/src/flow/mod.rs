@@ -299,7 +299,7 @@ impl Flow {
         let sent = self.book.on_sent(now_us, PACKET_BYTES);
         debug_assert_eq!(sent.seq, self.counts.sent, "the bookkeeping numbers datagrams from 0 as the wire does");
         self.cc.on_sent(&sent);
-        self.pacer.on_sent(now, PACKET_BYTES, permit.pacing_rate_bps);
+        self.pacer.on_sent(now, PACKET_BYTES, permit.pacing_rate_bps, self.cc.pacing_max_lag_ns());
         if permit.probe {
             self.next_probe_us = now_us + PROBE_INTERVAL_US;
         }
