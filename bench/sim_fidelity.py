@@ -25,8 +25,11 @@ What is measured
                     the hosts (docs/sim.md)
       verdict       `ok`: |Δ| ≤ 10% on both metrics (the issue's bound); `flag`: beyond, with the
                     cause the runs measure: `draws` (the replays agree within 10%: the runs' luck
-                    on the path and the hosts, not the model), `hosts` (the replays differ beyond
-                    10% as well: the simulator's model of the hosts), `unresolved` (no replay, and
+                    on the path and the hosts, not the model), `stolen` (the replays differ, and
+                    the hypervisor took more than 2% of the CPUs' time in an emulated run: the
+                    host was not the quiet one the simulator models; harness/steal.py), `hosts`
+                    (the replays differ beyond 10% on a quiet host: the simulator's model of the
+                    hosts), `unresolved` (no replay, and
                     Δ's interval reaches back within the bound: more runs would tell), `2 flows`
                     (beyond the bound, a two-flow run recorded before two flows replayed), `twin` (a kernel row
                     whose userspace twin, emulated on the same seeds, differs from it beyond 10%:
@@ -72,8 +75,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import support
+from pantheon.analysis.analyze import QUIET_STEAL_PCT
 from pantheon.schemes import registry
 from pantheon.sim import replay, simulator
 from pantheon.sim.simulable import problem as simulable_problem
@@ -87,9 +92,19 @@ FORMAT_VERSION = 1
 """matrix.json's format; a reader takes this version."""
 RECORD = REPO / "data" / "fidelity" / "emulated.json"
 RECORD_VERSION = 1
-CAUSES = ("hosts", "2 flows", "unresolved", "twin", "draws")
+CAUSES = ("hosts", "2 flows", "unresolved", "twin", "draws", "stolen")
 """A flagged cell's causes, the one that says most against the simulator first: a cell counts under
 its first."""
+
+
+class Emulated(NamedTuple):
+    """One emulated run of a cell: its figures (None: the analysis found it invalid), its replay,
+    --before-bin's replay, and how much of the host's CPU time the hypervisor stole (None: not
+    measured, as in runs recorded before the harness measured it)."""
+    run: Pair | None
+    replayed: Pair | None
+    replayed_before: Pair | None
+    steal_pct: float | None
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,8 @@ class Cell:
     sim: list[Pair] = field(default_factory=list)
     replays: list[Pair] = field(default_factory=list)
     """One per emulated run, in the emulated runs' order."""
+    steal_pcts: list[float] = field(default_factory=list)
+    """The emulated runs' host steal, where measured."""
     invalid_emu: int = 0
     invalid_sim: int = 0
     before: list[Pair] = field(default_factory=list)
@@ -148,6 +165,8 @@ def judged(cell: Cell) -> dict:
                  "path": w.path, "buffer": w.buffer, "flows": w.flows,
                  "buffer_bytes": fidelity.buffer_bytes(fidelity.all_paths()[w.path], w.buffer),
                  "invalid_emu_runs": cell.invalid_emu, "invalid_sim_runs": cell.invalid_sim}
+    if cell.steal_pcts:
+        out["emu_steal_pct"] = max(cell.steal_pcts)
     if cell.sim:
         out["sim"] = {m: mean_ci(column(cell.sim, i)) for m, i in METRICS}
     if not cell.emu or not cell.sim:
@@ -172,12 +191,22 @@ def judged(cell: Cell) -> dict:
 
 
 def cause(cell: dict, metric: str) -> str:
+    """Why a metric of the cell is beyond the bound: the kernel scheme's userspace twin is
+    (`twin`); the emulated runs' own draws are, their replays agreeing (`draws`); the host was not
+    quiet in an emulated run (`stolen`: its hypervisor took more than QUIET_STEAL_PCT of the CPUs'
+    time); the hosts' timing is, the replays disagreeing too (`hosts`); a run without a replay
+    could be within the bound (`unresolved`) or is not (`2 flows`, which only recorded two-flow
+    runs lack)."""
     d = cell["delta"][metric]
+    stolen = cell.get("emu_steal_pct", 0.0) > QUIET_STEAL_PCT
     if "twin_delta" in cell and abs(cell["twin_delta"][metric]["value"]) > BOUND:
         return "twin"
+    if "replay_delta" in cell and abs(cell["replay_delta"][metric]["mean"]) <= BOUND:
+        return "draws"
+    if stolen:
+        return "stolen"
     if "replay_delta" in cell:
-        r = cell["replay_delta"][metric]
-        return "draws" if abs(r["mean"]) <= BOUND else "hosts"
+        return "hosts"
     if abs(d["value"]) - d["ci95"] <= BOUND:
         return "unresolved"
     return "2 flows"
@@ -262,18 +291,21 @@ class Record:
     def key(where: Where, runtime_s: float, seed: int, scheme: str) -> str:
         return f"{where.path} {where.buffer} {where.flows} {runtime_s:g}s seed{seed} {scheme}"
 
-    def get(self, key: str) -> tuple[Pair | None, Pair | None] | None:
-        """(run, replay) of a recorded run, or None if it is not recorded."""
+    def get(self, key: str) -> Emulated | None:
+        """A recorded run (without --before-bin's replay), or None if it is not recorded."""
         entry = self.runs.get(key)
         if entry is None:
             return None
         replayed = entry.get("replay")
-        return _pair(entry["emu"]), None if replayed is None else (replayed["tput"], replayed["p95"])
+        return Emulated(_pair(entry["emu"]), None if replayed is None else (replayed["tput"], replayed["p95"]), None,
+                        entry.get("steal_pct"))
 
-    def put(self, key: str, run: Pair | None, replayed: Pair | None, spec: str, build: str) -> None:
-        self.runs[key] = {"emu": None if run is None else list(run),
+    def put(self, key: str, run: Emulated, spec: str, build: str) -> None:
+        replayed = run.replayed
+        self.runs[key] = {"emu": None if run.run is None else list(run.run),
                           "replay": None if replayed is None else {"spec": spec, "build": build,
-                                                                   "tput": replayed[0], "p95": replayed[1]}}
+                                                                   "tput": replayed[0], "p95": replayed[1]},
+                          "steal_pct": run.steal_pct}
 
     def save(self) -> None:
         if self.path is not None:
@@ -284,13 +316,13 @@ class Record:
 
 def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runtime_s: float, specs: dict[str, str],
                   build: str, sim_only: bool, before_bin: Path | None,
-                  record: Record) -> dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]]:
-    """Each scheme's emulated runs on seeds 0..runs-1, each with its replay and
-    --before-bin's replay: (run, replay, before's replay). Campaigns in DIR are reused, and runs
+                  record: Record) -> dict[str, list[Emulated]]:
+    """Each scheme's emulated runs on seeds 0..runs-1, each with its replay, --before-bin's replay
+    and its host's steal. Campaigns in DIR are reused, and runs
     whose campaign is not in DIR are read from the record; a seed's schemes in neither run in one
     more campaign beside them (`seed<K>/part<I>`)."""
     base = where.dir(root) / f"emu-{runtime_s:g}s"
-    out: dict[str, list[tuple[Pair | None, Pair | None, Pair | None]]] = {}
+    out: dict[str, list[Emulated]] = {}
     for seed in range(runs):
         seed_dir = base / f"seed{seed}"
         found = {}
@@ -312,18 +344,20 @@ def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runti
             found.update({name: data_dir for name in missing})
         for name in schemes:
             if name in recorded:
-                out.setdefault(name, []).append((*recorded[name], None))
+                out.setdefault(name, []).append(recorded[name])
             if name not in found:
                 continue
             pair = fidelity.perf_pairs(found[name] / "perf.json")[name][0]
+            steal_pct = fidelity.steal_pcts(found[name] / "perf.json")[name][0]
             replayed = replayed_before = None
             spec = specs[KERNEL_TWINS.get(name, name)]
             if pair is not None:
                 replayed = cached_replay(found[name], name, spec, build, None)
                 if before_bin:
                     replayed_before = cached_replay(found[name], name, spec, build, before_bin)
-            record.put(Record.key(where, runtime_s, seed, name), pair, replayed, spec, build)
-            out.setdefault(name, []).append((pair, replayed, replayed_before))
+            run = Emulated(pair, replayed, replayed_before, steal_pct)
+            record.put(Record.key(where, runtime_s, seed, name), run, spec, build)
+            out.setdefault(name, []).append(run)
     return out
 
 
@@ -386,6 +420,9 @@ def verdict(c: dict) -> str:
     for metric, why in c["causes"].items():
         figure = {"twin": ("twin_delta", "value", "twin"), "draws": ("replay_delta", "mean", "replay"),
                   "hosts": ("replay_delta", "mean", "replay")}.get(why)
+        if why == "stolen":
+            said.append(f"{metric} stolen ({c['emu_steal_pct']:.1f}% of the CPUs)")
+            continue
         said.append(f"{metric} {why}" + (f" ({figure[2]} {c[figure[0]][metric][figure[1]]:+.0%})" if figure else ""))
     return "flag: " + ", ".join(said)
 
@@ -571,17 +608,19 @@ def main() -> None:
             cell.invalid_sim = sum(p is None for p in sim[twin])
             cell.before = [p for p in before.get(twin, []) if p is not None]
             if twin != name:
-                cell.twin_emu = [t for (k, _, _), (t, _, _) in zip(emu.get(name, []), emu.get(twin, []), strict=False)
-                                 if k is not None and t is not None]
-            for emulated_run, replayed, replayed_before in emu.get(name, []):
-                if emulated_run is None:
+                cell.twin_emu = [t.run for k, t in zip(emu.get(name, []), emu.get(twin, []), strict=False)
+                                 if k.run is not None and t.run is not None]
+            for emulated in emu.get(name, []):
+                if emulated.run is None:
                     cell.invalid_emu += 1
                     continue
-                cell.emu.append(emulated_run)
-                if replayed is not None:
-                    cell.replays.append(replayed)
-                if replayed_before is not None:
-                    cell.replays_before.append(replayed_before)
+                cell.emu.append(emulated.run)
+                if emulated.replayed is not None:
+                    cell.replays.append(emulated.replayed)
+                if emulated.replayed_before is not None:
+                    cell.replays_before.append(emulated.replayed_before)
+                if emulated.steal_pct is not None:
+                    cell.steal_pcts.append(emulated.steal_pct)
             c = judged(cell)
             cells.append(c)
             if "emu" in c or args.sim_only:

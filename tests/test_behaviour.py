@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pantheon import schemes
+from pantheon.analysis.analyze import QUIET_STEAL_PCT
 from prerequisites import missing
 from support.frontier import Point, dominators
 from test_harness import pantheon
@@ -140,10 +141,29 @@ def one_bdp_options(queue_bytes: int = BDP_BYTES) -> list[str]:
             "--uplink-queue-bytes", str(queue_bytes), "--downlink-queue-bytes", str(queue_bytes)]
 
 
+STOLEN_RERUNS = 2
+"""How many more times a scheme of the one-BDP campaign is run when its run's host was not quiet
+(more than QUIET_STEAL_PCT of its CPU time stolen by the hypervisor: harness/steal.py); its run on
+the quietest host is judged. Indigo on the demo's path moved 11.1 Mbit/s on a quiet host and 6.6
+at 22% stolen (docs/sim.md, "The host's hypervisor: steal time"): the host's, not the scheme's."""
+
+
+def stolen_pct(perf: dict, name: str) -> float:
+    """The most of the host's CPU time stolen in any of the scheme's runs, % (0 where unmeasured)."""
+    return max((run.get("host_steal_pct") or 0.0) for run in perf[name]["runs"].values())
+
+
 @pytest.fixture(scope="module")
 def one_bdp(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return campaign(tmp_path_factory.mktemp("one-bdp"), every_ready_scheme(), *one_bdp_options(),
+    perf = campaign(tmp_path_factory.mktemp("one-bdp"), every_ready_scheme(), *one_bdp_options(),
                     runtime_s=ONE_BDP_RUNTIME_S)
+    for _ in range(STOLEN_RERUNS):
+        if not (stolen := [name for name in perf if stolen_pct(perf, name) > QUIET_STEAL_PCT]):
+            break
+        again = campaign(tmp_path_factory.mktemp("one-bdp-again"), stolen, *one_bdp_options(),
+                         runtime_s=ONE_BDP_RUNTIME_S)
+        perf.update({name: again[name] for name in stolen if stolen_pct(again, name) < stolen_pct(perf, name)})
+    return perf
 
 
 @pytest.mark.timeout(1200)  # the first of these runs the whole campaign: ~13 s per scheme

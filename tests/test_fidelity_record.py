@@ -1,6 +1,7 @@
 """bench/sim_fidelity.py's record of emulated runs (data/fidelity/emulated.json): a run written
-there is read back, with its replay, where the matrix's data dir lacks it, and is not emulated
-again; a record of another format is refused with one line."""
+there is read back, with its replay and its host's steal, where the matrix's data dir lacks it, and
+is not emulated again; a record of another format is refused with one line. And a flagged cell's
+cause: a run on a stolen host is named as such unless its replay agrees."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sim_fidelity
-from sim_fidelity import Record, Where
+from sim_fidelity import Cell, Emulated, Record, Where
 
 DEMO = Where("demo", "shallow", 1)
 
@@ -18,23 +19,39 @@ def test_a_recorded_run_is_read_back_with_its_replay(tmp_path: Path) -> None:
     record = Record(path)
     key = Record.key(DEMO, 10.0, 0, "cubic-user")
     assert key == "demo shallow 1 10s seed0 cubic-user" and record.get(key) is None
-    record.put(key, (11.5, 31.2), (11.4, 30.9), "cubic", "abc123")
-    record.put(Record.key(DEMO, 10.0, 0, "copa"), None, None, "copa", "abc123")
+    record.put(key, Emulated((11.5, 31.2), (11.4, 30.9), None, 0.4), "cubic", "abc123")
+    record.put(Record.key(DEMO, 10.0, 0, "copa"), Emulated(None, None, None, None), "copa", "abc123")
     record.save()
     again = Record(path)
-    assert again.get(key) == ((11.5, 31.2), (11.4, 30.9))
-    assert again.get(Record.key(DEMO, 10.0, 0, "copa")) == (None, None)
+    assert again.get(key) == Emulated((11.5, 31.2), (11.4, 30.9), None, 0.4)
+    assert again.get(Record.key(DEMO, 10.0, 0, "copa")) == Emulated(None, None, None, None)
     assert len(path.read_text().splitlines()) == 1 + 2 + 1, "a line for each run, between the header and the end"
 
 
 def test_the_matrix_takes_a_recorded_run_where_its_data_dir_lacks_it(tmp_path: Path) -> None:
     record = Record(tmp_path / "emulated.json")
-    record.put(Record.key(DEMO, 10.0, 0, "cubic-user"), (11.5, 31.2), (11.4, 30.9), "cubic", "abc123")
+    record.put(Record.key(DEMO, 10.0, 0, "cubic-user"), Emulated((11.5, 31.2), (11.4, 30.9), None, 7.5), "cubic",
+               "abc123")
     # Not --sim-only: a run in neither the data dir nor the record would be emulated here; the
     # recorded one is read instead, and nothing runs.
     runs = sim_fidelity.emulated_side(tmp_path / "matrix", DEMO, ["cubic-user"], 1, 10.0, {"cubic-user": "cubic"},
                                       "def456", False, None, record)
-    assert runs == {"cubic-user": [((11.5, 31.2), (11.4, 30.9), None)]}
+    assert runs == {"cubic-user": [Emulated((11.5, 31.2), (11.4, 30.9), None, 7.5)]}
+
+
+def test_a_cell_whose_host_was_stolen_says_so_unless_its_replay_agrees() -> None:
+    def flagged(steal_pcts: list[float], replay_p95_ms: float) -> dict:
+        # The emulator's p95 20% over the simulator's; throughput the same.
+        cell = Cell("vegas-user", "vegas-user", DEMO, emu=[(10.0, 30.0), (10.0, 30.0)], sim=[(10.0, 25.0)] * 3,
+                    replays=[(10.0, replay_p95_ms)] * 2, steal_pcts=steal_pcts)
+        return sim_fidelity.judged(cell)
+
+    stolen = flagged([0.3, 12.0], replay_p95_ms=25.0)
+    assert (stolen["verdict"], stolen["causes"], stolen["emu_steal_pct"]) == ("flag", {"p95": "stolen"}, 12.0)
+    assert sim_fidelity.verdict(stolen) == "flag: p95 stolen (12.0% of the CPUs)"
+    assert flagged([0.3, 1.9], replay_p95_ms=25.0)["causes"] == {"p95": "hosts"}
+    assert flagged([12.0], replay_p95_ms=29.0)["causes"] == {"p95": "draws"}
+    assert "emu_steal_pct" not in flagged([], replay_p95_ms=25.0)
 
 
 def test_a_record_of_another_format_is_refused(tmp_path: Path) -> None:
