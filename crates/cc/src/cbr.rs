@@ -167,20 +167,31 @@ mod tests {
     use crate::flow::{controller, Flow, Instant, Verdict};
     use crate::testing::{ack, loss};
 
-    /// The gaps between the first `n` datagrams a flow sends on time, µs.
-    fn gaps_us(flow: &mut Flow, n: usize) -> Vec<u64> {
+    /// The times a flow sends at until `done(sent so far, now)`, its sender waking for a send due
+    /// at `due_us` at `wake_us(due_us, how many it sent)`: on time, or later where it stalled.
+    fn send_times_us(
+        flow: &mut Flow,
+        done: impl Fn(&[u64], u64) -> bool,
+        wake_us: impl Fn(u64, usize) -> u64,
+    ) -> Vec<u64> {
         let mut now = Instant::ZERO;
         let mut sent_us = Vec::new();
-        while sent_us.len() < n {
+        while !done(&sent_us, now.as_us()) {
             match flow.next_send(now) {
                 Verdict::Send(permit) => {
                     flow.on_sent(now, permit);
                     sent_us.push(now.as_us());
                 }
-                Verdict::At(due) => now = due,
+                Verdict::At(due) => now = Instant::from_us(wake_us(due.as_us(), sent_us.len())).max(due),
                 Verdict::Closed => panic!("cbr has no window"),
             }
         }
+        sent_us
+    }
+
+    /// The gaps between the first `n` datagrams a flow sends on time, µs.
+    fn gaps_us(flow: &mut Flow, n: usize) -> Vec<u64> {
+        let sent_us = send_times_us(flow, |sent, _| sent.len() >= n, |due_us, _| due_us);
         sent_us.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
@@ -240,44 +251,23 @@ mod tests {
         assert!(sent_us.windows(2).all(|w| w[1] - w[0] == 976));
     }
 
+    /// The times a 12 Mbit/s flow sends at before `end_us`, its sender stalling as `wake_us` says.
+    fn stalled_send_times_us(end_us: u64, wake_us: impl Fn(u64, usize) -> u64) -> Vec<u64> {
+        send_times_us(&mut cbr_flow("cbr:rate_mbps=12"), |_, now_us| now_us >= end_us, wake_us)
+    }
+
     #[test]
     fn a_stalled_sender_keeps_its_schedule() {
-        // 12 Mbit/s (976 µs gaps), the sender stopped from 5 ms to 25 ms: the 20 datagrams due
-        // meanwhile leave at once when it runs again, and the schedule goes on as if on time.
-        let mut f = cbr_flow("cbr:rate_mbps=12");
-        let mut now = Instant::ZERO;
-        let mut sent_us = Vec::new();
-        while now.as_us() < 40_000 {
-            match f.next_send(now) {
-                Verdict::Send(permit) => {
-                    f.on_sent(now, permit);
-                    sent_us.push(now.as_us());
-                }
-                Verdict::At(due) => {
-                    now = if (5_000..25_000).contains(&due.as_us()) { Instant::from_us(25_000) } else { due }
-                }
-                Verdict::Closed => panic!("cbr has no window"),
-            }
-        }
+        // 976 µs gaps, the sender stopped from 5 ms to 25 ms: the 20 datagrams due meanwhile
+        // leave at once when it runs again, and the schedule goes on as if on time.
+        let sent_us =
+            stalled_send_times_us(40_000, |due_us, _| if (5_000..25_000).contains(&due_us) { 25_000 } else { due_us });
         assert_eq!(sent_us.iter().filter(|&&t| t == 25_000).count(), 1 + (25_000 - 5_856) / 976);
         assert_eq!(sent_us.len() as u64, 40_000 / 976 + 1);
-        // A stall longer than MAX_CATCH_UP_MS loses what fell due before its last 50 ms.
-        let mut f = cbr_flow("cbr:rate_mbps=12");
-        let mut now = Instant::ZERO;
-        let mut sent = 0;
-        while now.as_us() < 1_000_000 {
-            match f.next_send(now) {
-                Verdict::Send(permit) => {
-                    f.on_sent(now, permit);
-                    sent += 1;
-                }
-                Verdict::At(due) => {
-                    now = if due.as_us() < 900_000 && sent > 0 { Instant::from_us(900_000) } else { due }
-                }
-                Verdict::Closed => panic!("cbr has no window"),
-            }
-        }
-        assert_eq!(sent, 1 + 1 + MAX_CATCH_UP_MS * 1000 / 976 + 100_000 / 976);
+        // Stopped from the second datagram to 900 ms: what fell due before the last
+        // MAX_CATCH_UP_MS is lost, the rest leaves at once, and the schedule goes on from there.
+        let sent_us = stalled_send_times_us(1_000_000, |due_us, sent| if sent == 1 { 900_000 } else { due_us });
+        assert_eq!(sent_us.len() as u64, 1 + 1 + MAX_CATCH_UP_MS * 1000 / 976 + 100_000 / 976);
     }
 
     #[test]
