@@ -78,7 +78,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import support
-from pantheon.analysis.analyze import QUIET_STEAL_PCT
+from pantheon.analysis.analyze import host_was_stolen
 from pantheon.schemes import registry
 from pantheon.sim import replay, simulator
 from pantheon.sim.simulable import problem as simulable_problem
@@ -193,12 +193,12 @@ def judged(cell: Cell) -> dict:
 def cause(cell: dict, metric: str) -> str:
     """Why a metric of the cell is beyond the bound: the kernel scheme's userspace twin is
     (`twin`); the emulated runs' own draws are, their replays agreeing (`draws`); the host was not
-    quiet in an emulated run (`stolen`: its hypervisor took more than QUIET_STEAL_PCT of the CPUs'
+    quiet in an emulated run (`stolen`: its hypervisor took more than 2% of the CPUs'
     time); the hosts' timing is, the replays disagreeing too (`hosts`); a run without a replay
     could be within the bound (`unresolved`) or is not (`2 flows`, which only recorded two-flow
     runs lack)."""
     d = cell["delta"][metric]
-    stolen = cell.get("emu_steal_pct", 0.0) > QUIET_STEAL_PCT
+    stolen = host_was_stolen(cell.get("emu_steal_pct"))
     if "twin_delta" in cell and abs(cell["twin_delta"][metric]["value"]) > BOUND:
         return "twin"
     if "replay_delta" in cell and abs(cell["replay_delta"][metric]["mean"]) <= BOUND:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from pantheon.analysis.analyze import QUIET_STEAL_PCT
+from pantheon.analysis.analyze import QUIET_STEAL_PCT, host_was_stolen
 from pantheon.analysis.metrics import FlowMetrics
 from pantheon.schemes import registry
 from pantheon.sim import replay
@@ -72,7 +72,7 @@ def emulated_and_replayed(data: Path, seed: int) -> tuple[FlowMetrics, FlowMetri
     assert spec is not None
     run_dir = data / SCHEME / "run1"
     stolen_pct = json.loads((run_dir / "run.json").read_text())["host_steal_pct"]
-    if stolen_pct is not None and stolen_pct > QUIET_STEAL_PCT:
+    if host_was_stolen(stolen_pct):
         return float(stolen_pct)
     replay.run(replay.replay_of(run_dir, options, spec), data / "replay")
     return (replay.first_seconds(run_dir / "datalink.log", COMPARED_S),
@@ -185,7 +185,7 @@ def quiet_runs(path_file: Path, names: list[str], flows: int, runtime_s: float, 
         steals = fidelity.steal_pcts(data_dir / "perf.json")
         for name, missing in needed.items():
             for pair, steal in zip(emulated[name], steals[name], strict=True):
-                if steal is not None and steal > QUIET_STEAL_PCT:
+                if host_was_stolen(steal):
                     stolen[name].append(steal)
                 elif missing:
                     kept[name] += valid([pair])

@@ -47,6 +47,12 @@ development VM: in runs with at most 1.7% stolen the emulator wrote 0.1–0.9% o
 more than 0.5 ms late, with 3.0% stolen 1.9–2.3%, with 15–22% stolen 14–23% (harness/steal.py)."""
 
 
+def host_was_stolen(steal_pct: float | None) -> bool:
+    """Whether a run's host had more of its CPU time stolen than a quiet host (QUIET_STEAL_PCT);
+    False where steal was not measured."""
+    return steal_pct is not None and steal_pct > QUIET_STEAL_PCT
+
+
 @dataclass
 class RunResult:
     source: RunSource
@@ -143,7 +149,7 @@ def _judge(data: DataDir, source: RunSource) -> tuple[LinkEvents, RunMetrics, li
     warnings = [line for p in problems for line in p.messages()]
     warnings += [f"flow {i} started {late:.0f} ms after it was due: the harness could not start it on time"
                  for i, late in enumerate(source.start_lateness_ms, start=1) if late is not None and late > LATE_FLOW_MS]
-    if source.host_steal_pct is not None and source.host_steal_pct > QUIET_STEAL_PCT:
+    if host_was_stolen(source.host_steal_pct):
         warnings.append(f"the hypervisor stole {source.host_steal_pct:.1f}% of the host's CPU time during the run "
                         f"(/proc/stat): its programs stood still that share of the time, so its delays and rates "
                         f"are the host's as well as the path's")
