@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 import support  # noqa: F401 - puts python/ on sys.path
+from pantheon import link_log
 from pantheon.analysis.analyze import host_was_stolen
 from pantheon.schemes import registry
 from pantheon.sim.simulable import cc_spec
@@ -34,21 +35,23 @@ from support import fidelity
 LATE_US = 500
 
 
-def late_pct(link_log: Path) -> float:
+def late_pct(path: Path) -> float:
     """The share of a link log's departures written more than LATE_US after their model time, %."""
-    lateness = [int(f[5]) for line in link_log.open() if not line.startswith("#")
-                and (f := line.split())[1] == "-"]
-    return 100 * sum(v > LATE_US for v in lateness) / max(len(lateness), 1)
+    departures = link_log.read(path).departures
+    return 100 * sum(d.lateness_us > LATE_US for d in departures) / max(len(departures), 1)
 
 
-def summary(label: str, runs: list[tuple[float, float, float | None, float]]) -> str:
+def summary(label: str, runs: list[tuple[float, float, float | None, float | None]]) -> str:
+    """Runs as (Mbit/s, p95 ms, steal %, late departures %); the last two None where not measured."""
     if not runs:
         return f"{label:<22} none"
     tput, p95 = [r[0] for r in runs], [r[1] for r in runs]
     steal = [r[2] for r in runs if r[2] is not None]
+    late = [r[3] for r in runs if r[3] is not None]
     return (f"{label:<22} {len(runs):>3} runs  {statistics.mean(tput):6.2f} Mbit/s ({min(tput):.2f}-{max(tput):.2f})"
             f"  p95 {statistics.mean(p95):6.2f} ms ({min(p95):.1f}-{max(p95):.1f})"
-            + (f"  stolen {min(steal):.2f}-{max(steal):.2f}%" if steal else ""))
+            + (f"  stolen {min(steal):.2f}-{max(steal):.2f}%" if steal else "")
+            + (f"  late {min(late):.2f}-{max(late):.2f}%" if late else ""))
 
 
 def main() -> None:
@@ -76,18 +79,18 @@ def main() -> None:
         if not (data_dir / "perf.json").exists():
             fidelity.emulated(path_file, [args.scheme], 1, args.runtime, seed, data_dir, timeout_s=240)
         pair = fidelity.perf_pairs(data_dir / "perf.json")[args.scheme][0]
-        steal = fidelity.steal_pcts(data_dir / "perf.json")[args.scheme][0]
-        run_dir = data_dir / args.scheme / "run1"
-        late = max(late_pct(run_dir / "uplink.log"), late_pct(run_dir / "downlink.log"))
         if pair is None:
             print(f"seed {seed:>2}: invalid run")
             continue
+        steal = fidelity.steal_pcts(data_dir / "perf.json")[args.scheme][0]
+        run_dir = data_dir / args.scheme / "run1"
+        late = max(late_pct(run_dir / "uplink.log"), late_pct(run_dir / "downlink.log"))
         print(f"seed {seed:>2}: {pair[0]:6.2f} Mbit/s  p95 {pair[1]:6.1f} ms  stolen "
               f"{'-' if steal is None else f'{steal:.2f}%'}  departures > 0.5 ms late {late:.2f}%", flush=True)
         (stolen if host_was_stolen(steal) else quiet).append((*pair, steal, late))
     print(summary("quiet host", quiet))
     print(summary("stolen host", stolen))
-    print(summary(f"simulator ({len(simulated)} seeds)", [(*p, None, 0.0) for p in simulated]))
+    print(summary(f"simulator ({len(simulated)} seeds)", [(*p, None, None) for p in simulated]))
 
 
 if __name__ == "__main__":

@@ -193,10 +193,10 @@ def judged(cell: Cell) -> dict:
 def cause(cell: dict, metric: str) -> str:
     """Why a metric of the cell is beyond the bound: the kernel scheme's userspace twin is
     (`twin`); the emulated runs' own draws are, their replays agreeing (`draws`); the host was not
-    quiet in an emulated run (`stolen`: its hypervisor took more than 2% of the CPUs'
-    time); the hosts' timing is, the replays disagreeing too (`hosts`); a run without a replay
-    could be within the bound (`unresolved`) or is not (`2 flows`, which only recorded two-flow
-    runs lack)."""
+    quiet in an emulated run (`stolen`: its hypervisor took more of the CPUs' time than
+    analyze.QUIET_STEAL_PCT); the hosts' timing is, the replays disagreeing too (`hosts`); a run
+    without a replay could be within the bound (`unresolved`) or is not (`2 flows`, which only
+    recorded two-flow runs lack)."""
     d = cell["delta"][metric]
     stolen = host_was_stolen(cell.get("emu_steal_pct"))
     if "twin_delta" in cell and abs(cell["twin_delta"][metric]["value"]) > BOUND:

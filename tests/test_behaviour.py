@@ -143,8 +143,8 @@ def one_bdp_options(queue_bytes: int = BDP_BYTES) -> list[str]:
 
 STOLEN_RERUNS = 2
 """How many more times a scheme of the one-BDP campaign is run when its run's host was not quiet
-(analyze.host_was_stolen: more than 2% of its CPU time stolen by the hypervisor: harness/steal.py); its run on
-the quietest host is judged. Indigo on the demo's path moved 11.1 Mbit/s on a quiet host and 6.6
+(analyze.host_was_stolen: more than QUIET_STEAL_PCT of its CPU time stolen by the hypervisor,
+harness/steal.py); its run on the quietest host is judged. Indigo on the demo's path moved 11.1 Mbit/s on a quiet host and 6.6
 at 22% stolen (docs/sim.md, "The host's hypervisor: steal time"): the host's, not the scheme's."""
 
 
