@@ -84,13 +84,12 @@ from pantheon.sim import replay, simulator
 from pantheon.sim.simulable import problem as simulable_problem
 from pantheon.sim.simulable import simulable
 from support import fidelity
-from support.fidelity import KERNEL_TWINS, Pair
+from support.fidelity import KERNEL_TWINS, RECORD, Pair
 
 REPO = support.REPO
 BOUND = 0.10
 FORMAT_VERSION = 1
 """matrix.json's format; a reader takes this version."""
-RECORD = REPO / "data" / "fidelity" / "emulated.json"
 RECORD_VERSION = 1
 CAUSES = ("hosts", "2 flows", "unresolved", "twin", "draws", "stolen")
 """A flagged cell's causes, the one that says most against the simulator first: a cell counts under

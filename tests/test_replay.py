@@ -39,6 +39,8 @@ def test_a_second_flow_starts_as_much_later_as_it_left_its_sender(tmp_path: Path
     assert got.runtime_s == pytest.approx(1.2575 + 10.0 + replay.TAIL_S)
     flows = replay.run(got, tmp_path / "replayed")
     assert len(flows) == 2 and all(f["throughput_mbps"] > 1 for f in flows)
+    # Exactly there: a replay's flows start as told, not as late as the simulated hosts start a flow.
+    assert replay.first_sends_us(tmp_path / "replayed" / "datalink.log") == {1: 1_257_500, 2: 1_250_000}
 
 
 def test_a_flow_that_sent_nothing_cannot_be_replayed(tmp_path: Path) -> None:

@@ -45,6 +45,8 @@ BUFFERS = {"shallow": (0.5, 4), "deep": (4.0, 16)}
 OWN = "own"
 KERNEL_TWINS = {"cubic": "cubic-user", "bbr": "bbr-user", "reno": "reno-user"}
 """Kernel schemes run in the emulator, compared with their userspace twins in the simulator."""
+RECORD = support.REPO / "data" / "fidelity" / "emulated.json"
+"""Every emulated run of the matrix: its figures and its replay (bench/sim_fidelity.py's Record)."""
 
 Pair = tuple[float, float]
 """A run's (throughput Mbit/s, p95 one-way delay ms)."""

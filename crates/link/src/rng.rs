@@ -45,6 +45,14 @@ impl Rng {
         // 1 - U lies in (0, 1], so the logarithm is finite.
         -mean * (1.0 - self.next_f64()).ln()
     }
+
+    /// Normally distributed with the given mean and standard deviation (Box & Muller, "A note on
+    /// the generation of random normal deviates", Ann. Math. Statist. 29(2), 1958: one of the
+    /// pair, from two uniforms).
+    pub fn normal(&mut self, mean: f64, sd: f64) -> f64 {
+        let radius = (-2.0 * (1.0 - self.next_f64()).ln()).sqrt();
+        mean + sd * radius * (std::f64::consts::TAU * self.next_f64()).cos()
+    }
 }
 
 #[cfg(test)]
@@ -58,6 +66,19 @@ mod tests {
             assert_eq!(a.next_u64(), b.next_u64());
         }
         assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
+    }
+
+    #[test]
+    fn normal_has_its_mean_and_spread() {
+        let mut rng = Rng::new(3);
+        let v: Vec<f64> = (0..200_000).map(|_| rng.normal(4.7, 1.4)).collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
+        assert!((mean - 4.7).abs() < 0.01, "mean {mean}");
+        assert!((sd - 1.4).abs() < 0.01, "sd {sd}");
+        // A normal's quartiles lie 0.674 standard deviations either side of its mean.
+        let below = v.iter().filter(|&&x| x < 4.7 - 0.674 * 1.4).count() as f64 / v.len() as f64;
+        assert!((below - 0.25).abs() < 0.005, "below the first quartile: {below}");
     }
 
     #[test]

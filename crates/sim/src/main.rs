@@ -102,6 +102,11 @@ struct RunArgs {
     /// replay of an emulated run, whose flow start is read off the link's log).
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
     link_phase_us: Option<u64>,
+    /// Start every flow exactly at its planned instant, rather than as late as the hosts start
+    /// them (a few ms, drawn from --seed: with several flows they never start together): a
+    /// replay of an emulated run, whose flows' starts are read off its logs.
+    #[arg(long)]
+    exact_starts: bool,
     /// The network as a topology file instead of the path options: links (each with the path
     /// options of its own) and each flow's route over them (TOML; docs/sim.md, "Topologies";
     /// examples in data/topologies/). --seed still seeds the run.
@@ -160,6 +165,9 @@ fn run(args: &RunArgs) -> Result<i32, String> {
     };
     if let Some(phase_us) = args.link_phase_us {
         scenario = scenario.with_link_phase_us(phase_us);
+    }
+    if args.exact_starts {
+        scenario = scenario.with_exact_starts();
     }
     let summary = outcome::with_files(&scenario, &args.out, args.text_logs)?;
     println!("{}", serde_json::to_string(&summary).expect("plain data serialises"));

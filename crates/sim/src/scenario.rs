@@ -17,6 +17,7 @@
 
 use pantheon_cli::path_options::PathPair;
 
+use crate::host;
 use crate::link_clock::link_phase_us;
 use crate::topology::Topology;
 
@@ -53,6 +54,9 @@ pub struct Scenario {
     /// How far the links' clock runs ahead of the run's, µs (link_clock.rs): drawn from the
     /// run's seed unless given.
     pub link_phase_us: u64,
+    /// When each sender (in `flows`' order) starts, µs: its plan, a bulk flow's as late as the
+    /// hosts start it (host.rs), or exactly its plan (`with_exact_starts`).
+    pub starts_us: Vec<u64>,
 }
 
 /// Longest run: one day of simulated time (Pantheon's runs last 30 s; a longer one is a typo,
@@ -255,7 +259,8 @@ impl Scenario {
             ));
         }
         let link_phase_us = link_phase_us(topology.seed());
-        Ok(Scenario { flows, flow_count, runtime_us, topology, link_phase_us })
+        let starts_us = host::starts_us(&flows, topology.seed());
+        Ok(Scenario { flows, flow_count, runtime_us, topology, link_phase_us, starts_us })
     }
 
     /// Whether any sender carries a finite transfer (the run then has transfers.parquet).
@@ -267,6 +272,13 @@ impl Scenario {
     /// emulated run whose flow's start is known on the link's clock.
     pub fn with_link_phase_us(self, phase_us: u64) -> Scenario {
         Scenario { link_phase_us: phase_us, ..self }
+    }
+
+    /// The same run with every sender started exactly at its plan: a replay of an emulated run,
+    /// whose flows' starts are read off its logs (host.rs).
+    pub fn with_exact_starts(self) -> Scenario {
+        let starts_us = self.flows.iter().map(|plan| plan.start_us).collect();
+        Scenario { starts_us, ..self }
     }
 }
 

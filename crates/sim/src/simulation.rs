@@ -12,7 +12,8 @@
 //! - Each sender is `pantheon_cc::flow::Flow`: the same controller
 //!   (`flow::controller::build`, `mss_bytes=1464`), bookkeeping, pacer, timers and send rule as
 //!   the real sender (transport/src/sender.rs), told virtual time instead of reading a clock. Its
-//!   clock starts at its start, as the real sender's does. A bulk flow has one sender; a flow with
+//!   clock starts at its start, as the real sender's does: a bulk flow's as late after its plan as
+//!   the hosts start it (host.rs, `Scenario::starts_us`). A bulk flow has one sender; a flow with
 //!   transfers one per transfer (`pantheon-udp send --bytes`), all through the flow's one tunnel.
 //! - Every data datagram is 1464 bytes inside the tunnel and 1500 on the path (docs/tunnel.md:
 //!   36 bytes of tunnel overhead); every acknowledgement is 60 inside (32 bytes of UDP payload,
@@ -393,12 +394,13 @@ impl<O: Observer> Simulation<O> {
             .zip(controllers)
             .enumerate()
             .map(|(i, (plan, cc))| {
+                let start_us = scenario.starts_us[i];
                 let mut flow = FlowState {
                     stage: Stage::Waiting(cc),
                     flow: plan.flow as u32,
                     ecn: plan.ecn,
                     budget_packets: plan.budget_packets(),
-                    start_us: plan.start_us,
+                    start_us,
                     end_us: plan.end_us,
                     extra_delay_us: plan.extra_delay_us,
                     first_link: routes[plan.flow][0],
@@ -408,7 +410,7 @@ impl<O: Observer> Simulation<O> {
                     host: HostLatency::new(seed, i),
                     unread: VecDeque::new(),
                 };
-                wakeups.set(i, &mut flow, plan.start_us);
+                wakeups.set(i, &mut flow, start_us);
                 flow
             })
             .collect();

@@ -97,9 +97,9 @@ def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
 
 def run(replay: Replay, out_dir: Path) -> list[dict]:
     """Runs the replay into `out_dir`; its flows' metrics (docs/sim.md, FLOW_METRICS), in order."""
-    # Phase 0: the flows' starts are read off the link's own log, so they are on the link's clock already.
+    # Phase 0 and exact starts: the flows' starts are read off the run's logs, on the link's clock already.
     argv = simulator.run_command(out_dir, replay.flows, replay.path_options, replay.runtime_s, replay.seed,
-                                 link_phase_us=0)
+                                 link_phase_us=0, exact_starts=True)
     done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=simulator.die_with_parent)  # noqa: PLW1509
     if done.returncode != 0:
         raise simulator.SimError(simulator.message(done.stderr) or f"{simulator.PROGRAM} exited {done.returncode}")

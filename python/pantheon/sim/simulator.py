@@ -84,19 +84,23 @@ def write_flows_file(path: Path, rows: Sequence[SenderRow]) -> Path:
 
 
 def run_command(out_dir: Path, flows: Sequence[FlowArg] | Path, path_options: Sequence[str], runtime_s: float,
-                seed: int, text_logs: bool = False, link_phase_us: int | None = None) -> list[str]:
+                seed: int, text_logs: bool = False, link_phase_us: int | None = None,
+                exact_starts: bool = False) -> list[str]:
     """`pantheon-sim run`: records.parquet, datalink.log and acklink.log in out_dir (and
     transfers.parquet where flows have transfers), and with text_logs the tunnel's and the
     emulator's own logs too. `flows`: `--flow` arguments, or a flows file (write_flows_file).
     `link_phase_us`: how far the link's delivery schedule runs ahead of the flows' clock (default:
-    the emulator's lead, 1.13-1.24 s drawn from the seed: crates/sim/src/link_clock.rs)."""
+    the emulator's lead, 1.13-1.24 s drawn from the seed: crates/sim/src/link_clock.rs).
+    `exact_starts`: every flow starts at its planned instant, not as late as the hosts start it
+    (crates/sim/src/host.rs)."""
     if isinstance(flows, Path):
         flow_args = ["--flows-file", str(flows)]
     else:
         flow_args = [arg for f in flows for arg in ("--flow", f.argument())]
     phase = ["--link-phase-us", str(link_phase_us)] if link_phase_us is not None else []
     return [str(binary(PROGRAM)), "run", "--out", str(out_dir), "--seed", str(seed), "--runtime-s", repr(float(runtime_s)),
-            *(["--text-logs"] if text_logs else []), *phase, *flow_args, *path_options]
+            *(["--text-logs"] if text_logs else []), *(["--exact-starts"] if exact_starts else []), *phase,
+            *flow_args, *path_options]
 
 
 def message(stderr: str) -> str:
