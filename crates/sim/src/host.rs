@@ -55,15 +55,15 @@
 //! third quartile and 7.3 at p95: a normal of mean 4.7 and standard deviation 1.5 gives 2.2, 3.7,
 //! 4.7, 5.7 and 7.2. What the path sees is the gap between the flows' first datagrams (the
 //! tunnel's log): in the 684 runs of pantheon-udp schemes 0.41 ms at the first quartile, 1.22 at
-//! the median, 2.28 at the third, 3.39 at p90 and 4.05 at p95 (27 ms the most), where the
+//! the median, 2.28 at the third, 3.39 at p90 and 4.05 at p95 (22 ms the most), where the
 //! difference of two independent normals of standard deviation 1.4 ms gives 0.63, 1.33, 2.28,
 //! 3.26 and 3.88. That gap decided one cell: BBR's two flows on the demo's deep buffer had a p95
 //! of 91 ms started at the same microsecond, 119–121 ms with the second 0.5 to 2 ms later, as
-//! emulated (docs/sim.md, "when the flows start").
+//! emulated (docs/sim.md, "when the flows start"; bench/start_lateness.py measures all of these).
 //!
 //! Model: each bulk flow starts `start_lateness_us` after its plan, a normal of mean
-//! `START_LATENESS_MEAN_US` and standard deviation `START_LATENESS_SD_US` (at least 0) drawn per
-//! flow from the run's seed, and the run's clock starts with the first of them, as the link's
+//! `START_LATENESS_MEAN_US` (the lateness's) and standard deviation `START_LATENESS_SD_US` (the
+//! gaps', which are what a cell sees; at least 0) drawn per flow from the run's seed, and the run's clock starts with the first of them, as the link's
 //! lead (link_clock.rs) was measured to the first flow's first datagram: a run of one flow starts
 //! as planned, bit for bit as before the model. A transfer's sender starts as planned (the
 //! transfer driver, already running, begins transfers 0.3–1.8 ms late at the median: left out).
