@@ -415,13 +415,17 @@ def test_only_topologies_a_chain_of_emulators_can_run_are_confirmed() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulated runs need network namespaces (root)")
 def test_a_parking_lot_cell_is_confirmed_over_a_chain_of_emulators_on_two_seeds(tmp_path: Path) -> None:
+    # Cubic fills both hops' buffers whichever flow starts first: its cell is the same race on every
+    # seed (simulated seeds 0-9: 20.4-21.8 Mbit/s, the worse p95 91-95 ms). Vegas's is a lottery:
+    # a flow that starts behind another's queue takes it for propagation and keeps it, so the long
+    # flow's p95 is 30 or 40 ms by seed, and a mean of two seeds moves 17% with one of them.
     path = write(tmp_path / "m.toml", 'duration_s = 6.0\nseeds = 2\n[[grid]]\ntopology = ["parking-lot-2"]\n')
-    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "vegas-user", "--confirm", "1",
+    assert league([str(path), "--data-dir", str(tmp_path / "out"), "--schemes", "cubic-user", "--confirm", "1",
                    "--confirm-seeds", "2"]) == 0
     [cell] = json.loads((tmp_path / "out" / confirm.CONFIRM_FILE).read_text())["cells"]
     assert cell["error"] is None and cell["seeds"] == [0, 1], cell
     rows = table.read(tmp_path / "out" / table.TABLE_FILE)
     assert cell["simulated"]["throughput_mbps"] == pytest.approx(sum(r["throughput_mbps"] for r in rows) / 2)
-    assert abs(cell["difference"]["throughput_mbps"]) < 0.1 and abs(cell["difference"]["delay_p95_ms"]) < 0.15, cell
+    assert abs(cell["difference"]["throughput_mbps"]) < 0.1 and abs(cell["difference"]["delay_p95_ms"]) < 0.1, cell
     runs = sorted(p.name for p in (tmp_path / "out" / confirm.CONFIRM_DIR).iterdir())
-    assert runs == ["topology-parking-lot-2-all.vegas-user", "topology-parking-lot-2-all.vegas-user.seed1"]
+    assert runs == ["topology-parking-lot-2-all.cubic-user", "topology-parking-lot-2-all.cubic-user.seed1"]

@@ -259,7 +259,7 @@ impl Scenario {
             ));
         }
         let link_phase_us = link_phase_us(topology.seed());
-        let starts_us = host::starts_us(&flows, topology.seed());
+        let starts_us = harness_starts_us(&flows, topology.seed());
         Ok(Scenario { flows, flow_count, runtime_us, topology, link_phase_us, starts_us })
     }
 
@@ -282,11 +282,73 @@ impl Scenario {
     }
 }
 
+/// The instant each of `flows` (senders) starts in a run seeded `seed`, µs: a bulk flow's plan
+/// plus its start lateness (host.rs), all moved earlier by as much as the first of them started
+/// late; a transfer's plan.
+fn harness_starts_us(flows: &[FlowPlan], seed: u64) -> Vec<u64> {
+    let late_us = |plan: &FlowPlan| match plan.bytes {
+        None => plan.start_us + host::start_lateness_us(seed, plan.flow),
+        Some(_) => plan.start_us,
+    };
+    let bulk = flows.iter().filter(|plan| plan.bytes.is_none());
+    let planned_first_us = bulk.clone().map(|plan| plan.start_us).min().unwrap_or(0);
+    let first_us = bulk.map(late_us).min().unwrap_or(0);
+    let shift_us = first_us - planned_first_us;
+    flows
+        .iter()
+        .map(|plan| match plan.bytes {
+            None => late_us(plan) - shift_us,
+            Some(_) => plan.start_us,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const RUN_US: u64 = 30_000_000;
+
+    fn bulk(flow: usize, start_us: u64) -> FlowPlan {
+        FlowPlan::new(flow + 1, "cubic", start_us as f64 / 1e6, None, 30_000_000).unwrap()
+    }
+
+    #[test]
+    fn one_flow_starts_as_planned() {
+        for seed in 0..50 {
+            assert_eq!(harness_starts_us(&[bulk(0, 0)], seed), [0]);
+            assert_eq!(harness_starts_us(&[bulk(0, 2_000_000)], seed), [2_000_000]);
+        }
+    }
+
+    #[test]
+    fn flows_start_apart_as_the_harness_starts_them() {
+        // Two flows planned together: the first at the run's start, the other the difference of
+        // their latenesses later, as in the emulated runs (module header: median 1.22 ms apart).
+        let mut gaps_us: Vec<u64> = (0..2000)
+            .map(|seed| {
+                let starts = harness_starts_us(&[bulk(0, 0), bulk(1, 0)], seed);
+                assert_eq!(starts.iter().min(), Some(&0));
+                let d = starts[0].abs_diff(starts[1]);
+                assert_eq!(d, host::start_lateness_us(seed, 0).abs_diff(host::start_lateness_us(seed, 1)));
+                d
+            })
+            .collect();
+        gaps_us.sort_unstable();
+        let median_us = gaps_us[gaps_us.len() / 2];
+        assert!((1_200..=1_450).contains(&median_us), "median gap {median_us} µs");
+        assert!(gaps_us[gaps_us.len() * 95 / 100] < 5_000);
+        // A flow planned later keeps its plan, less the first flow's lateness, plus its own.
+        let seed = 7;
+        let starts = harness_starts_us(&[bulk(0, 0), bulk(1, 5_000_000)], seed);
+        assert_eq!(starts[0], 0);
+        assert_eq!(starts[1], 5_000_000 + host::start_lateness_us(seed, 1) - host::start_lateness_us(seed, 0));
+        // Transfers start as planned, and do not move the bulk flows.
+        let transfer = bulk(1, 1_000).with_bytes(30_000);
+        let starts = harness_starts_us(&[bulk(0, 0), transfer.clone(), transfer.clone()], seed);
+        assert_eq!(starts, [0, 1_000, 1_000]);
+        assert_eq!(harness_starts_us(&[transfer], seed), [1_000]);
+    }
 
     #[test]
     fn timing_defaults_to_the_whole_run() {
