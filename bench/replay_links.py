@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 import support  # noqa: F401 - puts python/ on sys.path
 from pantheon import link_log
 from pantheon.schemes import registry
-from pantheon.sim import replay, simulator
+from pantheon.sim import replay
 from pantheon.sim.simulable import simulable
 from support.fidelity import KERNEL_TWINS
 
@@ -57,17 +56,6 @@ def link_line(log_path: Path) -> str:
     dropped = ", ".join(f"{n} {cause}" for cause, n in sorted(causes.items())) or "none"
     p50, p95 = np.percentile(sojourn_ms, [50, 95]) if sojourn_ms.size else (float("nan"), float("nan"))
     return f"{len(log.departures):>6} out, drops: {dropped:<10} in {episodes:>3} episodes, sojourn p50 {p50:5.1f} p95 {p95:5.1f} ms"
-
-
-def replayed(run_dir: Path, options: list[str], spec: str, out_dir: Path) -> Path:
-    """Replays `run_dir` into `out_dir` with the emulator's own link logs; out_dir."""
-    what = replay.replay_of(run_dir, options, spec)
-    argv = simulator.run_command(out_dir, what.flows, what.path_options, what.runtime_s, what.seed, text_logs=True,
-                                 link_phase_us=0, exact_starts=True)
-    done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=simulator.die_with_parent)  # noqa: PLW1509
-    if done.returncode != 0:
-        sys.exit(f"replay_links: {run_dir}: {simulator.message(done.stderr)}")
-    return out_dir
 
 
 def main() -> None:
@@ -92,7 +80,8 @@ def main() -> None:
         twin = KERNEL_TWINS.get(scheme, scheme)
         print(f"{scheme}" + (f" (replayed as {twin})" if twin != scheme else ""))
         with tempfile.TemporaryDirectory(prefix="replay-links-") as scratch:
-            again = replayed(run, options, specs[twin], Path(scratch) / "replay")
+            again = Path(scratch) / "replay"
+            replay.run(replay.replay_of(run, options, specs[twin]), again, text_logs=True)
             for label, where in (("emulated", run), ("replay", again)):
                 for link in LINKS:
                     print(f"  {label:<8} {link:<8} {link_line(where / f'{link}.log')}")

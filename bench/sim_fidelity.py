@@ -244,7 +244,7 @@ def simulated_side(root: Path, where: Where, specs: dict[str, str], runs: int, r
     """Seeds 0..runs-1 of each scheme, from DIR's sim-<T>s-<build>.json where they are there (the
     simulator is deterministic; `build` names the pantheon-sim binary, whose controllers and
     Indigo's weights are built in), run otherwise; and --before-bin's, never kept."""
-    cache = where.dir(root) / f"sim-{runtime_s:g}s-{build}.json"
+    cache = fidelity.simulated_seeds_file(where.dir(root), runtime_s, build)
     kept: dict[str, dict[str, list[float] | None]] = json.loads(cache.read_text()) if cache.exists() else {}
     preset = fidelity.scaled(fidelity.all_paths()[where.path], where.buffer)
     traces = where.dir(root) / "traces"

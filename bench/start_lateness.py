@@ -91,7 +91,7 @@ def coverage(root: Path, build: str) -> dict[bool, list[float]]:
         path, buffer, flows, runtime, _seed, scheme = key.split()
         if flows != "2" or record.get("emu") is None:
             continue
-        kept = root / path / buffer / "2flow" / f"sim-{runtime}-{build}.json"
+        kept = fidelity.simulated_seeds_file(root / path / buffer / "2flow", float(runtime.removesuffix("s")), build)
         if not kept.exists():
             continue
         seeds = json.loads(kept.read_text()).get(fidelity.KERNEL_TWINS.get(scheme, scheme)) or {}

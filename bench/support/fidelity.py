@@ -52,6 +52,12 @@ Pair = tuple[float, float]
 """A run's (throughput Mbit/s, p95 one-way delay ms)."""
 
 
+def simulated_seeds_file(place_dir: Path, runtime_s: float, build: str) -> Path:
+    """Where a place of the matrix keeps its simulated seeds of one pantheon-sim build (the simulator
+    is deterministic, so a build's seeds are computed once): {scheme: {seed: [Mbit/s, p95 ms]}}."""
+    return place_dir / f"sim-{runtime_s:g}s-{build}.json"
+
+
 def all_paths() -> dict[str, Preset]:
     """The demo's path, then every preset in the listing's order."""
     return {"demo": DEMO, **presets.PRESETS}

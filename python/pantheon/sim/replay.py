@@ -95,11 +95,12 @@ def replay_of(run_dir: Path, emulator_options: list[str], spec: str) -> Replay:
     return Replay(replayed, path_options, seed, end_s + TAIL_S)
 
 
-def run(replay: Replay, out_dir: Path) -> list[dict]:
-    """Runs the replay into `out_dir`; its flows' metrics (docs/sim.md, FLOW_METRICS), in order."""
+def run(replay: Replay, out_dir: Path, text_logs: bool = False) -> list[dict]:
+    """Runs the replay into `out_dir` (with text_logs, the tunnel's and the emulator's own logs
+    too, as the emulated run has them); its flows' metrics (docs/sim.md, FLOW_METRICS), in order."""
     # Phase 0 and exact starts: the flows' starts are read off the run's logs, on the link's clock already.
     argv = simulator.run_command(out_dir, replay.flows, replay.path_options, replay.runtime_s, replay.seed,
-                                 link_phase_us=0, exact_starts=True)
+                                 text_logs=text_logs, link_phase_us=0, exact_starts=True)
     done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=simulator.die_with_parent)  # noqa: PLW1509
     if done.returncode != 0:
         raise simulator.SimError(simulator.message(done.stderr) or f"{simulator.PROGRAM} exited {done.returncode}")
