@@ -286,21 +286,14 @@ impl Scenario {
 /// plus its start lateness (host.rs), all moved earlier by as much as the first of them started
 /// late; a transfer's plan.
 fn harness_starts_us(flows: &[FlowPlan], seed: u64) -> Vec<u64> {
-    let late_us = |plan: &FlowPlan| match plan.bytes {
-        None => plan.start_us + host::start_lateness_us(seed, plan.flow),
-        Some(_) => plan.start_us,
-    };
-    let bulk = flows.iter().filter(|plan| plan.bytes.is_none());
-    let planned_first_us = bulk.clone().map(|plan| plan.start_us).min().unwrap_or(0);
-    let first_us = bulk.map(late_us).min().unwrap_or(0);
-    let shift_us = first_us - planned_first_us;
-    flows
+    // A bulk flow's start with its lateness; None for a transfer's sender.
+    let late_us: Vec<Option<u64>> = flows
         .iter()
-        .map(|plan| match plan.bytes {
-            None => late_us(plan) - shift_us,
-            Some(_) => plan.start_us,
-        })
-        .collect()
+        .map(|plan| plan.bytes.is_none().then(|| plan.start_us + host::start_lateness_us(seed, plan.flow)))
+        .collect();
+    let planned_first_us = flows.iter().filter(|plan| plan.bytes.is_none()).map(|plan| plan.start_us).min();
+    let shift_us = late_us.iter().flatten().min().zip(planned_first_us).map_or(0, |(late, planned)| late - planned);
+    flows.iter().zip(&late_us).map(|(plan, late)| late.map_or(plan.start_us, |t_us| t_us - shift_us)).collect()
 }
 
 #[cfg(test)]
