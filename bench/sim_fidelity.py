@@ -45,7 +45,8 @@ to one path), 2 buffers, 1 and 2 flows: 1 596 cells. The simulator side of all o
 3 minutes; the emulator runs in real time (one campaign of every scheme, one seed, 10 s runs: about
 4 minutes; the whole matrix with 3 runs about 15 hours), so it is gathered in pieces: `--keep DIR` keeps every campaign, and a later invocation
 with the same DIR reuses what is there and runs only what is missing (`--runs 2` after `--runs 1`
-runs seed 1). Each emulated run's figures and replay are also written to the record,
+runs seed 1; `--again-unless-quiet` emulates again, beside them, the runs whose host is not known to
+have been quiet, and the quieter run counts). Each emulated run's figures and replay are also written to the record,
 data/fidelity/emulated.json (committed; `--record FILE`), and a run that is there but not in DIR is
 read from it and not run again: the matrix outlives the machine its data dirs were on. Selection:
 --schemes, --kernel, --paths, --buffers, --flows.
@@ -53,7 +54,7 @@ read from it and not run again: the matrix outlives the machine its data dirs we
 Run as root, from the repository (cargo build --release and ./setup.sh first):
     python3 bench/sim_fidelity.py --keep DIR [--runs 3] [--sim-runs 20] [--runtime 10]
         [--paths demo,india-wired] [--buffers shallow,deep] [--flows 1,2] [--schemes copa,cubic-user]
-        [--sim-only] [--json FILE] [--markdown FILE] [--before-bin DIR] [--record FILE]
+        [--again-unless-quiet] [--sim-only] [--json FILE] [--markdown FILE] [--before-bin DIR] [--record FILE]
 
 It prints a row per cell with emulated runs (--sim-only: the simulator's side of every selected
 cell), writes every selected cell to DIR/matrix.json (or --json FILE), and with --markdown FILE the
@@ -78,7 +79,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import support
-from pantheon.analysis.analyze import host_was_stolen
+from pantheon.analysis.analyze import QUIET_STEAL_PCT, host_was_stolen
 from pantheon.schemes import registry
 from pantheon.sim import replay, simulator
 from pantheon.sim.simulable import problem as simulable_problem
@@ -166,6 +167,7 @@ def judged(cell: Cell) -> dict:
                  "invalid_emu_runs": cell.invalid_emu, "invalid_sim_runs": cell.invalid_sim}
     if cell.steal_pcts:
         out["emu_steal_pct"] = max(cell.steal_pcts)
+        out["emu_steal_runs"] = len(cell.steal_pcts)
     if cell.sim:
         out["sim"] = {m: mean_ci(column(cell.sim, i)) for m, i in METRICS}
     if not cell.emu or not cell.sim:
@@ -315,22 +317,25 @@ class Record:
 
 def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runtime_s: float, specs: dict[str, str],
                   build: str, sim_only: bool, before_bin: Path | None,
-                  record: Record) -> dict[str, list[Emulated]]:
+                  record: Record, again_unless_quiet: bool = False) -> dict[str, list[Emulated]]:
     """Each scheme's emulated runs on seeds 0..runs-1, each with its replay, --before-bin's replay
     and its host's steal. Campaigns in DIR are reused, and runs
     whose campaign is not in DIR are read from the record; a seed's schemes in neither run in one
-    more campaign beside them (`seed<K>/part<I>`)."""
+    more campaign beside them (`seed<K>/part<I>`), and so do, with `again_unless_quiet`, those whose
+    host is not known to have been quiet (its steal not measured, or analyze.host_was_stolen).
+    Where a scheme has run more than once on a seed, the matrix takes the run on the quietest host
+    (the least steal; the latest of equals)."""
     base = where.dir(root) / f"emu-{runtime_s:g}s"
     out: dict[str, list[Emulated]] = {}
     for seed in range(runs):
         seed_dir = base / f"seed{seed}"
-        found = {}
-        parts = sorted(seed_dir.glob("part*/perf.json")) if seed_dir.exists() else []
-        for perf in parts:
-            found.update({name: perf.parent for name in fidelity.perf_pairs(perf)})
+        parts = sorted(seed_dir.glob("part*/perf.json"), key=lambda perf: int(perf.parent.name[len("part"):])) \
+            if seed_dir.exists() else []
+        found = quietest({perf.parent: fidelity.steal_pcts(perf) for perf in parts})
         recorded = {s: got for s in schemes if s not in found
                     and (got := record.get(Record.key(where, runtime_s, seed, s))) is not None}
-        missing = [s for s in schemes if s not in found and s not in recorded]
+        steal = {**{s: got.steal_pct for s, got in recorded.items()}, **{s: pct for s, (_, pct) in found.items()}}
+        missing = [s for s in schemes if s not in steal or (again_unless_quiet and not _quiet(steal[s]))]
         if missing and not sim_only:
             data_dir = seed_dir / f"part{len(parts)}"
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -340,23 +345,49 @@ def emulated_side(root: Path, where: Where, schemes: list[str], runs: int, runti
             fidelity.emulated(path_file(root, where), missing, where.flows, runtime_s, seed, data_dir,
                               timeout_s=len(missing) * (3 * runtime_s + 60) + 120)
             print(f"  ... {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-            found.update({name: data_dir for name in missing})
+            again = quietest({data_dir: fidelity.steal_pcts(data_dir / "perf.json")})
+            for name, (run_dir, pct) in again.items():
+                if name not in steal or not _quieter(steal[name], pct):
+                    found[name] = (run_dir, pct)
+                    recorded.pop(name, None)
         for name in schemes:
             if name in recorded:
                 out.setdefault(name, []).append(recorded[name])
             if name not in found:
                 continue
-            pair = fidelity.perf_pairs(found[name] / "perf.json")[name][0]
-            steal_pct = fidelity.steal_pcts(found[name] / "perf.json")[name][0]
+            run_dir, steal_pct = found[name]
+            pair = fidelity.perf_pairs(run_dir / "perf.json")[name][0]
             replayed = replayed_before = None
             spec = specs[KERNEL_TWINS.get(name, name)]
             if pair is not None:
-                replayed = cached_replay(found[name], name, spec, build, None)
+                replayed = cached_replay(run_dir, name, spec, build, None)
                 if before_bin:
-                    replayed_before = cached_replay(found[name], name, spec, build, before_bin)
+                    replayed_before = cached_replay(run_dir, name, spec, build, before_bin)
             run = Emulated(pair, replayed, replayed_before, steal_pct)
             record.put(Record.key(where, runtime_s, seed, name), run, spec, build)
             out.setdefault(name, []).append(run)
+    return out
+
+
+def _quiet(steal_pct: float | None) -> bool:
+    """Whether a run's host is known to have been quiet: its steal measured, and under the bound."""
+    return steal_pct is not None and not host_was_stolen(steal_pct)
+
+
+def _quieter(a: float | None, b: float | None) -> bool:
+    """Whether a host that lost a% of its CPU time to the hypervisor was quieter than one that lost
+    b% (an unmeasured host is not known to be quiet: it loses to a measured one)."""
+    return a is not None and (b is None or a < b)
+
+
+def quietest(parts: dict[Path, dict[str, list[float | None]]]) -> dict[str, tuple[Path, float | None]]:
+    """Of the campaigns of a seed (each data dir with its schemes' steal, in the order they ran),
+    each scheme's run on the quietest host, and its steal."""
+    out: dict[str, tuple[Path, float | None]] = {}
+    for data_dir, schemes in parts.items():
+        for name, (pct, *_) in schemes.items():
+            if name not in out or not _quieter(out[name][1], pct):
+                out[name] = (data_dir, pct)
     return out
 
 
@@ -488,6 +519,11 @@ def summary(run: list[dict]) -> list[str]:
     return lines
 
 
+def on_a_quiet_host(cell: dict) -> bool:
+    """Whether every emulated run of a cell was on a host whose steal was measured and quiet."""
+    return cell.get("emu_steal_runs", 0) == cell["emu"]["tput"]["runs"] and not host_was_stolen(cell["emu_steal_pct"])
+
+
 def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
     """docs/fidelity-matrix.md: the summary by cause, Δ tput / Δ p95 of every cell with emulated runs
     (a table per buffer and flow count, a row per scheme and a column per path), the flagged cells in
@@ -522,8 +558,10 @@ def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
     by_place: dict[tuple[str, str, int], list[dict]] = {}
     for c in cells:
         by_place.setdefault((c["path"], c["buffer"], c["flows"]), []).append(c)
-    lines += ["", "## Coverage", "", "| path | buffer | flows | schemes run | emulated runs | simulated seeds |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "## Coverage", "", "Cells on a quiet host: every emulated run's host steal measured and at most "
+              f"{QUIET_STEAL_PCT:g}% (harness/steal.py).", "",
+              "| path | buffer | flows | schemes run | emulated runs | simulated seeds | cells on a quiet host |",
+              "|---|---|---|---|---|---|---|"]
     remaining, remaining_cells = [], 0
     for (path, buffer, flows), group in by_place.items():
         done = [c for c in group if "emu" in c]
@@ -534,7 +572,7 @@ def markdown(cells: list[dict], same: dict[Where, str], command: str) -> str:
         runs = sorted({c["emu"]["tput"]["runs"] for c in done})
         seeds = max((c["sim"]["tput"]["runs"] for c in group if "sim" in c), default=0)
         lines.append(f"| {path} | {buffer} ({group[0]['buffer_bytes']:,} B) | {flows} | {len(done)} of {len(group)} | "
-                     f"{'–'.join(map(str, sorted({runs[0], runs[-1]})))} | {seeds} |")
+                     f"{'–'.join(map(str, sorted({runs[0], runs[-1]})))} | {seeds} | {sum(map(on_a_quiet_host, done))} |")
     if remaining:
         lines += ["", f"Not emulated yet ({len(remaining)} places, {remaining_cells} cells; their simulator side is in "
                   "matrix.json): " + ", ".join(remaining) + "."]
@@ -567,6 +605,9 @@ def main() -> None:
     parser.add_argument("--flows", default="1,2", help="flows per run: 1, 2 or both (default 1,2)")
     parser.add_argument("--sim-only", action="store_true", help="the simulator's side only; no emulated run")
     parser.add_argument("--keep", type=Path, help="data dir of the matrix; what is there is reused")
+    parser.add_argument("--again-unless-quiet", action="store_true",
+                        help="emulate again each selected run whose host is not known to have been quiet (its steal "
+                        f"not measured, or more than {QUIET_STEAL_PCT:g}%% of its CPU time); the quieter run counts")
     parser.add_argument("--json", type=Path, help="the selected cells as JSON (default DIR/matrix.json)")
     parser.add_argument("--markdown", type=Path, help="the measured cells, by cause and in full, and the coverage, "
                         "as docs/fidelity-matrix.md carries them")
@@ -598,7 +639,7 @@ def main() -> None:
         path_file(root, where)
         sim, before = simulated_side(root, where, sim_specs, args.sim_runs, args.runtime, build, args.before_bin)
         emu = emulated_side(root, where, schemes + kernel, args.runs, args.runtime, specs, build, args.sim_only,
-                            args.before_bin, record)
+                            args.before_bin, record, args.again_unless_quiet)
         record.save()
         for name in schemes + kernel:
             twin = KERNEL_TWINS.get(name, name)

@@ -1,9 +1,11 @@
 """bench/sim_fidelity.py's record of emulated runs (data/fidelity/emulated.json): a run written
 there is read back, with its replay and its host's steal, where the matrix's data dir lacks it, and
-is not emulated again; a record of another format is refused with one line. And a flagged cell's
-cause: a run on a stolen host is named as such unless its replay agrees."""
+is not emulated again; a record of another format is refused with one line; of a seed's runs
+emulated more than once, the run on the quietest host counts. And a flagged cell's cause: a run on
+a stolen host is named as such unless its replay agrees."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,24 @@ def test_the_matrix_takes_a_recorded_run_where_its_data_dir_lacks_it(tmp_path: P
     runs = sim_fidelity.emulated_side(tmp_path / "matrix", DEMO, ["cubic-user"], 1, 10.0, {"cubic-user": "cubic"},
                                       "def456", False, None, record)
     assert runs == {"cubic-user": [Emulated((11.5, 31.2), (11.4, 30.9), None, 7.5)]}
+
+
+def test_of_a_seeds_runs_emulated_again_the_quietest_hosts_counts(tmp_path: Path) -> None:
+    seed_dir = tmp_path / "matrix" / "demo" / "shallow" / "1flow" / "emu-10s" / "seed0"
+    # Three campaigns of the seed, as --again-stolen leaves them (runs the analysis found invalid,
+    # so that nothing is replayed here): cubic-user on a stolen host, then on quieter ones; copa
+    # once, on a host whose steal was not measured.
+    for part, schemes in enumerate([{"cubic-user": 12.0, "copa": None}, {"cubic-user": 3.1}, {"cubic-user": 0.2},
+                                    {"cubic-user": 0.9}]):
+        (seed_dir / f"part{part}").mkdir(parents=True)
+        (seed_dir / f"part{part}" / "perf.json").write_text(json.dumps({"schemes": {
+            name: {"runs": {"1": {"valid": False, "flows": {}, "host_steal_pct": pct}}} for name, pct in schemes.items()}}))
+    record = Record(None)
+    runs = sim_fidelity.emulated_side(tmp_path / "matrix", DEMO, ["cubic-user", "copa"], 1, 10.0,
+                                      {"cubic-user": "cubic", "copa": "copa"}, "abc123", True, None, record)
+    assert runs == {"cubic-user": [Emulated(None, None, None, 0.2)], "copa": [Emulated(None, None, None, None)]}
+    assert sim_fidelity.quietest({Path("a"): {"x": [None]}, Path("b"): {"x": [5.0]}}) == {"x": (Path("b"), 5.0)}, \
+        "a measured host beats an unmeasured one"
 
 
 def test_a_cell_whose_host_was_stolen_says_so_unless_its_replay_agrees() -> None:
